@@ -1,0 +1,56 @@
+// Package mounts is the contract between the sources of a workspace (a git
+// commit, a host directory, a skills directory, an in-memory tree) and the
+// faces that serve it (the union, the kernel adapter, the agent tools).
+//
+// A mount is a value of type [FS]: a small read side shaped like io/fs, plus
+// optional capability interfaces, one per verb family. Callers never type
+// assert; they call the free helper functions of this package ([OpenFile],
+// [Mkdir], [Rename], ...), which check for the method and return the
+// documented error when it is absent.
+//
+// # Path names
+//
+// Inside a mount, names are relative to the mount's root, io/fs style: "." is
+// the root, "src/main.go" a file below it. A name is valid when
+// [fs.ValidPath] accepts it and it holds no NUL and no other control
+// character ([ValidPath]). Mounts reject invalid names with a *fs.PathError
+// wrapping [fs.ErrInvalid] before touching anything ([CheckPath]). Mount
+// types may add rules of their own (the git mount refuses a ".git"
+// component).
+//
+// The workspace namespace seen by users is absolute ("/repo/src/main.go").
+// The union translates between the two and rewrites error paths, so a host
+// path never leaks into an error.
+//
+// # Capabilities
+//
+// Capability is method presence. A mount implements [OpenFileFS] only if it
+// can really create and write files, [LinkFS] only if it can really make hard
+// links, and so on. Nothing implements a method only to refuse it: a read-only
+// mount has no write methods at all, and the helpers turn that absence into
+// [ErrReadOnly] (EROFS through the kernel). A writable mount that lacks one
+// verb (say hard links) gets [ErrNotSupported] for that verb instead.
+//
+// Wrappers that must declare every method statically (the union, policy
+// decorators) report the capabilities they really offer through
+// [CapabilityReporter]; [Capabilities] consults it.
+//
+// # Errors
+//
+// Every error a mount returns is a *fs.PathError whose Path is the name the
+// caller passed. Checks use errors.Is against the sentinels of io/fs
+// ([fs.ErrNotExist], [fs.ErrExist], [fs.ErrPermission], [fs.ErrInvalid]) and
+// of this package ([ErrReadOnly], [ErrNotSupported], [ErrCrossMount],
+// [ErrBusy], [ErrDenied], [ErrEscapes], [ErrNotDir], [ErrIsDir],
+// [ErrNotEmpty], [ErrNoSpace], [ErrLoop], [ErrNameTooLong]). Underlying
+// syscall.Errno values may be wrapped as they are (the host mount passes
+// ENOSPC and EIO through unchanged); the kernel face maps both kinds in one
+// table.
+//
+// # Testing
+//
+// Package mountstest holds the conformance suite every mount passes, in the
+// manner of testing/fstest: it checks the read side through [IOFS] with
+// fstest.TestFS, then round-trips each capability the mount implements and
+// checks the documented error for each it lacks.
+package mounts

@@ -1,0 +1,239 @@
+package mounts
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// FS is the read side every mount implements. Names follow the rules in the
+// package doc; every error is a *fs.PathError.
+type FS interface {
+	// Stat returns the attributes of name without following a final
+	// symlink (lstat semantics).
+	Stat(ctx context.Context, name string) (Attr, error)
+	// ReadDir lists a directory, sorted by name, without "." and "..".
+	ReadDir(ctx context.Context, name string) ([]DirEntry, error)
+	// Open opens a regular file for reading with random access. Opening a
+	// directory fails with ErrIsDir; opening a symlink fails with ErrLoop
+	// (callers resolve links themselves).
+	Open(ctx context.Context, name string) (File, error)
+	// ReadLink returns the target of a symlink as stored, unresolved.
+	// On a non-symlink it fails with fs.ErrInvalid.
+	ReadLink(ctx context.Context, name string) (string, error)
+}
+
+// Attr is what stat reports. The zero value of a field means "unknown" where
+// the comment says so; the kernel face fills in a sensible default.
+type Attr struct {
+	// Mode holds the type bits (fs.ModeDir, fs.ModeSymlink, ...) and the
+	// permission bits, plus fs.ModeSetuid/ModeSetgid/ModeSticky.
+	Mode fs.FileMode
+	// Size in bytes. For a symlink, the length of its target.
+	Size int64
+	// Ino is stable for the life of the mount (and across remounts where
+	// the mount can manage it). Entries that are the same file (hard links)
+	// share it. 0 means the mount has none and the caller must assign one.
+	Ino uint64
+	// Nlink is the link count. 0 means unknown (1 for files, 2 for dirs).
+	Nlink uint32
+	// Uid and Gid own the entry.
+	Uid, Gid uint32
+	// Atime, Mtime and Ctime have nanosecond precision where the source
+	// has it. A zero Atime or Ctime means "same as Mtime".
+	Atime, Mtime, Ctime time.Time
+	// Blocks counts 512-byte blocks allocated. 0 with Size > 0 means
+	// unknown: the kernel face derives it from Size.
+	Blocks int64
+	// Rdev is the device number of a device node (unused by most mounts).
+	Rdev uint32
+}
+
+// IsDir reports whether the attributes describe a directory.
+func (a Attr) IsDir() bool { return a.Mode.IsDir() }
+
+// FileInfo adapts a to fs.FileInfo under the given base name.
+func (a Attr) FileInfo(name string) fs.FileInfo { return fileInfo{name: name, a: a} }
+
+type fileInfo struct {
+	name string
+	a    Attr
+}
+
+func (fi fileInfo) Name() string       { return fi.name }
+func (fi fileInfo) Size() int64        { return fi.a.Size }
+func (fi fileInfo) Mode() fs.FileMode  { return fi.a.Mode }
+func (fi fileInfo) ModTime() time.Time { return fi.a.Mtime }
+func (fi fileInfo) IsDir() bool        { return fi.a.Mode.IsDir() }
+func (fi fileInfo) Sys() any           { return fi.a }
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name string
+	// Type holds only the type bits of the entry's mode.
+	Type fs.FileMode
+	// Ino as Attr.Ino; 0 when the mount does not know it cheaply.
+	Ino uint64
+}
+
+// File is an open file. ReadAt follows io.ReaderAt and is safe for
+// concurrent use. Stat is fstat: it works after the name was removed.
+type File interface {
+	io.ReaderAt
+	Stat() (Attr, error)
+	Close() error
+}
+
+// WritableFile is a file opened for writing by [OpenFileFS.OpenFile]. A file
+// opened with O_APPEND writes at its end whatever offset WriteAt is given.
+type WritableFile interface {
+	File
+	io.WriterAt
+	// Truncate changes the size of the open file.
+	Truncate(size int64) error
+	// Sync makes the content and attributes durable where the mount has
+	// a notion of durability; memory mounts return nil.
+	Sync() error
+}
+
+// Open flags understood by OpenFile, as os and syscall define them.
+// O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC, O_APPEND.
+
+// OpenFileFS is the write capability: create and write regular files.
+// OpenFile opens name with os.OpenFile flag semantics; perm applies when it
+// creates. With only O_RDONLY it behaves as Open.
+type OpenFileFS interface {
+	FS
+	OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (File, error)
+}
+
+// TruncateFS changes the size of a file by name.
+type TruncateFS interface {
+	FS
+	Truncate(ctx context.Context, name string, size int64) error
+}
+
+// MkdirFS creates a directory. An existing name fails with fs.ErrExist.
+type MkdirFS interface {
+	FS
+	Mkdir(ctx context.Context, name string, perm fs.FileMode) error
+}
+
+// RemoveFS removes names. Unlink removes a non-directory (ErrIsDir on a
+// directory); Rmdir removes an empty directory (ErrNotDir on anything else,
+// ErrNotEmpty when it has entries).
+type RemoveFS interface {
+	FS
+	Unlink(ctx context.Context, name string) error
+	Rmdir(ctx context.Context, name string) error
+}
+
+// RenameFlags select rename(2) variants.
+type RenameFlags uint32
+
+const (
+	// RenameNoReplace fails with fs.ErrExist if newname exists.
+	RenameNoReplace RenameFlags = 1 << 0
+	// RenameExchange atomically swaps the two names, which must both exist.
+	RenameExchange RenameFlags = 1 << 1
+)
+
+// RenameFS renames atomically with rename(2) semantics: a file replaces a
+// file, a directory replaces an empty directory. A mount that cannot honour
+// a flag returns ErrNotSupported for that call (as the kernel returns EINVAL
+// for flags a filesystem lacks).
+type RenameFS interface {
+	FS
+	Rename(ctx context.Context, oldname, newname string, flags RenameFlags) error
+}
+
+// SymlinkFS creates symlinks. The target is stored verbatim.
+type SymlinkFS interface {
+	FS
+	Symlink(ctx context.Context, target, name string) error
+}
+
+// LinkFS creates hard links to non-directories.
+type LinkFS interface {
+	FS
+	Link(ctx context.Context, oldname, newname string) error
+}
+
+// ChmodFS changes permission bits (and setuid, setgid, sticky).
+type ChmodFS interface {
+	FS
+	Chmod(ctx context.Context, name string, mode fs.FileMode) error
+}
+
+// ChownFS changes owners. A value of -1 leaves that id unchanged. It does
+// not follow a final symlink (lchown).
+type ChownFS interface {
+	FS
+	Chown(ctx context.Context, name string, uid, gid int) error
+}
+
+// ChtimesFS sets access and modification times. A zero time leaves that
+// time unchanged. It does not follow a final symlink.
+type ChtimesFS interface {
+	FS
+	Chtimes(ctx context.Context, name string, atime, mtime time.Time) error
+}
+
+// XattrFS reads extended attributes. A missing attribute is ErrNoAttr.
+type XattrFS interface {
+	FS
+	GetXattr(ctx context.Context, name, attr string) ([]byte, error)
+	ListXattr(ctx context.Context, name string) ([]string, error)
+}
+
+// Xattr flags for SetXattr, as setxattr(2).
+const (
+	XattrCreate  = 1 // fail with fs.ErrExist if the attribute exists
+	XattrReplace = 2 // fail with ErrNoAttr if it does not
+)
+
+// SetXattrFS writes extended attributes.
+type SetXattrFS interface {
+	XattrFS
+	SetXattr(ctx context.Context, name, attr string, data []byte, flags int) error
+	RemoveXattr(ctx context.Context, name, attr string) error
+}
+
+// FSStat is what statfs reports, in Bsize units.
+type FSStat struct {
+	Bsize   uint32
+	Blocks  uint64
+	Bfree   uint64
+	Bavail  uint64
+	Files   uint64
+	Ffree   uint64
+	NameLen uint32
+}
+
+// StatFSer reports filesystem-wide usage.
+type StatFSer interface {
+	FS
+	StatFS(ctx context.Context) (FSStat, error)
+}
+
+// Description says what a mount is, for Brief and for the kernel face.
+type Description struct {
+	// Type is the mount type: "git", "host", "skills", "memory".
+	Type string
+	// Source is a short, model-safe description, such as "git@1a2b3c4"
+	// or "memory". It never contains a host path.
+	Source string
+	// Immutable content never changes for the life of the mount (a git
+	// commit): the kernel face caches it for long.
+	Immutable bool
+	// External content may change behind the mount's back (a host
+	// directory edited by other programs): the kernel face keeps its
+	// caches short.
+	External bool
+}
+
+// Describer is implemented by mounts that describe themselves.
+type Describer interface {
+	Describe() Description
+}

@@ -120,3 +120,17 @@ func Describe(fsys FS) Description {
 	}
 	return Description{Type: "unknown", Source: "unknown"}
 }
+
+// PathDescriber is implemented by composites (the union) whose parts differ:
+// DescribeAt returns the description of the mount that serves name.
+type PathDescriber interface {
+	DescribeAt(name string) Description
+}
+
+// DescribeAt returns the description of the mount serving name in fsys.
+func DescribeAt(fsys FS, name string) Description {
+	if d, ok := fsys.(PathDescriber); ok {
+		return d.DescribeAt(name)
+	}
+	return Describe(fsys)
+}

@@ -1,0 +1,69 @@
+package union
+
+import (
+	"io/fs"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+var (
+	_ mounts.File         = (*file)(nil)
+	_ mounts.WritableFile = (*writableFile)(nil)
+)
+
+// file is a mount's open file seen through the union: Stat reports the
+// union's inode number and *fs.PathError paths are workspace paths.
+type file struct {
+	f    mounts.File
+	m    *mount
+	name string // union name, io/fs style
+}
+
+// wrapFile wraps f. A file opened for writing stays a WritableFile; one
+// opened for reading does not become one, whatever the mount's type offers.
+func wrapFile(f mounts.File, m *mount, name string, forWriting bool) mounts.File {
+	base := file{f: f, m: m, name: name}
+	if w, ok := f.(mounts.WritableFile); ok && forWriting {
+		return &writableFile{file: base, w: w}
+	}
+	return &base
+}
+
+// fix rewrites a *fs.PathError and passes anything else (io.EOF above all)
+// through untouched, as io.ReaderAt callers compare it directly.
+func (f *file) fix(err error) error {
+	if _, ok := err.(*fs.PathError); ok {
+		return f.m.rewrite("", f.name, err)
+	}
+	return err
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.f.ReadAt(p, off)
+	return n, f.fix(err)
+}
+
+func (f *file) Stat() (mounts.Attr, error) {
+	a, err := f.f.Stat()
+	if err != nil {
+		return mounts.Attr{}, f.fix(err)
+	}
+	a.Ino = f.m.ino(a.Ino)
+	return a, nil
+}
+
+func (f *file) Close() error { return f.fix(f.f.Close()) }
+
+type writableFile struct {
+	file
+	w mounts.WritableFile
+}
+
+func (f *writableFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.w.WriteAt(p, off)
+	return n, f.fix(err)
+}
+
+func (f *writableFile) Truncate(size int64) error { return f.fix(f.w.Truncate(size)) }
+
+func (f *writableFile) Sync() error { return f.fix(f.w.Sync()) }

@@ -1,0 +1,133 @@
+package memfs
+
+import (
+	"io"
+	"io/fs"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// handle is a file opened for reading. It holds its node, not its name, so
+// it keeps working after the name is unlinked or renamed; the node's
+// content lives until the last handle closes.
+type handle struct {
+	f        *FS
+	n        *node
+	name     string // as opened, for errors
+	readable bool
+	closed   atomic.Bool
+}
+
+// writable is a file opened for writing; it is a distinct type so that
+// only such files satisfy mounts.WritableFile.
+type writable struct {
+	*handle
+	append bool
+}
+
+var (
+	_ mounts.File         = (*handle)(nil)
+	_ mounts.WritableFile = (*writable)(nil)
+)
+
+// ReadAt reads the content at off; holes read as zeros. A read that reaches
+// the end returns io.EOF with the bytes it got, as io.ReaderAt requires.
+func (h *handle) ReadAt(p []byte, off int64) (int, error) {
+	if h.closed.Load() {
+		return 0, pathErr("read", h.name, fs.ErrClosed)
+	}
+	if !h.readable {
+		return 0, pathErr("read", h.name, syscall.EBADF)
+	}
+	if off < 0 {
+		return 0, pathErr("read", h.name, fs.ErrInvalid)
+	}
+	h.n.mu.RLock()
+	n := h.n.data.readAt(p, off)
+	h.n.mu.RUnlock()
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Stat is fstat: it reports the node, whatever happened to its name.
+func (h *handle) Stat() (mounts.Attr, error) {
+	if h.closed.Load() {
+		return mounts.Attr{}, pathErr("stat", h.name, fs.ErrClosed)
+	}
+	return h.n.stat(), nil
+}
+
+// Close releases the handle; closing the last handle of an unlinked file
+// frees its content.
+func (h *handle) Close() error {
+	if h.closed.Swap(true) {
+		return pathErr("close", h.name, fs.ErrClosed)
+	}
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.opens--
+	if n.nlink > 0 || n.opens > 0 {
+		return nil
+	}
+	j := h.f.journal("close")
+	h.f.release(j, n)
+	return h.f.commit(j, h.name)
+}
+
+// WriteAt writes p at off, or at the end when the file was opened with
+// O_APPEND. A write that would exceed the byte quota writes nothing.
+func (w *writable) WriteAt(p []byte, off int64) (int, error) {
+	const op = "write"
+	if w.closed.Load() {
+		return 0, pathErr(op, w.name, fs.ErrClosed)
+	}
+	if off < 0 {
+		return 0, pathErr(op, w.name, fs.ErrInvalid)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := w.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w.append {
+		off = n.data.size
+	}
+	if off > maxFileSize-int64(len(p)) {
+		return 0, pathErr(op, w.name, errFileTooBig)
+	}
+	if !w.f.reserveBytes(n.data.growth(off, len(p))) {
+		return 0, pathErr(op, w.name, mounts.ErrNoSpace)
+	}
+	n.data.writeAt(p, off)
+	n.changed(w.f.now(), true)
+	j := w.f.journal(op)
+	j.write(n, off, p)
+	j.inode(n)
+	if err := w.f.commit(j, w.name); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Truncate sets the size of the open file.
+func (w *writable) Truncate(size int64) error {
+	if w.closed.Load() {
+		return pathErr("truncate", w.name, fs.ErrClosed)
+	}
+	return w.f.truncate(w.n, w.name, size)
+}
+
+// Sync has nothing to flush: every change reached the store, if any, before
+// its call returned.
+func (w *writable) Sync() error {
+	if w.closed.Load() {
+		return pathErr("sync", w.name, fs.ErrClosed)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package memfs
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Store is the hook a persistent memory mount plugs into. When
+// Options.Store is set, the tree hands it one [Mutation] per successful
+// change, in the order the changes took effect, before the operation
+// returns to its caller. A store that makes each Commit durable before
+// returning therefore never loses a change that was acknowledged.
+//
+// The records are physical, not logical: they name inodes and carry the
+// state after the change (full metadata, directory entries, written bytes),
+// so replaying them needs none of the tree's rules and a replay of a prefix
+// of the journal is a tree that existed.
+//
+// Commit is called with the tree's locks held, so the journal order is the
+// order of effect; it must not call back into the FS. It is called from many
+// goroutines at once for changes to different files (writes to different
+// files do not serialise in the tree, and need not in the store).
+//
+// If Commit fails, the operation returns that error wrapped in a
+// *fs.PathError, but the in-memory tree keeps the change: the tree stays
+// consistent, and the store is behind by one change that was never
+// acknowledged. A store that cannot recover from that should refuse every
+// later Commit as well.
+//
+// The root (inode 1) is created by New without a record; its first record
+// comes with its first change. A store without one uses New's root.
+//
+// The default is no store: the tree lives and dies with the process. Loading
+// a saved tree back is the persistent store's part and comes with it: a
+// constructor that rebuilds the nodes from the records, keeping their inode
+// numbers.
+type Store interface {
+	Commit(m *Mutation) error
+}
+
+// Mutation is one change of the tree. A store applies its parts in field
+// order: Writes, then Inodes, then Entries, then Freed.
+type Mutation struct {
+	// Op is the verb that made the change ("write", "rename", ...), for
+	// logs and debugging; replay does not need it.
+	Op string
+	// Writes are bytes written into regular files.
+	Writes []WriteRecord
+	// Inodes holds the metadata after the change of every inode created
+	// or changed. A store that keeps content must cut it to Size: this is
+	// how truncation is recorded.
+	Inodes []InodeRecord
+	// Entries are directory entries added, replaced or removed.
+	Entries []EntryRecord
+	// Freed lists inodes with no name and no open handle left. Their
+	// metadata and content may be dropped. An inode whose Nlink reached 0
+	// but is not yet freed is still open; after a restart it is garbage.
+	Freed []uint64
+}
+
+// InodeRecord is the full metadata of one inode.
+type InodeRecord struct {
+	Ino uint64
+	// Mode holds the type and permission bits.
+	Mode     fs.FileMode
+	Uid, Gid uint32
+	Nlink    uint32
+	Size     int64
+	Atime    time.Time
+	Mtime    time.Time
+	Ctime    time.Time
+	Target   string            // symlink target
+	Xattrs   map[string][]byte // complete set, owned by the record
+}
+
+// EntryRecord binds Name in directory Dir to inode Ino; Ino 0 removes the
+// name. The root directory is inode 1.
+type EntryRecord struct {
+	Dir  uint64
+	Name string
+	Ino  uint64
+}
+
+// WriteRecord is Data written at Off into inode Ino. Data is owned by the
+// record.
+type WriteRecord struct {
+	Ino  uint64
+	Off  int64
+	Data []byte
+}
+
+// journal collects the records of one operation. A nil journal (no store)
+// records nothing, so the tree pays nothing without persistence.
+type journal struct {
+	m Mutation
+}
+
+func (f *FS) journal(op string) *journal {
+	if f.store == nil {
+		return nil
+	}
+	return &journal{m: Mutation{Op: op}}
+}
+
+// inode records n's current metadata; the caller holds n.mu.
+func (j *journal) inode(n *node) {
+	if j == nil {
+		return
+	}
+	r := InodeRecord{
+		Ino: n.ino, Mode: n.typ | n.perm, Uid: n.uid, Gid: n.gid, Nlink: n.nlink,
+		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Target: n.target,
+		Size: n.data.size,
+	}
+	if n.typ == fs.ModeSymlink {
+		r.Size = int64(len(n.target))
+	}
+	if len(n.xattrs) > 0 {
+		r.Xattrs = make(map[string][]byte, len(n.xattrs))
+		for k, v := range n.xattrs {
+			r.Xattrs[k] = append([]byte(nil), v...)
+		}
+	}
+	for i := range j.m.Inodes {
+		if j.m.Inodes[i].Ino == n.ino {
+			j.m.Inodes[i] = r
+			return
+		}
+	}
+	j.m.Inodes = append(j.m.Inodes, r)
+}
+
+func (j *journal) entry(dir *node, name string, n *node) {
+	if j == nil {
+		return
+	}
+	var ino uint64
+	if n != nil {
+		ino = n.ino
+	}
+	j.m.Entries = append(j.m.Entries, EntryRecord{Dir: dir.ino, Name: name, Ino: ino})
+}
+
+func (j *journal) write(n *node, off int64, p []byte) {
+	if j == nil {
+		return
+	}
+	j.m.Writes = append(j.m.Writes, WriteRecord{Ino: n.ino, Off: off, Data: append([]byte(nil), p...)})
+}
+
+func (j *journal) freed(n *node) {
+	if j == nil {
+		return
+	}
+	j.m.Freed = append(j.m.Freed, n.ino)
+}
+
+// commit hands the records to the store. op and name build the error.
+func (f *FS) commit(j *journal, name string) error {
+	if j == nil {
+		return nil
+	}
+	if err := f.store.Commit(&j.m); err != nil {
+		f.log.Error("memfs: store commit failed", "op", j.m.Op, "name", name, "err", err)
+		return pathErr(j.m.Op, name, err)
+	}
+	return nil
+}

@@ -13,6 +13,9 @@ import (
 // mount cannot change anything, ErrNotSupported when it is writable but not
 // in this way.
 func missing(fsys FS, op, name string) error {
+	if err := CheckPath(op, name); err != nil {
+		return err
+	}
 	if Writable(fsys) {
 		return PathErr(op, name, ErrNotSupported)
 	}
@@ -36,10 +39,7 @@ func OpenFile(ctx context.Context, fsys FS, name string, flag int, perm fs.FileM
 	if w, ok := fsys.(OpenFileFS); ok {
 		return w.OpenFile(ctx, name, flag, perm)
 	}
-	if err := CheckPath("open", name); err != nil {
-		return nil, err
-	}
-	return nil, PathErr("open", name, ErrReadOnly)
+	return nil, missing(fsys, "open", name)
 }
 
 // ReadFile reads a whole regular file.

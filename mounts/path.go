@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unicode"
 )
 
 // MaxNameLen is the longest name component accepted, as on Linux.
@@ -11,13 +12,13 @@ const MaxNameLen = 255
 
 // ValidPath reports whether name is a valid mount-relative name: io/fs rules
 // ([fs.ValidPath]: unrooted, slash-separated, no empty, "." or ".."
-// components except the lone "."), and no NUL or other control character.
+// components except the lone "."), and no NUL or other control character (C0, DEL, C1).
 func ValidPath(name string) bool {
 	if !fs.ValidPath(name) {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c < 0x20 || c == 0x7f {
+	for _, r := range name {
+		if unicode.IsControl(r) { // C0, DEL and C1
 			return false
 		}
 	}

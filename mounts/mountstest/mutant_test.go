@@ -1,0 +1,181 @@
+package mountstest_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/mountstest"
+)
+
+// The suite is only worth what it catches. Each mutant below is the memory
+// mount with one contract bug planted; TestSuiteCatchesMutants runs the
+// suite against each in a child process and requires the named subtest to
+// fail. TestMutant with no mutant selected is the control: the same wrapper
+// without a bug passes.
+
+const mutantEnv = "MOUNTSTEST_MUTANT"
+
+type mutant struct {
+	failing string // a subtest of Run that must fail
+	wrap    func(m *memfs.FS) mounts.FS
+}
+
+var mutants = map[string]mutant{
+	"":                   {"", func(m *memfs.FS) mounts.FS { return m }},
+	"unsorted-readdir":   {"ReadSide", func(m *memfs.FS) mounts.FS { return unsortedDir{m} }},
+	"bare-errors":        {"ReadSide/Errors", func(m *memfs.FS) mounts.FS { return bareErrors{m} }},
+	"cleans-bad-names":   {"BadNames", func(m *memfs.FS) mounts.FS { return cleansNames{m} }},
+	"seconds-only":       {"Chtimes/File", func(m *memfs.FS) mounts.FS { return secondsOnly{m} }},
+	"noreplace-ignored":  {"Rename/NoReplace", func(m *memfs.FS) mounts.FS { return noReplaceIgnored{m} }},
+	"nlink-always-one":   {"Link/RoundTrip", func(m *memfs.FS) mounts.FS { return nlinkOne{m} }},
+	"append-ignored":     {"Write/Append", func(m *memfs.FS) mounts.FS { return appendIgnored{m} }},
+	"mkdir-exist-ok":     {"Mkdir/Exist", func(m *memfs.FS) mounts.FS { return mkdirExistOK{m} }},
+	"unlink-removes-dir": {"Remove/Rmdir", func(m *memfs.FS) mounts.FS { return unlinkDirs{m} }},
+	"absent-wrong-errno": {"Absent/mkdir", func(m *memfs.FS) mounts.FS { return wrongAbsent{m} }},
+	"absent-but-acts":    {"Absent/mkdir", func(m *memfs.FS) mounts.FS { return absentActs{m} }},
+}
+
+// TestMutant runs the suite on the mutant named by $MOUNTSTEST_MUTANT; with
+// none, on the unchanged memory mount, which must pass.
+func TestMutant(t *testing.T) {
+	mt, ok := mutants[os.Getenv(mutantEnv)]
+	require.True(t, ok, "unknown mutant %q", os.Getenv(mutantEnv))
+	mountstest.Run(t, func(t *testing.T) mounts.FS { return mt.wrap(memfs.New(memfs.Options{})) })
+}
+
+func TestSuiteCatchesMutants(t *testing.T) {
+	if os.Getenv(mutantEnv) != "" {
+		t.Fatalf("%s is for the child processes of this test", mutantEnv)
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	names := make([]string, 0, len(mutants))
+	for name := range mutants {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(exe, "-test.run=^TestMutant$", "-test.v", "-test.count=1", "-test.timeout=120s")
+			cmd.Env = append(os.Environ(), mutantEnv+"="+name)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAsf(t, err, &exit, "the suite passed a mount with a planted bug:\n%s", out)
+			assert.Containsf(t, string(out), "--- FAIL: TestMutant/"+mutants[name].failing+" ",
+				"the planted bug was not caught where expected:\n%s", out)
+		})
+	}
+}
+
+type unsortedDir struct{ *memfs.FS }
+
+func (m unsortedDir) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	ents, err := m.FS.ReadDir(ctx, name)
+	slices.Reverse(ents)
+	return ents, err
+}
+
+type bareErrors struct{ *memfs.FS }
+
+func (m bareErrors) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	a, err := m.FS.Stat(ctx, name)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return a, pe.Err
+	}
+	return a, err
+}
+
+type cleansNames struct{ *memfs.FS }
+
+func (m cleansNames) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	return m.FS.Stat(ctx, path.Clean(name))
+}
+
+type secondsOnly struct{ *memfs.FS }
+
+func (m secondsOnly) Chtimes(ctx context.Context, name string, atime, mtime time.Time) error {
+	return m.FS.Chtimes(ctx, name, atime.Truncate(time.Second), mtime.Truncate(time.Second))
+}
+
+type noReplaceIgnored struct{ *memfs.FS }
+
+func (m noReplaceIgnored) Rename(ctx context.Context, oldname, newname string, flags mounts.RenameFlags) error {
+	return m.FS.Rename(ctx, oldname, newname, flags&^mounts.RenameNoReplace)
+}
+
+type nlinkOne struct{ *memfs.FS }
+
+func (m nlinkOne) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	a, err := m.FS.Stat(ctx, name)
+	if a.Mode.IsRegular() {
+		a.Nlink = 1
+	}
+	return a, err
+}
+
+type appendIgnored struct{ *memfs.FS }
+
+func (m appendIgnored) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	return m.FS.OpenFile(ctx, name, flag&^os.O_APPEND, perm)
+}
+
+type mkdirExistOK struct{ *memfs.FS }
+
+func (m mkdirExistOK) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	if err := m.FS.Mkdir(ctx, name, perm); !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+type unlinkDirs struct{ *memfs.FS }
+
+func (m unlinkDirs) Unlink(ctx context.Context, name string) error {
+	if a, err := m.FS.Stat(ctx, name); err == nil && a.IsDir() {
+		return m.FS.Rmdir(ctx, name)
+	}
+	return m.FS.Unlink(ctx, name)
+}
+
+// wrongAbsent reports no mkdir, as a union whose mounts lack it would, but
+// answers with the read-only errno although it is writable.
+type wrongAbsent struct{ *memfs.FS }
+
+func (wrongAbsent) Capabilities() mounts.Capability {
+	return mounts.Capabilities(memfs.New(memfs.Options{})) &^ mounts.CapMkdir
+}
+
+func (wrongAbsent) Mkdir(_ context.Context, name string, _ fs.FileMode) error {
+	return mounts.PathErr("mkdir", name, mounts.ErrReadOnly)
+}
+
+// absentActs reports no mkdir, answers with the right errno, and makes the
+// directory anyway.
+type absentActs struct{ *memfs.FS }
+
+func (absentActs) Capabilities() mounts.Capability {
+	return mounts.Capabilities(memfs.New(memfs.Options{})) &^ mounts.CapMkdir
+}
+
+func (m absentActs) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	if err := m.FS.Mkdir(ctx, name, perm); err != nil {
+		return err
+	}
+	return mounts.PathErr("mkdir", name, mounts.ErrNotSupported)
+}

@@ -1,0 +1,103 @@
+// Package fusefs serves a [mounts.FS] (in practice the workspace union) to
+// the kernel through go-fuse v2. It is the only package of vfsmount that
+// imports go-fuse, and it is deliberately thin: every decision about what a
+// name means belongs to the mounts below it; this package only translates
+// between FUSE requests and the helper functions of package mounts.
+//
+// # Nodes and names
+//
+// The adapter is path based. A node remembers nothing of its own but its
+// position in go-fuse's inode tree; each request recomputes the node's
+// mount-relative name ("memory/notes/a.md") from that position and calls the
+// mounts helper with it ([mounts.OpenFile], [mounts.Rename], ...). Capability
+// checks are therefore the helpers' (a verb the mount lacks becomes EROFS or
+// ENOTSUP), never this package's.
+//
+// Inode numbers are the mount's own ([mounts.Attr.Ino]); the union makes them
+// unique across mounts, so two names with the same number are hard links and
+// share one kernel inode. A mount that reports 0 gets a number from go-fuse.
+// A node whose last name was removed while a file handle is still open
+// (unlink of an open file) answers fstat from that handle; one without a
+// handle (an open directory that a rename replaced, or a stat racing with
+// the removal) answers with the attributes last known and no links, as a
+// local file system answers for an unlinked inode.
+//
+// # Caching
+//
+// The policy is chosen per mount, from [mounts.DescribeAt] of the name:
+//
+//   - Immutable mounts (a git commit) never change, so entries and
+//     attributes are cached for an hour, and files are opened with
+//     FOPEN_KEEP_CACHE so the page cache survives close and reopen.
+//   - External mounts (a host directory other programs edit) use one-second
+//     entry and attribute timeouts and drop the page cache on every open,
+//     the trade-off libfuse makes by default: nothing tells us about their
+//     changes, so staleness is bounded by time.
+//   - Everything else (the memory mount) changes only through this process,
+//     either through the kernel (which then knows) or through the library
+//     API used by the tool face. The timeouts are the same one second, and
+//     the tool face makes its changes visible at once by calling
+//     [Server.Invalidate] after each of them (mounts.Observe wires that up).
+//     Invalidation, not a zero timeout, is the mechanism: a zero timeout
+//     would turn every path walk into a LOOKUP per component and halve the
+//     speed of a warm stat walk, while the tool face knows exactly which
+//     names it touched.
+//
+// Failed lookups are never cached (negative timeout 0), so a file created
+// through the library API is found by the next lookup even without
+// invalidation. (Caching them for immutable mounts would save little, and
+// go-fuse sets the negative timeout only mount-wide.)
+//
+// The kernel refetches attributes after a read of a writable mount anyway,
+// to update atime, and drops a file's cached pages when it sees its size or
+// mtime change (FUSE_AUTO_INVAL_DATA).
+//
+// # Permissions
+//
+// The mount uses the default_permissions option: the kernel checks the mode
+// bits and owners this package reports before it sends a request, exactly as
+// for a local file system. The mounts below do not implement access control
+// of their own (policy decorators refuse by path, not by uid), so without it
+// any user of an allow_other mount could write any file. It also means the
+// kernel never sends ACCESS requests, which removes one of go-fuse's known
+// fork/exec deadlocks.
+//
+// # Errors
+//
+// [ToErrno] is the one mapping from errors to errno values. An error it
+// does not know becomes EIO, and the server logs it once per distinct
+// message. A panic in any handler is recovered, answered with EIO and logged
+// as one line; the mount stays up.
+//
+// # Concurrency
+//
+// go-fuse serves requests in parallel and negotiates parallel directory
+// operations with the kernel. That is safe here because the adapter keeps no
+// per-directory state: the mounts are safe for concurrent use, and renames
+// are atomic in the mount, not emulated in this package.
+//
+// # Deadlocks
+//
+// go-fuse's warnings apply (see the "Deadlocks" section of its fs package):
+// the process serving a mount must not exec a binary that lives on it, nor
+// mmap files from it. [Server.Invalidate] must not be called from inside a
+// request handler, that is, from a mount method invoked by this package: the
+// kernel may hold the directory lock the notification needs until that very
+// request returns. Hand Mount the union itself and the observed union
+// (mounts.Observe) only to the tool face.
+//
+// # Limitations
+//
+// The contract has no verb for device nodes, space reservation or unnamed
+// files, so MKNOD, FALLOCATE and O_TMPFILE answer ENOTSUP/EOPNOTSUPP. Record
+// locks are the kernel's own (per process, not shared with the tool face).
+// Attribute changes and xattrs of a file whose last name is gone fail with
+// ENOENT, except ftruncate through an open handle.
+//
+// # Flush
+//
+// Writes go straight to the mount (WriteAt) and are visible to every reader
+// when the WRITE request returns, so there is nothing to flush on close and
+// the adapter leaves FLUSH to go-fuse, which answers it with success. FSYNC
+// calls [mounts.WritableFile.Sync].
+package fusefs

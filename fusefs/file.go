@@ -1,0 +1,103 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// handle is an open file: the mount's File (a WritableFile when opened for
+// writing) and the node it belongs to.
+type handle struct {
+	n *node
+	f mounts.File
+}
+
+var (
+	_ = (gofs.FileReader)((*handle)(nil))
+	_ = (gofs.FileWriter)((*handle)(nil))
+	_ = (gofs.FileFsyncer)((*handle)(nil))
+	_ = (gofs.FileReleaser)((*handle)(nil))
+)
+
+// addHandle registers a new open file of n.
+func (n *node) addHandle(f mounts.File) *handle {
+	h := &handle{n: n, f: f}
+	n.mu.Lock()
+	if n.open == nil {
+		n.open = make(map[*handle]struct{})
+	}
+	n.open[h] = struct{}{}
+	n.mu.Unlock()
+	return h
+}
+
+// anyHandle returns one open handle of n, or nil.
+func (n *node) anyHandle() *handle {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for h := range n.open {
+		return h
+	}
+	return nil
+}
+
+// handleWriter returns h's file as a WritableFile when h is a handle opened
+// for writing.
+func handleWriter(h *handle) (mounts.WritableFile, bool) {
+	if h == nil {
+		return nil, false
+	}
+	wf, ok := h.f.(mounts.WritableFile)
+	return wf, ok
+}
+
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
+	defer h.n.t.rescue("read", &errno)
+	n, err := h.f.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, h.n.t.errs.errno("read", err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (written uint32, errno syscall.Errno) {
+	defer h.n.t.rescue("write", &errno)
+	wf, ok := handleWriter(h)
+	if !ok {
+		// Opened read-only; the kernel normally refuses this itself.
+		return 0, syscall.EBADF
+	}
+	n, err := wf.WriteAt(data, off)
+	if err != nil && n == 0 {
+		return 0, h.n.t.errs.errno("write", err)
+	}
+	// A short write reports what was written; the kernel retries the
+	// rest and gets the error then.
+	return uint32(n), 0
+}
+
+func (h *handle) Fsync(ctx context.Context, flags uint32) (errno syscall.Errno) {
+	defer h.n.t.rescue("fsync", &errno)
+	wf, ok := handleWriter(h)
+	if !ok {
+		// fsync of a read-only descriptor is valid and has nothing
+		// to make durable.
+		return 0
+	}
+	return h.n.t.errs.errno("fsync", wf.Sync())
+}
+
+func (h *handle) Release(ctx context.Context) (errno syscall.Errno) {
+	defer h.n.t.rescue("release", &errno)
+	h.n.mu.Lock()
+	delete(h.n.open, h)
+	h.n.mu.Unlock()
+	return h.n.t.errs.errno("release", h.f.Close())
+}

@@ -1,0 +1,544 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// node is every kind of inode: directory, file and symlink alike. The mount
+// decides what a name is; the kernel only sends a node the requests that fit
+// its type.
+type node struct {
+	gofs.Inode
+	t   *tree
+	pol cachePolicy
+
+	mu sync.Mutex
+	// open holds the node's open handles, so fstat keeps working after
+	// the last name is gone (unlink of an open file).
+	open map[*handle]struct{}
+	// last is what the mount last said about the node, answered (with
+	// no links) when a stat races with the removal or replacement of its
+	// last name, as a local file system answers for an unlinked inode.
+	last mounts.Attr
+}
+
+var (
+	_ = (gofs.InodeEmbedder)((*node)(nil))
+	_ = (gofs.NodeLookuper)((*node)(nil))
+	_ = (gofs.NodeGetattrer)((*node)(nil))
+	_ = (gofs.NodeSetattrer)((*node)(nil))
+	_ = (gofs.NodeReaddirer)((*node)(nil))
+	_ = (gofs.NodeOpener)((*node)(nil))
+	_ = (gofs.NodeCreater)((*node)(nil))
+	_ = (gofs.NodeMkdirer)((*node)(nil))
+	_ = (gofs.NodeRmdirer)((*node)(nil))
+	_ = (gofs.NodeUnlinker)((*node)(nil))
+	_ = (gofs.NodeRenamer)((*node)(nil))
+	_ = (gofs.NodeSymlinker)((*node)(nil))
+	_ = (gofs.NodeReadlinker)((*node)(nil))
+	_ = (gofs.NodeLinker)((*node)(nil))
+	_ = (gofs.NodeStatfser)((*node)(nil))
+	_ = (gofs.NodeGetxattrer)((*node)(nil))
+	_ = (gofs.NodeSetxattrer)((*node)(nil))
+	_ = (gofs.NodeListxattrer)((*node)(nil))
+	_ = (gofs.NodeRemovexattrer)((*node)(nil))
+)
+
+// name returns the node's mount-relative name, computed from its position
+// in the inode tree. ok is false for a node that is in no directory any
+// more (its last name was removed): it must not be addressed by a name,
+// which by now may belong to another file.
+func (n *node) name() (name string, ok bool) {
+	var elems []string
+	for cur := n.EmbeddedInode(); !cur.IsRoot(); {
+		elem, parent := cur.Parent()
+		if parent == nil {
+			return "", false
+		}
+		elems = append(elems, elem)
+		cur = parent
+	}
+	if len(elems) == 0 {
+		return ".", true
+	}
+	size := len(elems) - 1
+	for _, e := range elems {
+		size += len(e)
+	}
+	buf := make([]byte, 0, size)
+	for i := len(elems) - 1; i >= 0; i-- {
+		buf = append(buf, elems[i]...)
+		if i > 0 {
+			buf = append(buf, '/')
+		}
+	}
+	return string(buf), true
+}
+
+// child returns the name of the entry elem of directory n.
+func (n *node) child(elem string) (string, syscall.Errno) {
+	dir, ok := n.name()
+	if !ok {
+		return "", syscall.ENOENT
+	}
+	return mounts.Join(dir, elem), 0
+}
+
+// newChild makes (or finds, for a hard link) the inode for name with
+// attributes a, and fills out.
+func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fuse.EntryOut) *gofs.Inode {
+	pol := n.t.policy(name)
+	fillAttr(&out.Attr, a)
+	out.SetEntryTimeout(pol.entry)
+	out.SetAttrTimeout(pol.attr)
+	ino := a.Ino
+	if ino == ^uint64(0) {
+		// Reserved by go-fuse; let it assign one instead.
+		ino = 0
+	}
+	// Gen stays 1: numbers are unique for the life of the mount (the
+	// contract), and node ids are go-fuse's, so the kernel never sees an
+	// (ino, generation) pair reused for another file.
+	ch := n.NewInode(ctx, &node{t: n.t, pol: pol},
+		gofs.StableAttr{Mode: typeBits(a.Mode), Ino: ino, Gen: 1})
+	// With a hard link, ch is the existing node of the same number.
+	ch.Operations().(*node).remember(a)
+	return ch
+}
+
+func (n *node) remember(a mounts.Attr) {
+	n.mu.Lock()
+	n.last = a
+	n.mu.Unlock()
+}
+
+// gone returns the attributes of a node with no name left: those of an
+// open handle, or else the last ones known, with no links.
+func (n *node) gone() (mounts.Attr, error) {
+	if h := n.anyHandle(); h != nil {
+		return h.f.Stat()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a := n.last
+	a.Nlink = 0
+	return a, nil
+}
+
+// renamedOver reports whether a, stat'ed by n's name, belongs to another
+// file: the name was replaced (a rename over it) and the kernel has not
+// learnt yet that n lost it.
+func (n *node) renamedOver(a mounts.Attr) bool {
+	ino := n.StableAttr().Ino
+	return a.Ino != 0 && a.Ino != ^uint64(0) && ino != a.Ino && !n.IsRoot()
+}
+
+// statChild stats a freshly created name and returns its inode.
+func (n *node) statChild(ctx context.Context, op, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	a, err := n.t.fsys.Stat(ctx, name)
+	if err != nil {
+		return nil, n.t.errs.errno(op, err)
+	}
+	return n.newChild(ctx, name, a, out), 0
+}
+
+func (n *node) Lookup(ctx context.Context, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	defer n.t.rescue("lookup", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	a, err := n.t.fsys.Stat(n.t.ctx(ctx), name)
+	if err != nil {
+		return nil, n.t.errs.errno("lookup", err)
+	}
+	return n.newChild(ctx, name, a, out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) (errno syscall.Errno) {
+	defer n.t.rescue("getattr", &errno)
+	var a mounts.Attr
+	var err error
+	h, _ := f.(*handle)
+	name, ok := n.name()
+	switch {
+	case h != nil:
+		a, err = h.f.Stat()
+	case ok:
+		a, err = n.t.fsys.Stat(n.t.ctx(ctx), name)
+		// The name may have gone behind the kernel's back (the tool
+		// face removed or replaced it): an open file still answers.
+		if (err == nil && n.renamedOver(a)) || (errors.Is(err, fs.ErrNotExist) && n.anyHandle() != nil) {
+			ok = false
+			a, err = n.gone()
+		}
+	default:
+		a, err = n.gone()
+	}
+	if err != nil {
+		return n.t.errs.errno("getattr", err)
+	}
+	if ok {
+		n.remember(a)
+	}
+	fillAttr(&out.Attr, a)
+	if !ok && a.Nlink == 0 {
+		// No name left: a link count of 0 is the truth, not "unknown"
+		// (fstat of an unlinked or overwritten open file).
+		out.Nlink = 0
+	}
+	out.SetTimeout(n.pol.attr)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno) {
+	defer n.t.rescue("setattr", &errno)
+	ctx = n.t.ctx(ctx)
+	h, _ := f.(*handle)
+	name, named := n.name()
+	if !named && h == nil {
+		return syscall.ENOENT
+	}
+	// byName fails for a node without a name: only the size of an
+	// unlinked open file can still change, through its handle.
+	byName := func(op string, do func() error) syscall.Errno {
+		if !named {
+			return syscall.ENOENT
+		}
+		return n.t.errs.errno(op, do())
+	}
+	if m, ok := in.GetMode(); ok {
+		if errno := byName("chmod", func() error {
+			return mounts.Chmod(ctx, n.t.fsys, name, permMode(m))
+		}); errno != 0 {
+			return errno
+		}
+	}
+	uid, uok := in.GetUID()
+	gid, gok := in.GetGID()
+	if uok || gok {
+		u, g := -1, -1
+		if uok {
+			u = int(uid)
+		}
+		if gok {
+			g = int(gid)
+		}
+		if errno := byName("chown", func() error {
+			return mounts.Chown(ctx, n.t.fsys, name, u, g)
+		}); errno != 0 {
+			return errno
+		}
+	}
+	// Truncate before setting times, so an explicit mtime is not
+	// clobbered by the truncate.
+	if size, ok := in.GetSize(); ok {
+		if wf, isW := handleWriter(h); isW {
+			if errno := n.t.errs.errno("truncate", wf.Truncate(int64(size))); errno != 0 {
+				return errno
+			}
+		} else if errno := byName("truncate", func() error {
+			return mounts.Truncate(ctx, n.t.fsys, name, int64(size))
+		}); errno != 0 {
+			return errno
+		}
+	}
+	atime, aok := in.GetATime() // UTIME_NOW arrives as time.Now()
+	mtime, mok := in.GetMTime()
+	if aok || mok {
+		if errno := byName("chtimes", func() error {
+			return mounts.Chtimes(ctx, n.t.fsys, name, atime, mtime)
+		}); errno != 0 {
+			return errno
+		}
+	}
+	return n.Getattr(ctx, f, out)
+}
+
+func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
+	defer n.t.rescue("readdir", &errno)
+	name, ok := n.name()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	ents, err := n.t.fsys.ReadDir(n.t.ctx(ctx), name)
+	if err != nil {
+		return nil, n.t.errs.errno("readdir", err)
+	}
+	// The contract has the mount return entries sorted, which keeps the
+	// stream deterministic (go-fuse loses entries otherwise).
+	list := make([]fuse.DirEntry, len(ents))
+	for i, e := range ents {
+		list[i] = fuse.DirEntry{Name: e.Name, Mode: typeBits(e.Type), Ino: e.Ino}
+	}
+	return gofs.NewListDirStream(list), 0
+}
+
+// openFlags keeps the open(2) flags the contract understands and drops the
+// ones that are the kernel's business (O_CLOEXEC, O_LARGEFILE, O_NOCTTY,
+// FMODE_EXEC, ...). O_APPEND passes through: the mount appends at the end
+// whatever offset a WRITE carries.
+func openFlags(flags uint32) int {
+	return int(flags) & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC |
+		os.O_CREATE | os.O_EXCL)
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
+	defer n.t.rescue("open", &errno)
+	name, ok := n.name()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
+	if err != nil {
+		return nil, 0, n.t.errs.errno("open", err)
+	}
+	if n.pol.keepCache {
+		// Immutable content: the pages read through one open stay
+		// valid for the next, so the kernel need not drop them.
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return n.addHandle(f), fuseFlags, 0
+}
+
+func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
+	defer n.t.rescue("create", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)|os.O_CREATE, permMode(mode))
+	if err != nil {
+		return nil, nil, 0, n.t.errs.errno("create", err)
+	}
+	a, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, 0, n.t.errs.errno("create", err)
+	}
+	ch = n.newChild(ctx, name, a, out)
+	// With a hard link the inode may be an existing node, not the one
+	// newChild made: the handle belongs to whichever it is.
+	return ch, ch.Operations().(*node).addHandle(f), 0, 0
+}
+
+func (n *node) Mkdir(ctx context.Context, elem string, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	defer n.t.rescue("mkdir", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	ctx = n.t.ctx(ctx)
+	if err := mounts.Mkdir(ctx, n.t.fsys, name, permMode(mode)); err != nil {
+		return nil, n.t.errs.errno("mkdir", err)
+	}
+	return n.statChild(ctx, "mkdir", name, out)
+}
+
+func (n *node) Rmdir(ctx context.Context, elem string) (errno syscall.Errno) {
+	defer n.t.rescue("rmdir", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return errno
+	}
+	return n.t.errs.errno("rmdir", mounts.Rmdir(n.t.ctx(ctx), n.t.fsys, name))
+}
+
+func (n *node) Unlink(ctx context.Context, elem string) (errno syscall.Errno) {
+	defer n.t.rescue("unlink", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return errno
+	}
+	return n.t.errs.errno("unlink", mounts.Unlink(n.t.ctx(ctx), n.t.fsys, name))
+}
+
+// renameFlags translates renameat2(2) flags. RENAME_WHITEOUT (overlayfs
+// only) and unknown bits are refused, as the kernel refuses flags a file
+// system lacks.
+func renameFlags(flags uint32) (mounts.RenameFlags, bool) {
+	var rf mounts.RenameFlags
+	if flags&unix.RENAME_NOREPLACE != 0 {
+		rf |= mounts.RenameNoReplace
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		rf |= mounts.RenameExchange
+	}
+	return rf, flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) == 0
+}
+
+func (n *node) Rename(ctx context.Context, elem string, newParent gofs.InodeEmbedder, newElem string, flags uint32) (errno syscall.Errno) {
+	defer n.t.rescue("rename", &errno)
+	rf, ok := renameFlags(flags)
+	if !ok {
+		return syscall.EINVAL
+	}
+	np, ok := newParent.(*node)
+	if !ok {
+		// Every inode of the tree is a *node; anything else is not
+		// ours to rename into.
+		return syscall.EXDEV
+	}
+	oldName, errno := n.child(elem)
+	if errno != 0 {
+		return errno
+	}
+	newName, errno := np.child(newElem)
+	if errno != 0 {
+		return errno
+	}
+	return n.t.errs.errno("rename", mounts.Rename(n.t.ctx(ctx), n.t.fsys, oldName, newName, rf))
+}
+
+func (n *node) Symlink(ctx context.Context, target, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	defer n.t.rescue("symlink", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	ctx = n.t.ctx(ctx)
+	if err := mounts.Symlink(ctx, n.t.fsys, target, name); err != nil {
+		return nil, n.t.errs.errno("symlink", err)
+	}
+	return n.statChild(ctx, "symlink", name, out)
+}
+
+func (n *node) Readlink(ctx context.Context) (target []byte, errno syscall.Errno) {
+	defer n.t.rescue("readlink", &errno)
+	name, ok := n.name()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	s, err := n.t.fsys.ReadLink(n.t.ctx(ctx), name)
+	if err != nil {
+		return nil, n.t.errs.errno("readlink", err)
+	}
+	return []byte(s), 0
+}
+
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	defer n.t.rescue("link", &errno)
+	tn, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	oldName, ok := tn.name()
+	if !ok {
+		// A file with no name left (unlinked, or O_TMPFILE) cannot be
+		// linked by name.
+		return nil, syscall.ENOENT
+	}
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	ctx = n.t.ctx(ctx)
+	if err := mounts.Link(ctx, n.t.fsys, oldName, name); err != nil {
+		return nil, n.t.errs.errno("link", err)
+	}
+	// Same number, so go-fuse hands back the target's inode.
+	return n.statChild(ctx, "link", name, out)
+}
+
+// statfsNameLen is reported when the mount says nothing.
+const statfsNameLen = mounts.MaxNameLen
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) (errno syscall.Errno) {
+	defer n.t.rescue("statfs", &errno)
+	st, err := mounts.StatFS(n.t.ctx(ctx), n.t.fsys)
+	if err != nil && !errorIsNotSupported(err) {
+		return n.t.errs.errno("statfs", err)
+	}
+	// Without StatFSer: zeros, which df shows as an empty file system.
+	*out = fuse.StatfsOut{
+		Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail,
+		Files: st.Files, Ffree: st.Ffree,
+		Bsize: st.Bsize, Frsize: st.Bsize, NameLen: st.NameLen,
+	}
+	if out.Bsize == 0 {
+		out.Bsize, out.Frsize = blockSize, blockSize
+	}
+	if out.NameLen == 0 {
+		out.NameLen = statfsNameLen
+	}
+	return 0
+}
+
+func errorIsNotSupported(err error) bool {
+	return ToErrno(err) == syscall.ENOTSUP
+}
+
+// xattrOut answers a getxattr/listxattr buffer: the size alone for a size
+// query (empty dest), ERANGE when dest is too small.
+func xattrOut(data, dest []byte) (uint32, syscall.Errno) {
+	if len(dest) == 0 {
+		return uint32(len(data)), 0
+	}
+	if len(dest) < len(data) {
+		return uint32(len(data)), syscall.ERANGE
+	}
+	return uint32(copy(dest, data)), 0
+}
+
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (size uint32, errno syscall.Errno) {
+	defer n.t.rescue("getxattr", &errno)
+	name, ok := n.name()
+	if !ok {
+		return 0, syscall.ENOENT
+	}
+	data, err := mounts.GetXattr(n.t.ctx(ctx), n.t.fsys, name, attr)
+	if err != nil {
+		return 0, n.t.errs.errno("getxattr", err)
+	}
+	return xattrOut(data, dest)
+}
+
+func (n *node) Listxattr(ctx context.Context, dest []byte) (size uint32, errno syscall.Errno) {
+	defer n.t.rescue("listxattr", &errno)
+	name, ok := n.name()
+	if !ok {
+		return 0, syscall.ENOENT
+	}
+	attrs, err := mounts.ListXattr(n.t.ctx(ctx), n.t.fsys, name)
+	if err != nil {
+		return 0, n.t.errs.errno("listxattr", err)
+	}
+	var data []byte
+	for _, a := range attrs {
+		data = append(append(data, a...), 0)
+	}
+	return xattrOut(data, dest)
+}
+
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) (errno syscall.Errno) {
+	defer n.t.rescue("setxattr", &errno)
+	name, ok := n.name()
+	if !ok {
+		return syscall.ENOENT
+	}
+	// XATTR_CREATE and XATTR_REPLACE have the same values in the
+	// contract as in setxattr(2). The data buffer is reused by go-fuse
+	// after the request, so the mount gets a copy.
+	err := mounts.SetXattr(n.t.ctx(ctx), n.t.fsys, name, attr, append([]byte(nil), data...), int(flags))
+	return n.t.errs.errno("setxattr", err)
+}
+
+func (n *node) Removexattr(ctx context.Context, attr string) (errno syscall.Errno) {
+	defer n.t.rescue("removexattr", &errno)
+	name, ok := n.name()
+	if !ok {
+		return syscall.ENOENT
+	}
+	return n.t.errs.errno("removexattr", mounts.RemoveXattr(n.t.ctx(ctx), n.t.fsys, name, attr))
+}

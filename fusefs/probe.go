@@ -1,0 +1,205 @@
+package fusefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// State is what Probe finds at a mount point.
+type State int
+
+const (
+	// StateNone: no FUSE file system is mounted there.
+	StateNone State = iota
+	// StateLive: a FUSE file system is mounted and its server answers.
+	StateLive
+	// StateStale: a FUSE file system is mounted but its server is gone
+	// (ENOTCONN after a crash) or does not answer.
+	StateStale
+)
+
+func (s State) String() string {
+	switch s {
+	case StateNone:
+		return "none"
+	case StateLive:
+		return "live"
+	case StateStale:
+		return "stale"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ErrNotMounted is returned by ForceUnmount when nothing is mounted at the
+// mount point.
+var ErrNotMounted = errors.New("not a mount point")
+
+// probeTimeout bounds the stat of a FUSE mount whose server is alive but
+// stuck: it counts as stale, as a dead one does.
+const probeTimeout = 5 * time.Second
+
+// Probe reports whether a FUSE file system is mounted at mountpoint and
+// whether it answers. Only FUSE mounts count: another file system mounted
+// there is StateNone, since it is not ours to clear.
+//
+// A server that does not answer a stat within a few seconds is reported as
+// stale. The stat that timed out stays blocked in the kernel (and its
+// goroutine with it) until the mount is cleared or the server wakes up.
+func Probe(mountpoint string) (State, error) {
+	abs, err := absMountpoint(mountpoint)
+	if err != nil {
+		return StateNone, err
+	}
+	fuse, found, err := mountedAt(abs)
+	if err != nil {
+		return StateNone, err
+	}
+	if !found || !fuse {
+		return StateNone, nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		// FORCE_SYNC: attributes the kernel cached from the live server
+		// would otherwise answer a plain stat of a dead mount.
+		var stx unix.Statx_t
+		done <- unix.Statx(unix.AT_FDCWD, abs, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(probeTimeout):
+		return StateStale, nil
+	}
+	switch {
+	case err == nil:
+		return StateLive, nil
+	case errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ECONNABORTED):
+		return StateStale, nil
+	default:
+		// Something answered (EACCES from a mount of another user
+		// without allow_other, say): not ours to call dead.
+		return StateLive, fmt.Errorf("fusefs: probe %s: %w", mountpoint, err)
+	}
+}
+
+// ForceUnmount clears the mount at mountpoint, live or stale: a plain
+// unmount first, then a lazy one (MNT_DETACH) when the mount is busy, and
+// fusermount3/fusermount when the process may not unmount itself (not
+// root). Nothing mounted there is ErrNotMounted.
+func ForceUnmount(mountpoint string) error {
+	abs, err := absMountpoint(mountpoint)
+	if err != nil {
+		return err
+	}
+	err = unix.Unmount(abs, 0)
+	if errors.Is(err, syscall.EBUSY) {
+		err = unix.Unmount(abs, unix.MNT_DETACH)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.EINVAL):
+		return fmt.Errorf("fusefs: unmount %s: %w", mountpoint, ErrNotMounted)
+	case errors.Is(err, syscall.EPERM):
+		if ferr := fusermountUnmount(abs); ferr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("fusefs: unmount %s: %w", mountpoint, err)
+}
+
+// absMountpoint returns the absolute path mountinfo lists for mountpoint.
+// Symlinks are resolved in the parent only: resolving the mount point
+// itself would stat it, which fails on a stale mount.
+func absMountpoint(mountpoint string) (string, error) {
+	abs, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs, nil
+}
+
+// fusermountUnmount asks the setuid helper to detach abs, for mounts that
+// an unprivileged user made through it.
+func fusermountUnmount(abs string) error {
+	var last error = exec.ErrNotFound
+	for _, bin := range []string{"fusermount3", "fusermount"} {
+		path, err := exec.LookPath(bin)
+		if err != nil {
+			continue
+		}
+		if last = exec.Command(path, "-u", "-z", abs).Run(); last == nil {
+			return nil
+		}
+	}
+	return last
+}
+
+// mountedAt reports whether something is mounted at abs according to
+// /proc/self/mountinfo, and whether the topmost mount there is FUSE.
+func mountedAt(abs string) (fuse, found bool, err error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		mp, fstype, ok := parseMountinfo(sc.Text())
+		if !ok || mp != abs {
+			continue
+		}
+		// Later lines are mounted on top of earlier ones.
+		found = true
+		fuse = fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.")
+	}
+	return fuse, found, sc.Err()
+}
+
+// parseMountinfo returns the mount point and file system type of one line
+// of /proc/self/mountinfo (proc(5)): "36 35 98:0 /root /mnt opts - type src
+// superopts", where optional fields sit before the "-".
+func parseMountinfo(line string) (mountpoint, fstype string, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 7 {
+		return "", "", false
+	}
+	for i := 6; i < len(fields)-1; i++ {
+		if fields[i] == "-" {
+			return unescapeMountinfo(fields[4]), fields[i+1], true
+		}
+	}
+	return "", "", false
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space, ...) the
+// kernel uses in mountinfo paths.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }

@@ -1,0 +1,231 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// Options configure a mount.
+type Options struct {
+	// Logger receives panics, unmapped errors and, at debug level, the
+	// request trace. nil is silent.
+	Logger *slog.Logger
+	// Debug turns on go-fuse's request tracing (to Logger at debug level,
+	// or to the standard logger when Logger is nil).
+	Debug bool
+	// AllowOther lets users other than the mounting one in (the kernel
+	// still checks modes, see "# Permissions").
+	AllowOther bool
+	// ReadOnly mounts with MS_RDONLY (dry-run and read-only workspaces):
+	// the kernel refuses every change with EROFS before asking.
+	ReadOnly bool
+	// FSName is the source shown in /proc/mounts; "vfsmount" when empty.
+	FSName string
+}
+
+// Cache lifetimes (see "# Caching" in the package doc).
+const (
+	immutableTimeout = time.Hour
+	mutableTimeout   = time.Second
+)
+
+// maxWrite is the largest WRITE request the kernel sends (go-fuse's cap).
+const maxWrite = 1 << 20
+
+// Server is a mounted file system.
+type Server struct {
+	srv        *fuse.Server
+	mountpoint string
+	t          *tree
+}
+
+// tree is the state shared by every node of one mount.
+type tree struct {
+	fsys mounts.FS
+	log  *slog.Logger
+	errs errLog
+	root *node
+}
+
+// Mount serves fsys at mountpoint (DirectMount, falling back to fusermount)
+// and returns once the kernel has answered the FUSE handshake, so the mount
+// is usable as soon as Mount returns.
+func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	t := &tree{fsys: fsys, log: logger, errs: errLog{log: logger}}
+	t.root = &node{t: t}
+
+	ctx := mounts.WithCaller(context.Background(), mounts.Caller{
+		Uid: uint32(syscall.Geteuid()), Gid: uint32(syscall.Getegid()),
+		Pid: uint32(syscall.Getpid()), Face: "kernel"})
+	ra, err := fsys.Stat(ctx, ".")
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: stat root: %w", mountpoint, err)
+	}
+	if !ra.IsDir() {
+		return nil, fmt.Errorf("fusefs: mount %s: the root of the file system is not a directory", mountpoint)
+	}
+	t.root.pol = t.policy(".")
+
+	fsName := opts.FSName
+	if fsName == "" {
+		fsName = "vfsmount"
+	}
+	mo := fuse.MountOptions{
+		DirectMount: true,
+		FsName:      fsName,
+		Name:        "vfsmount",
+		AllowOther:  opts.AllowOther,
+		Debug:       opts.Debug,
+		MaxWrite:    maxWrite,
+		// See "# Permissions" in the package doc.
+		Options: []string{"default_permissions"},
+		PanicHandler: func(p any) fuse.Status {
+			logger.Error("fusefs: panic in go-fuse", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			return fuse.EIO
+		},
+	}
+	if opts.ReadOnly {
+		// "ro" for the fusermount fallback; the flag for DirectMount,
+		// which would otherwise pass only nosuid,nodev.
+		mo.Options = append(mo.Options, "ro")
+		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_RDONLY
+	}
+	if opts.Logger != nil {
+		mo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
+	}
+	fo := &fs.Options{
+		MountOptions: mo,
+		// Timeouts are set per node (tree.policy). NegativeTimeout
+		// stays nil: failed lookups are not cached at all.
+	}
+	if opts.Logger != nil {
+		fo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
+	}
+	if ra.Ino != 0 {
+		// The root keeps the mount's number, so no entry below can
+		// collide with it.
+		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
+	}
+	srv, err := fs.Mount(mountpoint, t.root, fo)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
+	}
+	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "readonly", opts.ReadOnly)
+	return &Server{srv: srv, mountpoint: mountpoint, t: t}, nil
+}
+
+// Unmount unmounts the file system cleanly. It fails (EBUSY) while a process
+// uses the mount; ForceUnmount detaches instead.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
+	}
+	return nil
+}
+
+// Wait blocks until the file system is unmounted.
+func (s *Server) Wait() { s.srv.Wait() }
+
+// Mountpoint returns the directory the file system is mounted on.
+func (s *Server) Mountpoint() string { return s.mountpoint }
+
+// Invalidate drops the kernel's caches for names (fsys-relative, io/fs
+// style: "memory/x"): the content and attributes of each name's inode, its
+// entry in its parent, and the parent's attributes and listing. A name the
+// kernel has never looked up costs nothing beyond the walk to its deepest
+// known ancestor, whose entry for the next component is dropped so that a
+// new name is found.
+//
+// It must not be called from inside a FUSE request handler (see "#
+// Deadlocks" in the package doc).
+func (s *Server) Invalidate(names ...string) {
+	for _, name := range names {
+		if !mounts.ValidPath(name) {
+			s.t.log.Debug("fusefs: invalidate: invalid name ignored", "name", name)
+			continue
+		}
+		s.t.invalidate(name)
+	}
+}
+
+func (t *tree) invalidate(name string) {
+	cur := t.root.EmbeddedInode()
+	if name == "." {
+		t.notify(cur.NotifyContent(0, 0), "content", name)
+		return
+	}
+	rest := name
+	for rest != "" {
+		elem, tail, _ := strings.Cut(rest, "/")
+		child := cur.GetChild(elem)
+		if child == nil || tail == "" {
+			if child != nil {
+				t.notify(child.NotifyContent(0, 0), "content", name)
+			}
+			t.notify(cur.NotifyEntry(elem), "entry", name)
+			t.notify(cur.NotifyContent(0, 0), "content", name)
+			return
+		}
+		cur, rest = child, tail
+	}
+}
+
+// notify logs a failed notification. ENOENT only means the kernel had
+// nothing cached, and ENOSYS that the mount is already gone.
+func (t *tree) notify(errno syscall.Errno, what, name string) {
+	if errno != 0 && errno != syscall.ENOENT && errno != syscall.ENOSYS {
+		t.log.Debug("fusefs: invalidate failed", "what", what, "name", name, "errno", errno.Error())
+	}
+}
+
+// cachePolicy says how long the kernel may trust what it learnt about a
+// node (see "# Caching" in the package doc).
+type cachePolicy struct {
+	entry, attr time.Duration
+	keepCache   bool
+}
+
+// policy returns the caching policy of the mount serving name. The mount
+// serving a node never changes (renames across mounts fail with EXDEV), so
+// nodes compute it once.
+func (t *tree) policy(name string) cachePolicy {
+	d := mounts.DescribeAt(t.fsys, name)
+	if d.Immutable {
+		return cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true}
+	}
+	return cachePolicy{entry: mutableTimeout, attr: mutableTimeout}
+}
+
+// ctx puts the FUSE caller into ctx, for owners of new files and the audit
+// log.
+func (t *tree) ctx(ctx context.Context) context.Context {
+	c := mounts.Caller{Face: "kernel"}
+	if fc, ok := fuse.FromContext(ctx); ok {
+		c.Uid, c.Gid, c.Pid = fc.Uid, fc.Gid, fc.Pid
+	}
+	return mounts.WithCaller(ctx, c)
+}
+
+// rescue is deferred by every handler: a panic below becomes EIO and one
+// log line instead of a dead mount.
+func (t *tree) rescue(op string, errno *syscall.Errno) {
+	if p := recover(); p != nil {
+		t.log.Error("fusefs: panic in handler", "op", op, "panic", fmt.Sprint(p),
+			"stack", string(debug.Stack()))
+		*errno = syscall.EIO
+	}
+}

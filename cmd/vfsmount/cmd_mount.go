@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+)
+
+// unmountGrace is how long a signalled mount keeps retrying a clean unmount
+// while something holds the mountpoint busy, before it detaches lazily.
+const unmountGrace = 5 * time.Second
+
+func mountCommand() *command {
+	return &command{
+		Name:    "mount",
+		Summary: "build a workspace and serve it at MOUNTPOINT, in the foreground",
+		Usage:   "[--config FILE] [--mount SPEC]... MOUNTPOINT",
+		Help: `Builds the workspace from the config file and the --mount flags (flags add to
+the file's mounts) and serves it at MOUNTPOINT, an existing directory, until
+SIGINT or SIGTERM (Ctrl-C): then it unmounts cleanly and exits 0. If a
+program holds the mount busy, it retries for ` + unmountGrace.String() + ` and then detaches lazily;
+a second Ctrl-C detaches at once.
+
+A stale mount at MOUNTPOINT (left by a crashed vfsmount; "transport endpoint
+is not connected") is cleared first. A live mount there is an error.
+
+With no mount given, the workspace is ` + defaultWorkspace + `.
+
+A mount SPEC is comma-separated key=value pairs (Docker style); a bare key
+means true. Every type takes type= and dst= (an absolute, clean path in the
+workspace). Mount types:
+` + mountTypes().help() + `
+The config file says the same in YAML (unknown keys are errors):
+  mounts:
+    - {type: memory, dst: /memory}
+    - type: memory
+      dst: /scratch
+
+Example:
+  $ mkdir -p mnt
+  $ vfsmount mount --mount type=memory,dst=/memory mnt &
+  $ echo hi > mnt/memory/x && cat mnt/memory/x
+  hi
+  $ vfsmount umount mnt`,
+		NArgs: 1,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var wf workspaceFlags
+			wf.register(fs)
+			return func(ctx context.Context, a *app, args []string) error {
+				return runMount(ctx, a, &wf, args[0])
+			}
+		},
+	}
+}
+
+func runMount(ctx context.Context, a *app, wf *workspaceFlags, mountpoint string) error {
+	log := a.logger
+	// Order matters: everything that can reject bad input runs before
+	// anything changes on the machine, so bad input leaves nothing mounted
+	// and no stale mount cleared.
+	cfg, err := wf.load(ctx, log)
+	if err != nil {
+		return err
+	}
+	abs, state, err := inspectMountpoint(mountpoint)
+	if err != nil {
+		return err
+	}
+	if state == fusefs.StateLive {
+		return &exitError{code: exitFailure, err: fmt.Errorf(
+			"mountpoint %s: a live FUSE mount is already there (stop it, or run: vfsmount umount %s)", mountpoint, mountpoint)}
+	}
+	ws, err := buildWorkspace(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := ws.Close(); err != nil {
+			log.Warn("closing the workspace", "err", err)
+		}
+	}()
+	if state == fusefs.StateStale {
+		if err := fusefs.ForceUnmount(abs); err != nil {
+			return fmt.Errorf("mountpoint %s: clearing a stale mount: %w", mountpoint, err)
+		}
+		log.Warn("cleared a stale FUSE mount", "mountpoint", abs)
+		if _, _, err := inspectMountpoint(mountpoint); err != nil {
+			return err
+		}
+	}
+
+	for _, m := range ws.Brief {
+		access := "ro"
+		if m.Writable {
+			access = "rw"
+		}
+		log.Info("mount", "prefix", m.Prefix, "type", m.Type, "source", m.Source, "access", access)
+	}
+	srv, err := fusefs.Mount(abs, ws.FS, fusefs.Options{
+		Logger:     log,
+		Debug:      a.globals.Debug,
+		AllowOther: a.globals.AllowOther,
+		FSName:     "vfsmount",
+	})
+	if err != nil {
+		return fmt.Errorf("mount at %s: %w", mountpoint, err)
+	}
+	log.Info("serving", "mountpoint", abs, "stop", "Ctrl-C, or vfsmount umount "+mountpoint)
+
+	done := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		log.Info("unmounted from outside", "mountpoint", abs)
+		return nil
+	case <-ctx.Done():
+		log.Info("unmounting", "why", context.Cause(ctx).Error())
+	}
+	return shutdown(srv, abs, done, a.again, log)
+}
+
+// shutdown unmounts srv: cleanly if it can within unmountGrace, otherwise
+// (or on a second signal, from again) by a lazy detach, which removes the
+// mount from the namespace at once and lets the kernel drop it when the
+// last user lets go.
+func shutdown(srv *fusefs.Server, mountpoint string, done <-chan struct{}, again <-chan os.Signal, log *slog.Logger) error {
+	deadline := time.After(unmountGrace)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	warned := false
+	for {
+		err := srv.Unmount()
+		if err == nil {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				log.Warn("unmounted, but the server did not stop in time")
+			}
+			log.Info("unmounted", "mountpoint", mountpoint)
+			return nil
+		}
+		if !warned {
+			log.Warn("mountpoint busy, retrying", "err", err, "grace", unmountGrace.String())
+			warned = true
+		}
+		lazy := ""
+		select {
+		case <-tick.C:
+			continue
+		case <-done: // unmounted by someone else meanwhile
+			log.Info("unmounted", "mountpoint", mountpoint)
+			return nil
+		case <-deadline:
+			lazy = "grace period over"
+		case <-again:
+			lazy = "second signal"
+		}
+		if err := fusefs.ForceUnmount(mountpoint); err != nil {
+			return fmt.Errorf("unmount %s: %w", mountpoint, err)
+		}
+		// The detached mount lives until its last user lets go; the
+		// kernel aborts it when this process exits.
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+		log.Warn("mountpoint was busy: detached lazily", "mountpoint", mountpoint, "why", lazy)
+		return nil
+	}
+}
+
+// inspectMountpoint checks that mountpoint names a directory, or a FUSE
+// mount (live or stale: a stale one cannot even be stat'ed), and reports
+// which. It changes nothing. A missing path or a non-directory is a usage
+// error.
+func inspectMountpoint(mountpoint string) (abs string, state fusefs.State, err error) {
+	abs, err = filepath.Abs(mountpoint)
+	if err != nil {
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: %v", mountpoint, err)
+	}
+	fi, statErr := os.Stat(abs)
+	switch {
+	case errors.Is(statErr, os.ErrNotExist):
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: no such directory (create it: mkdir -p %s)", mountpoint, mountpoint)
+	case statErr == nil && !fi.IsDir():
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: not a directory", mountpoint)
+	}
+	state, err = fusefs.Probe(abs)
+	if err != nil {
+		return "", fusefs.StateNone, fmt.Errorf("mountpoint %s: %w", mountpoint, err)
+	}
+	if state == fusefs.StateNone && statErr != nil {
+		var pe *os.PathError
+		if errors.As(statErr, &pe) {
+			statErr = pe.Err
+		}
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: %v", mountpoint, statErr)
+	}
+	return abs, state, nil
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+)
+
+func umountCommand() *command {
+	return &command{
+		Name:    "umount",
+		Summary: "unmount a workspace, live or stale",
+		Usage:   "[--lazy] MOUNTPOINT",
+		Help: `Unmounts the FUSE mount at MOUNTPOINT. A live mount is unmounted cleanly (the
+vfsmount serving it then exits 0); if a program holds it busy, umount fails
+with exit 1 unless --lazy detaches it anyway. A stale mount (its vfsmount
+crashed) is detached. Nothing mounted there is exit 1.
+
+Example:
+  $ vfsmount umount mnt
+  $ vfsmount status mnt; echo $?
+  mnt: not mounted
+  2`,
+		NArgs: 1,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var lazy bool
+			fs.BoolVar(&lazy, "lazy", false, "detach even when busy (umount -l)")
+			return func(ctx context.Context, a *app, args []string) error {
+				return runUmount(a, args[0], lazy)
+			}
+		},
+	}
+}
+
+func runUmount(a *app, mountpoint string, lazy bool) error {
+	abs, state, err := inspectMountpoint(mountpoint)
+	if err != nil {
+		return err
+	}
+	switch {
+	case state == fusefs.StateNone:
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s: not mounted", mountpoint)}
+	case state == fusefs.StateStale || lazy:
+		if err := fusefs.ForceUnmount(abs); err != nil {
+			return fmt.Errorf("unmount %s: %w", mountpoint, err)
+		}
+	default:
+		if err := unmountLive(abs); err != nil {
+			if errors.Is(err, syscall.EBUSY) {
+				return &exitError{code: exitFailure, err: fmt.Errorf("unmount %s: busy (a program uses it; stop it, or use --lazy)", mountpoint)}
+			}
+			return fmt.Errorf("unmount %s: %w", mountpoint, err)
+		}
+	}
+	a.logger.Info("unmounted", "mountpoint", abs, "was", stateName(state))
+	return nil
+}
+
+// unmountLive unmounts a live mount without forcing it, so a busy mount
+// fails with EBUSY instead of being torn away from its users. Root calls
+// umount(2); anyone else goes through fusermount3, which may unmount a
+// FUSE mount its user owns.
+func unmountLive(abs string) error {
+	err := syscall.Unmount(abs, 0)
+	if !errors.Is(err, syscall.EPERM) {
+		return err
+	}
+	out, ferr := exec.Command("fusermount3", "-u", abs).CombinedOutput()
+	if ferr != nil {
+		msg := strings.TrimSpace(string(out))
+		if strings.Contains(msg, "busy") {
+			return syscall.EBUSY
+		}
+		return fmt.Errorf("fusermount3 -u: %v: %s", ferr, msg)
+	}
+	return nil
+}
+
+func stateName(s fusefs.State) string {
+	switch s {
+	case fusefs.StateLive:
+		return "live"
+	case fusefs.StateStale:
+		return "stale"
+	}
+	return "not mounted"
+}
+
+func statusCommand() *command {
+	return &command{
+		Name:    "status",
+		Summary: "report whether MOUNTPOINT is live (exit 0), stale (1) or not mounted (2)",
+		Usage:   "MOUNTPOINT",
+		Help: `Prints "MOUNTPOINT: live", "MOUNTPOINT: stale" or "MOUNTPOINT: not mounted" and
+answers with the exit code: 0 live, 1 stale (the serving vfsmount is gone;
+clear it with vfsmount umount), 2 not mounted. A MOUNTPOINT that does not
+exist is also exit 2, with an error line.
+
+Example:
+  $ vfsmount status mnt && ls mnt
+  mnt: live
+  memory`,
+		NArgs: 1,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			return func(ctx context.Context, a *app, args []string) error {
+				_, state, err := inspectMountpoint(args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", args[0], stateName(state))
+				switch state {
+				case fusefs.StateLive:
+					return nil
+				case fusefs.StateStale:
+					return &exitError{code: exitFailure}
+				}
+				return &exitError{code: exitUsage}
+			}
+		},
+	}
+}

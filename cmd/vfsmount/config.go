@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// configFile is the YAML config file. Decoding uses KnownFields, so a key
+// this struct does not declare is an error; later sections (tools, policy,
+// audit) are fields added here.
+//
+//	mounts:
+//	  - {type: memory, dst: /memory}
+//	  - {type: git, src: ., rev: main, dst: /repo}
+type configFile struct {
+	Mounts []configMount `yaml:"mounts"`
+}
+
+// configMount is one entry of mounts:, kept as raw key/value pairs so that
+// it goes through the same validator as a --mount flag.
+type configMount struct {
+	raw  rawSpec
+	line int
+}
+
+// lineError is a problem at a line of the config file; loadConfig prefixes
+// the file name.
+type lineError struct {
+	line int
+	msg  string
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+// UnmarshalYAML takes a mapping of scalars. A null value (`ro:` or a bare
+// `ro` in a flow mapping) is a bare key, as `ro` is in a --mount spec.
+func (m *configMount) UnmarshalYAML(n *yaml.Node) error {
+	m.line = n.Line
+	if n.Kind != yaml.MappingNode {
+		return &lineError{n.Line, fmt.Sprintf("a mount must be a mapping such as {type: memory, dst: /memory}, got %s", nodeKind(n))}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			return &lineError{k.Line, fmt.Sprintf("a mount key must be a plain name, got %s", nodeKind(k))}
+		}
+		if v.Kind != yaml.ScalarNode {
+			return &lineError{v.Line, fmt.Sprintf("key %q: want a single value, got %s", k.Value, nodeKind(v))}
+		}
+		item := rawItem{Key: k.Value, Value: v.Value}
+		if v.Tag == "!!null" {
+			item = rawItem{Key: k.Value, Bare: true}
+		}
+		m.raw.Items = append(m.raw.Items, item)
+	}
+	return nil
+}
+
+// resolveAlias follows *anchor references to the node they name.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	}
+	return "something else"
+}
+
+// loadConfig reads and parses a config file. Relative host paths in it are
+// resolved against the file's directory, so a config file means the same
+// whatever the working directory.
+func loadConfig(name string) (*configFile, []rawSpec, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, usageErrorf("config %s: cannot read: %v", name, err)
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, nil, usageErrorf("config %s: %v", name, err)
+	}
+	return parseConfig(data, name, filepath.Dir(abs))
+}
+
+// parseConfig parses config data. origin names the file in messages.
+// Every error is a usage error of one line: "origin:LINE: problem".
+func parseConfig(data []byte, origin, baseDir string) (*configFile, []rawSpec, error) {
+	var cfg configFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && err != io.EOF {
+		return nil, nil, usageError(configError(origin, err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		line := extra.Line
+		if err != nil {
+			return nil, nil, usageError(configError(origin, err))
+		}
+		return nil, nil, usageErrorf("%s:%d: a config file holds one YAML document", origin, line)
+	}
+	raws := make([]rawSpec, 0, len(cfg.Mounts))
+	for _, m := range cfg.Mounts {
+		r := m.raw
+		r.Origin = fmt.Sprintf("%s:%d", origin, m.line)
+		r.BaseDir = baseDir
+		raws = append(raws, r)
+	}
+	return &cfg, raws, nil
+}
+
+var (
+	reLine       = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	reNotFound   = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	reUnmarshal  = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+	yamlTagNames = map[string]string{
+		"!!str": "a string", "!!int": "a number", "!!float": "a number", "!!bool": "a boolean",
+		"!!seq": "a list", "!!map": "a mapping", "!!null": "null", "!!binary": "binary data",
+		"!!timestamp": "a timestamp",
+	}
+	goTypeNames = map[string]string{
+		"main.configFile": "a mapping with keys: mounts", "[]main.configMount": "a list of mounts",
+	}
+)
+
+// configError renders a yaml error as "origin:LINE: problem" in plain
+// words: yaml's own messages name Go types and span several lines.
+func configError(origin string, err error) error {
+	var le *lineError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s:%d: %s", origin, le.line, le.msg)
+	}
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		loc := origin
+		if g := reLine.FindStringSubmatch(m); g != nil {
+			loc, m = origin+":"+g[1], g[2]
+		}
+		m = strings.TrimPrefix(m, "yaml: ")
+		if g := reNotFound.FindStringSubmatch(m); g != nil {
+			m = fmt.Sprintf("unknown key %q", g[1])
+		} else if g := reUnmarshal.FindStringSubmatch(m); g != nil {
+			got := yamlTagNames[g[1]]
+			if got == "" {
+				got = g[1]
+			}
+			if g[2] != "" {
+				got += fmt.Sprintf(" (%s)", g[2])
+			}
+			want := goTypeNames[g[3]]
+			if want == "" {
+				want = g[3]
+			}
+			m = fmt.Sprintf("want %s, got %s", want, got)
+		}
+		out = append(out, loc+": "+m)
+	}
+	return errors.New(strings.Join(out, "; "))
+}

@@ -1,0 +1,73 @@
+// Command vfsmount builds an agent's workspace from several sources (a
+// memory tree today; git commits, host directories and skills as their
+// mount types land) and serves it as a FUSE filesystem.
+//
+// # Usage
+//
+//	vfsmount mount [--config FILE] [--mount SPEC]... MOUNTPOINT
+//	vfsmount umount MOUNTPOINT
+//	vfsmount status MOUNTPOINT
+//	vfsmount version
+//	vfsmount help [COMMAND]
+//
+// # Exit codes
+//
+// 0 success; 1 runtime failure (a live mount in the way, a busy mount, a
+// mount that failed); 2 usage or config error, in which case nothing was
+// mounted and one line on stderr names the flag, spec, key or path at
+// fault. `status` answers with its exit code: 0 live, 1 stale, 2 none.
+//
+// # Layout of this package
+//
+// cli.go holds the command table and flag handling shared by every
+// subcommand; cmd_*.go one subcommand each. A workspace is described by
+// [workspaceFlags] (--config, --mount) and built by [buildWorkspace]; mount
+// specs and config entries go through one parser/validator (spec.go,
+// config.go) driven by the mount type registry (registry.go, type_*.go).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a := newApp(os.Stdout, os.Stderr)
+	a.again = watchSignals(cancel)
+	os.Exit(a.main(ctx, os.Args[1:]))
+}
+
+// watchSignals turns the first SIGINT or SIGTERM into the cancellation of
+// the commands' context, with the signal as its cause, and passes later
+// ones on the returned channel: a long-running command that is winding
+// down gracefully (mount waiting out a busy unmount) hurries up on a second
+// Ctrl-C.
+func watchSignals(cancel context.CancelCauseFunc) <-chan os.Signal {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	again := make(chan os.Signal, 4)
+	go func() {
+		first := true
+		for s := range sigs {
+			if first {
+				cancel(signalError{s})
+				first = false
+				continue
+			}
+			select {
+			case again <- s:
+			default:
+			}
+		}
+	}()
+	return again
+}
+
+// signalError is the cancellation cause of a signalled context.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return fmt.Sprintf("received %v", e.sig) }

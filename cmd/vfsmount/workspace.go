@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// workspaceFlags are the flags of every subcommand that builds a workspace
+// (mount, and later exec, call, tools, serve, mcp): a config file and
+// mount specs.
+type workspaceFlags struct {
+	Config string
+	Mounts []string
+}
+
+// register adds the workspace flags to fs.
+func (w *workspaceFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&w.Config, "config", "c", "", "YAML config `FILE` (mounts: [...]); --mount flags add to it")
+	// StringArray, not StringSlice: a spec is itself comma-separated.
+	fs.StringArrayVarP(&w.Mounts, "mount", "m", nil, "add a mount, Docker style: `SPEC` such as type=memory,dst=/memory (repeatable)")
+}
+
+// workspaceConfig is the merged, validated configuration of a workspace:
+// the config file's entries first, then the --mount flags.
+type workspaceConfig struct {
+	// File is the parsed config file, nil without --config.
+	File   *configFile
+	Mounts []mountSpec
+	// Types builds the mounts; nil means [mountTypes]. Tests swap in
+	// types of their own.
+	Types registry
+}
+
+// load reads the config file, parses the flags, falls back to
+// [defaultMounts] when neither names a mount, and validates the lot. Every
+// error is a usage error naming the spec, key or file at fault.
+func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*workspaceConfig, error) {
+	cfg := &workspaceConfig{Types: mountTypes()}
+	var raws []rawSpec
+	if w.Config != "" {
+		file, specs, err := loadConfig(w.Config)
+		if err != nil {
+			return nil, err
+		}
+		cfg.File = file
+		raws = append(raws, specs...)
+	}
+	if len(w.Mounts) > 0 {
+		cwd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		for _, s := range w.Mounts {
+			raw, err := parseSpec(s, cwd)
+			if err != nil {
+				return nil, err
+			}
+			raws = append(raws, raw)
+		}
+	}
+	if len(raws) == 0 {
+		def, err := defaultMounts(ctx, logger)
+		if err != nil {
+			return nil, err
+		}
+		raws = def
+	}
+	specs, err := validateSpecs(cfg.Types, raws)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Mounts = specs
+	return cfg, nil
+}
+
+// open loads the configuration and builds the workspace: what every
+// subcommand that works on a workspace does first. The caller closes it.
+func (w *workspaceFlags) open(ctx context.Context, logger *slog.Logger) (*workspace, error) {
+	cfg, err := w.load(ctx, logger)
+	if err != nil {
+		return nil, err
+	}
+	return buildWorkspace(ctx, cfg, logger)
+}
+
+// defaultWorkspace describes [defaultMounts] for help output; change the
+// two together.
+const defaultWorkspace = "a memory mount on /memory"
+
+// defaultMounts is the workspace when neither a config file nor a flag
+// names a mount. DESIGN §5 gives the final default (the git repository of
+// the working directory at HEAD on /repo, plus memory on /memory); until the
+// git mount exists it is memory alone.
+func defaultMounts(ctx context.Context, logger *slog.Logger) ([]rawSpec, error) {
+	return []rawSpec{{
+		Origin: "default mount",
+		Items:  []rawItem{{Key: "type", Value: "memory"}, {Key: "dst", Value: "/memory"}},
+	}}, nil
+}
+
+// workspace is a built workspace: the union of its mounts, ready for the
+// kernel face or the tool face.
+type workspace struct {
+	Config *workspaceConfig
+	// Union composes the mounts.
+	Union *union.Union
+	// FS is what the faces serve. It is the union today; policy
+	// decorators will wrap it here, below both faces.
+	FS mounts.FS
+	// Brief is the mount table as the tool face shows it.
+	Brief []union.MountInfo
+
+	cleanup []func() error
+}
+
+// Close releases what the mounts hold, in reverse order of creation. Call
+// it after the faces are down.
+func (w *workspace) Close() error {
+	var errs []error
+	for i := len(w.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, w.cleanup[i]())
+	}
+	w.cleanup = nil
+	return errors.Join(errs...)
+}
+
+// buildWorkspace builds every mount of cfg and composes them. On error,
+// whatever was built is released and nothing is left behind. A spec error
+// from a mount type or an invalid table (a dst under a file) is a usage
+// error; anything else is a runtime failure.
+func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logger) (_ *workspace, err error) {
+	reg := cfg.Types
+	if reg == nil {
+		reg = mountTypes()
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ws := &workspace{Config: cfg}
+	defer func() {
+		if err != nil {
+			if cerr := ws.Close(); cerr != nil {
+				logger.Warn("releasing a partly built workspace", "err", cerr)
+			}
+		}
+	}()
+	table := make(map[string]mounts.FS, len(cfg.Mounts))
+	for i := range cfg.Mounts {
+		spec := &cfg.Mounts[i]
+		mt, ok := reg[spec.Type]
+		if !ok { // validateSpec guarantees it; guard against a hand-built config.
+			return nil, specErrorf(spec.Origin, "unknown mount type %q", spec.Type)
+		}
+		env := &buildEnv{
+			Logger: logger.With("mount", spec.Dst),
+			Uid:    uint32(os.Getuid()),
+			Gid:    uint32(os.Getgid()),
+		}
+		fsys, err := mt.Build(ctx, spec, env)
+		ws.cleanup = append(ws.cleanup, env.onClose...)
+		if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %s mount on %s: %w", spec.Origin, spec.Type, spec.Dst, err)
+		}
+		table[spec.Dst] = fsys
+	}
+	u, err := union.New(table)
+	if err != nil {
+		return nil, usageErrorf("mount table: %v", err)
+	}
+	ws.Union = u
+	ws.FS = u
+	ws.Brief = u.Brief()
+	return ws, nil
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -235,6 +236,10 @@ func TestDirectories(t *testing.T) {
 	for range 5 {
 		assert.Equal(t, first, names(), "listings are deterministic")
 	}
+	// The raw listing carries "." and "..", as a local file system's does.
+	ls, err := exec.Command("ls", "-a", d).Output()
+	require.NoError(t, err)
+	assert.Equal(t, ".\n..\nB\n_\na\nb\nc\nsub\n", string(ls))
 
 	assert.ErrorIs(t, syscall.Rmdir(d), syscall.ENOTEMPTY)
 	assert.ErrorIs(t, syscall.Rmdir(filepath.Join(d, "a")), syscall.ENOTDIR)
@@ -245,7 +250,7 @@ func TestDirectories(t *testing.T) {
 	}
 	assert.ErrorIs(t, syscall.Unlink(filepath.Join(d, "a")), syscall.ENOENT)
 	require.NoError(t, syscall.Rmdir(d))
-	_, err := os.Stat(d)
+	_, err = os.Stat(d)
 	assert.ErrorIs(t, err, syscall.ENOENT)
 }
 

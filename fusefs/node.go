@@ -278,9 +278,19 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 	}
 	// The contract has the mount return entries sorted, which keeps the
 	// stream deterministic (go-fuse loses entries otherwise).
-	list := make([]fuse.DirEntry, len(ents))
-	for i, e := range ents {
-		list[i] = fuse.DirEntry{Name: e.Name, Mode: typeBits(e.Type), Ino: e.Ino}
+	// "." and ".." come first, as on a local file system (ls -a, and
+	// programs that count them, expect them).
+	list := make([]fuse.DirEntry, 0, len(ents)+2)
+	self := n.StableAttr().Ino
+	up := self
+	if _, p := n.Parent(); p != nil {
+		up = p.StableAttr().Ino
+	}
+	list = append(list,
+		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
+		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: up})
+	for _, e := range ents {
+		list = append(list, fuse.DirEntry{Name: e.Name, Mode: typeBits(e.Type), Ino: e.Ino})
 	}
 	return gofs.NewListDirStream(list), 0
 }

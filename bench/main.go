@@ -175,7 +175,8 @@ func run(o *options, verbose bool) error {
 	if err := stop(); err != nil {
 		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
 	}
-	return nil
+	fmt.Println()
+	return runHost(o, bin, verbose)
 }
 
 // measure runs w alternately on both sides, reps times, each time in a

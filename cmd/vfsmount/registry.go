@@ -63,6 +63,8 @@ func mountTypes() registry {
 	reg := registry{}
 	for _, mt := range []mountType{
 		memoryType(),
+		hostType(),
+		skillsType(),
 	} {
 		reg[mt.Name] = mt
 	}

@@ -37,6 +37,11 @@ func commands() []*command {
 		mountCommand(),
 		umountCommand(),
 		statusCommand(),
+		toolsCommand(),
+		callCommand(),
+		serveCommand(),
+		mcpCommand(),
+		execCommand(),
 		versionCommand(),
 		helpCommand(),
 	}

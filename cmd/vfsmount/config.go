@@ -23,6 +23,9 @@ import (
 //	  - {type: git, src: ., rev: main, dst: /repo}
 type configFile struct {
 	Mounts []configMount `yaml:"mounts"`
+	// Tools is the tool face's allowlist (canonical names); it may only
+	// narrow what the mounts offer. nil: every tool they can serve.
+	Tools []string `yaml:"tools"`
 }
 
 // configMount is one entry of mounts:, kept as raw key/value pairs so that

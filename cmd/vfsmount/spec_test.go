@@ -70,11 +70,11 @@ func TestParseAndValidateSpec(t *testing.T) {
 			want: mountSpec{Type: "demo", Dst: "/d"}, values: map[string]any{"src": "/base", "url": "/base/a:b/c"}},
 
 		{name: "unknown type", spec: "type=nope,dst=/x",
-			errMsg: `unknown mount type "nope" (known: demo, memory)`},
+			errMsg: `unknown mount type "nope" (known: {known})`},
 		{name: "missing type", spec: "dst=/x",
-			errMsg: `missing key "type" (one of demo, memory)`},
+			errMsg: `missing key "type" (one of {known})`},
 		{name: "empty type", spec: "type=,dst=/x",
-			errMsg: `key "type" needs a value (one of demo, memory)`},
+			errMsg: `key "type" needs a value (one of {known})`},
 		{name: "missing dst", spec: "type=memory",
 			errMsg: `missing key "dst" (an absolute path such as /memory)`},
 		{name: "bare dst", spec: "type=memory,dst",
@@ -138,7 +138,7 @@ func TestParseAndValidateSpec(t *testing.T) {
 			}
 			require.Error(t, err, "want error %q", tc.errMsg)
 			assert.Equal(t, exitUsage, exitCode(err), "exit code")
-			assert.Equal(t, origin+": "+tc.errMsg, err.Error())
+			assert.Equal(t, origin+": "+strings.ReplaceAll(tc.errMsg, "{known}", reg.names()), err.Error())
 		})
 	}
 }
@@ -217,7 +217,7 @@ mounts:
 
 		// Validation errors name the entry's line.
 		{name: "unknown type", yaml: "mounts:\n  - {type: nope, dst: /x}\n",
-			errMsg: `ws.yaml:2: unknown mount type "nope" (known: demo, memory)`},
+			errMsg: `ws.yaml:2: unknown mount type "nope" (known: {known})`},
 		{name: "relative dst", yaml: "mounts:\n  - {type: memory, dst: memory}\n",
 			errMsg: `ws.yaml:2: dst "memory" must be an absolute path (start with /)`},
 		{name: "unknown key", yaml: "mounts:\n  - {type: memory, dst: /m, persist: ./x.db}\n",
@@ -240,7 +240,7 @@ mounts:
 			if tc.errMsg != "" {
 				require.Error(t, err)
 				assert.Equal(t, exitUsage, exitCode(err), "exit code")
-				assert.Equal(t, tc.errMsg, errorLine(err))
+				assert.Equal(t, strings.ReplaceAll(tc.errMsg, "{known}", reg.names()), errorLine(err))
 				return
 			}
 			require.NoError(t, err)

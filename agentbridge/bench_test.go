@@ -1,0 +1,142 @@
+package agentbridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+)
+
+// benchTree writes the same tree of n source-like files to a native
+// directory (on /dev/shm when there is one, so rg reads from memory as we
+// do) and to a memory mount.
+func benchTree(b *testing.B, n int) (native string, w *Workspace) {
+	b.Helper()
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	native, err := os.MkdirTemp(base, "agentbridge-bench-")
+	require.NoError(b, err)
+	b.Cleanup(func() { os.RemoveAll(native) })
+	ctx := context.Background()
+	mem := memfs.New(memfs.Options{})
+	rnd := rand.New(rand.NewPCG(3, 4))
+	words := []string{"func", "return", "if err != nil {", "}", "package main", "import", "ctx", "value", "TODO", "handler", "struct", "for i := range n {"}
+	for i := range n {
+		rel := fmt.Sprintf("p%02d/q%02d/f%05d.go", i%40, (i/40)%25, i)
+		var sb strings.Builder
+		for range 20 + rnd.IntN(40) {
+			for range 1 + rnd.IntN(6) {
+				sb.WriteString(words[rnd.IntN(len(words))])
+				sb.WriteByte(' ')
+			}
+			if rnd.IntN(500) == 0 {
+				sb.WriteString("needleXYZ")
+			}
+			sb.WriteByte('\n')
+		}
+		data := []byte(sb.String())
+		dir := filepath.Dir(rel)
+		require.NoError(b, os.MkdirAll(filepath.Join(native, dir), 0o755))
+		require.NoError(b, os.WriteFile(filepath.Join(native, rel), data, 0o644))
+		require.NoError(b, mounts.MkdirAll(ctx, mem, dir, 0o755))
+		require.NoError(b, mounts.WriteFile(ctx, mem, rel, data, 0o644))
+	}
+	w, err = New(&testUnion{m: map[string]mounts.FS{"t": mem}}, Options{Mounts: []MountInfo{{Prefix: "/t", Type: "memory", Source: "memory", Writable: true}}})
+	require.NoError(b, err)
+	return native, w
+}
+
+// BenchmarkGrepVsRipgrep runs the grep tool and rg on identical 20 000-file
+// trees; the "x-rg" metric is our time over rg's (target ≤ 1.0).
+func BenchmarkGrepVsRipgrep(b *testing.B) {
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		b.Skip("ripgrep not installed")
+	}
+	native, w := benchTree(b, 20000)
+	for _, mode := range []struct {
+		name   string
+		args   obj
+		rgArgs []string
+	}{
+		{"files", obj{"pattern": "needleXYZ", "path": "/t", "headLimit": 0}, []string{"-l", "--hidden", "--no-ignore", "needleXYZ", "."}},
+		{"content", obj{"pattern": "needle[A-Z]+", "path": "/t", "outputMode": "content", "headLimit": 0}, []string{"-n", "--hidden", "--no-ignore", "needle[A-Z]+", "."}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			raw, _ := json.Marshal(mode.args)
+			var ours, theirs time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				r := w.Call(context.Background(), "", "grep", raw)
+				ours += time.Since(t0)
+				if r.IsError {
+					b.Fatal(r.Text)
+				}
+				cmd := exec.Command(rg, mode.rgArgs...)
+				cmd.Dir = native
+				t0 = time.Now()
+				if out, err := cmd.Output(); err != nil || len(out) == 0 {
+					b.Fatalf("rg: %v", err)
+				}
+				theirs += time.Since(t0)
+			}
+			b.ReportMetric(float64(ours)/float64(theirs), "x-rg")
+			b.ReportMetric(float64(ours.Microseconds())/float64(b.N), "us-ours/op")
+			b.ReportMetric(float64(theirs.Microseconds())/float64(b.N), "us-rg/op")
+		})
+	}
+}
+
+// BenchmarkReadOverJSONRPC reads a 1 MiB file through a unix socket and
+// reports the median latency (target p50 ≤ 1 ms).
+func BenchmarkReadOverJSONRPC(b *testing.B) {
+	line := strings.Repeat("x", 63) + "\n"
+	w := fixture(b, map[string]string{"/memory/big.txt": strings.Repeat(line, (1<<20)/len(line))}, Options{})
+	sock := filepath.Join(b.TempDir(), "s")
+	l, err := net.Listen("unix", sock)
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.ServeListener(ctx, l)
+	conn, err := net.Dial("unix", sock)
+	require.NoError(b, err)
+	c := NewClient(conn)
+	defer c.Close()
+	params := ToolsCallParams{Name: "read", Arguments: json.RawMessage(`{"path":"/memory/big.txt","limit":100000}`)}
+	var lat []time.Duration
+	for b.Loop() {
+		var r Result
+		t0 := time.Now()
+		if err := c.Call(ctx, "tools.call", params, &r); err != nil || r.IsError {
+			b.Fatal(err, r.Text)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
+}
+
+// BenchmarkShellTrue runs `true` through the shell tool (target ≤ 30 ms).
+func BenchmarkShellTrue(b *testing.B) {
+	w := kernelWorkspace(b, nil)
+	raw := json.RawMessage(`{"command":"true"}`)
+	for b.Loop() {
+		if r := w.Call(context.Background(), "", "shell", raw); r.IsError {
+			b.Fatal(r.Text)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package agentbridge is the tool face of a workspace: the file and shell
+// verbs agents are trained on (read, ls, glob, grep, write, edit, delete,
+// shell), served over one [mounts.FS] (normally the union of every mount)
+// and presented in the dialect of the harness that calls them.
+//
+// # One workspace, one namespace
+//
+// Every verb takes absolute workspace paths ("/repo/src/main.go") and
+// resolves them in the same tree the kernel face serves. The shell verb runs
+// each command in a private mount namespace where each top-level name of
+// the workspace appears at its own absolute path, bound from the kernel
+// face's mountpoint, so `ls /repo` in the shell and ls {path: "/repo"}
+// list the same entries and a write by either is seen by the other at once.
+//
+// # Capabilities
+//
+// The verb set is derived from what the tree can do ([mounts.Capabilities]):
+// read, ls, glob and grep always; write and edit when some mount can create
+// files; delete when some mount can remove; shell only when [ShellOptions]
+// are given and bubblewrap works on this machine (probed once in [New]; when
+// it does not, the shell verb is omitted and a log line says why). An
+// allowlist ([Options.Tools]) may only narrow that set: naming a verb that
+// no mount can serve makes [New] fail.
+//
+// # Dialects
+//
+// The canonical dialect is "cursor" (the verb names above). "claude" and
+// "codex" rename and reshape arguments for Claude Code and Codex harnesses
+// (see TOOLS.md); behaviour, limits and errors are the canonical ones.
+//
+// # Errors
+//
+// A failing call is a [Result] with IsError set and one sentence a model can
+// act on ("write /repo/a.go: read-only mount /repo (git@1a2b3c4); writable:
+// /memory"). Nothing a caller sends makes [Workspace.Call] panic or hang:
+// arguments are validated before anything is touched, edits and patches are
+// computed in memory and written only when every hunk applies.
+//
+// # Transports
+//
+// [Workspace.ServeJSONRPC] speaks JSON-RPC 2.0 (methods tools.list,
+// tools.call, workspace.brief), one message per line, over any byte stream,
+// and [Workspace.ServeListener] over a socket; [Client] is its caller.
+// Package mcpserver presents the same tools as an MCP server on the
+// official Go SDK. All are safe for concurrent calls: the Workspace holds no
+// per-call state.
+//
+// # The kernel face
+//
+// This package never mounts anything. The caller (cmd/vfsmount) mounts the
+// kernel face, passes its mountpoint in [ShellOptions], and wraps the tree
+// given to [New] with mounts.Observe so that every tool write invalidates
+// the kernel's caches for the names it touched: the shell sees it at once.
+//
+// # Limitations
+//
+//   - grep reads every file through the tree, except the subtrees of
+//     mounts that implement mounts.FileWalker when [Options.Resolve] is set
+//     (and no other mount is nested below them); there is no index.
+//     .gitignore files are honoured in "host" mounts only, and only
+//     .gitignore (not .ignore, .git/info/exclude or the global excludes
+//     file ripgrep also reads).
+//   - A binary file is one with a NUL byte in its first 8 KiB. ripgrep
+//     looks further (its first buffer), so a file whose first NUL comes
+//     later is searched here and may be skipped by ripgrep.
+//   - apply_patch undoes a half-applied patch when a write fails, but the
+//     undo is itself writes and may fail on a broken mount (it is logged);
+//     a deleted symlink is restored as a regular file.
+//   - The shell runs as the calling user in new namespaces; it is isolation
+//     of the file tree, not a security boundary against a hostile root.
+package agentbridge

@@ -1,0 +1,685 @@
+package agentbridge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"regexp/syntax"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+const (
+	grepDefaultHead = 250
+	grepMaxContext  = 1000
+)
+
+// rgTypes are ripgrep's type definitions for common languages (rg
+// --type-list), so type: "go" means what it means to ripgrep.
+var rgTypes = map[string][]string{
+	"c":          {"*.[chH]", "*.[chH].in", "*.cats"},
+	"cpp":        {"*.[ChH]", "*.cc", "*.[ch]pp", "*.[ch]xx", "*.hh", "*.inl", "*.[ChH].in", "*.cc.in", "*.[ch]pp.in", "*.[ch]xx.in", "*.hh.in"},
+	"cs":         {"*.cs"},
+	"css":        {"*.css", "*.scss"},
+	"docker":     {"*Dockerfile*"},
+	"go":         {"*.go"},
+	"h":          {"*.h", "*.hh", "*.hpp"},
+	"html":       {"*.htm", "*.html", "*.ejs"},
+	"java":       {"*.java", "*.jsp", "*.jspx", "*.properties"},
+	"js":         {"*.js", "*.jsx", "*.vue", "*.cjs", "*.mjs"},
+	"json":       {"*.json", "composer.lock", "*.sarif"},
+	"kotlin":     {"*.kt", "*.kts"},
+	"lua":        {"*.lua"},
+	"make":       {"[Gg][Nn][Uu]makefile", "[Mm]akefile", "[Gg][Nn][Uu]makefile.am", "[Mm]akefile.am", "[Gg][Nn][Uu]makefile.in", "[Mm]akefile.in", "*.mk", "*.mak"},
+	"markdown":   {"*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
+	"md":         {"*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
+	"php":        {"*.php", "*.php3", "*.php4", "*.php5", "*.php7", "*.php8", "*.pht", "*.phtml"},
+	"proto":      {"*.proto"},
+	"py":         {"*.py", "*.pyi"},
+	"python":     {"*.py", "*.pyi"},
+	"rb":         {"Gemfile", "*.gemspec", ".irbrc", "Rakefile", "*.rb"},
+	"ruby":       {"Gemfile", "*.gemspec", ".irbrc", "Rakefile", "*.rb"},
+	"rust":       {"*.rs"},
+	"scala":      {"*.scala", "*.sbt"},
+	"sh":         {"*.bash", ".bashrc", ".bash_profile", "*.sh", ".zshrc", "*.zsh", ".profile", "*.ksh"},
+	"sql":        {"*.sql", "*.psql"},
+	"swift":      {"*.swift"},
+	"toml":       {"*.toml", "Cargo.lock"},
+	"ts":         {"*.ts", "*.tsx", "*.cts", "*.mts"},
+	"typescript": {"*.ts", "*.tsx", "*.cts", "*.mts"},
+	"txt":        {"*.txt"},
+	"xml":        {"*.xml", "*.xml.dist", "*.dtd", "*.xsl", "*.xslt", "*.xsd", "*.xjb", "*.rng", "*.sch", "*.xhtml"},
+	"yaml":       {"*.yaml", "*.yml"},
+}
+
+type grepQuery struct {
+	re          *regexp.Regexp
+	literal     []byte // a string every match contains, for the prefilter
+	mode        string
+	lineNumbers bool
+	before      int
+	after       int
+	multiline   bool
+}
+
+type grepFile struct {
+	name  string // FS name
+	shown string // workspace path
+}
+
+type grepResult struct {
+	count int
+	lines []string // content mode output
+}
+
+// grepHit is a file with at least one match.
+type grepHit struct {
+	shown string
+	r     grepResult
+}
+
+// pathLess orders paths component by component ("a/b" before "a.txt"),
+// the order of a depth-first walk of sorted directories.
+func pathLess(a, b string) bool {
+	for a != "" && b != "" {
+		ea, ra, _ := strings.Cut(a, "/")
+		eb, rb, _ := strings.Cut(b, "/")
+		if ea != eb {
+			return ea < eb
+		}
+		a, b = ra, rb
+	}
+	return a == "" && b != ""
+}
+
+// walkJob is a subtree searched with its mount's FileWalker.
+type walkJob struct {
+	fsys     mounts.FS
+	dir      string // mount-relative directory to walk
+	mountDir string // union name of the mount's root
+	relBase  string // union name of the search root, for glob matching
+	shownFor func(name string) string
+}
+
+func (j walkJob) run(ctx context.Context, filter *fileFilter, q *grepQuery) ([]grepHit, error) {
+	var (
+		mu   sync.Mutex
+		hits []grepHit
+	)
+	full := func(name string) string { return mounts.Join(j.mountDir, name) }
+	rel := func(name string) string {
+		f := full(name)
+		if j.relBase == "." {
+			return f
+		}
+		return strings.TrimPrefix(f, j.relBase+"/")
+	}
+	want := func(name string) bool {
+		_, base := mounts.Split(name)
+		return filter.match(base, rel(name))
+	}
+	_, err := mounts.WalkFiles(ctx, j.fsys, j.dir, want, func(name string, data []byte) error {
+		shown := j.shownFor(full(name))
+		if r := q.search(shown, data); r.count > 0 {
+			mu.Lock()
+			hits = append(hits, grepHit{shown: shown, r: r})
+			mu.Unlock()
+		}
+		return nil
+	})
+	return hits, err
+}
+
+func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
+	pattern, err := a.str("pattern", true)
+	if err != nil {
+		return "", err
+	}
+	p, err := a.path("grep", "path", false, "/")
+	if err != nil {
+		return "", err
+	}
+	var q grepQuery
+	if q.mode, err = a.str("outputMode", false); err != nil {
+		return "", err
+	}
+	switch q.mode {
+	case "":
+		q.mode = "files"
+	case "content", "files", "count":
+	default:
+		return "", a.errf("argument %q must be content, files or count, got %q", a.key("outputMode"), q.mode)
+	}
+	fold, err := a.boolean("caseInsensitive", false)
+	if err != nil {
+		return "", err
+	}
+	if q.lineNumbers, err = a.boolean("lineNumbers", true); err != nil {
+		return "", err
+	}
+	ctxLines, err := a.integer("context", 0, 0, grepMaxContext)
+	if err != nil {
+		return "", err
+	}
+	if q.before, err = a.integer("before", ctxLines, 0, grepMaxContext); err != nil {
+		return "", err
+	}
+	if q.after, err = a.integer("after", ctxLines, 0, grepMaxContext); err != nil {
+		return "", err
+	}
+	if q.multiline, err = a.boolean("multiline", false); err != nil {
+		return "", err
+	}
+	head, err := a.integer("headLimit", grepDefaultHead, 0, maxInt)
+	if err != nil {
+		return "", err
+	}
+	skip, err := a.integer("offset", 0, 0, maxInt)
+	if err != nil {
+		return "", err
+	}
+	noIgnore, err := a.boolean("noIgnore", false)
+	if err != nil {
+		return "", err
+	}
+	glob, err := a.str("glob", false)
+	if err != nil {
+		return "", err
+	}
+	typ, err := a.str("type", false)
+	if err != nil {
+		return "", err
+	}
+	filter, err := newFileFilter(glob, typ)
+	if err != nil {
+		return "", a.errf("%v", err)
+	}
+	// Lines are the unit, as in ripgrep: ^ and $ match at line
+	// boundaries; multiline lets . cross them too.
+	flags := "(?m)"
+	if fold {
+		flags += "(?i)"
+	}
+	if q.multiline {
+		flags += "(?s)"
+	}
+	if q.re, err = regexp.Compile(flags + pattern); err != nil {
+		return "", fmt.Errorf("grep: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	q.literal = requiredLiteral(flags + pattern)
+
+	real, attr, _, err := w.resolve(ctx, p.name, true, false)
+	if err != nil {
+		return "", w.explain(ctx, "grep", p, err)
+	}
+	var files []grepFile
+	var jobs []walkJob
+	if attr.IsDir() {
+		files, jobs, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		if err != nil {
+			return "", w.explain(ctx, "grep", p, err)
+		}
+	} else {
+		files = []grepFile{{name: real, shown: p.abs()}}
+	}
+	hits, err := w.searchAll(ctx, files, &q)
+	if err != nil {
+		return "", w.explain(ctx, "grep", p, err)
+	}
+	for _, j := range jobs {
+		more, err := j.run(ctx, filter, &q)
+		if err != nil {
+			return "", w.explain(ctx, "grep", p, err)
+		}
+		hits = append(hits, more...)
+	}
+	if len(jobs) > 0 {
+		// Files walked by a mount come in any order: put every hit back
+		// in ripgrep's order, which is by path component.
+		sort.SliceStable(hits, func(i, j int) bool { return pathLess(hits[i].shown, hits[j].shown) })
+	}
+
+	var out []string
+	for _, h := range hits {
+		switch q.mode {
+		case "files":
+			out = append(out, h.shown)
+		case "count":
+			out = append(out, h.shown+":"+strconv.Itoa(h.r.count))
+		case "content":
+			if (q.before > 0 || q.after > 0) && len(out) > 0 {
+				out = append(out, "--")
+			}
+			out = append(out, h.r.lines...)
+		}
+	}
+	if len(out) == 0 {
+		return "No matches found", nil
+	}
+	if skip >= len(out) {
+		return "", fmt.Errorf("grep: offset %d is past the end of the output (%d lines)", skip, len(out))
+	}
+	out = out[skip:]
+	more := 0
+	if head > 0 && len(out) > head {
+		more = len(out) - head
+		out = out[:head]
+	}
+	text := strings.Join(out, "\n") + "\n"
+	if more > 0 {
+		text += fmt.Sprintf("… %d more lines; call grep with offset=%d\n", more, skip+head)
+	}
+	return text, nil
+}
+
+// fileFilter selects files by glob (ripgrep -g: a glob without "/"
+// matches the base name anywhere; "!" negates) and by ripgrep type.
+type fileFilter struct {
+	glob    string
+	negate  bool
+	base    bool
+	typeGlb []string
+}
+
+func newFileFilter(glob, typ string) (*fileFilter, error) {
+	f := &fileFilter{}
+	if glob != "" {
+		f.negate = strings.HasPrefix(glob, "!")
+		f.glob = strings.TrimPrefix(strings.TrimPrefix(glob, "!"), "/")
+		f.base = !strings.Contains(f.glob, "/")
+		if !doublestar.ValidatePattern(f.glob) {
+			return nil, fmt.Errorf("invalid glob %q", glob)
+		}
+	}
+	if typ != "" {
+		g, ok := rgTypes[typ]
+		if !ok {
+			names := make([]string, 0, len(rgTypes))
+			for n := range rgTypes {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, fmt.Errorf("unknown file type %q (known: %s)", typ, strings.Join(names, ", "))
+		}
+		f.typeGlb = g
+	}
+	return f, nil
+}
+
+func (f *fileFilter) match(base, rel string) bool {
+	if f.glob != "" {
+		subject := rel
+		if f.base {
+			subject = base
+		}
+		ok, _ := doublestar.Match(f.glob, subject)
+		if ok == f.negate {
+			return false
+		}
+	}
+	if f.typeGlb != nil {
+		for _, g := range f.typeGlb {
+			if ok, _ := doublestar.Match(g, base); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// grepFiles lists the regular files below root in ripgrep's order,
+// honouring .gitignore files inside host mounts unless noIgnore.
+func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, []walkJob, error) {
+	var files []grepFile
+	var jobs []walkJob
+	var visit func(dir, rel string, ps []gitignore.Pattern) error
+	visit = func(dir, rel string, ps []gitignore.Pattern) error {
+		if err := ctx.Err(); err != nil {
+			return mounts.PathErr("grep", dir, err)
+		}
+		m, _ := w.mountFor(dir)
+		ignoring := !noIgnore && m.Type == "host"
+		if _, isMount := w.mountAt(dir); (isMount || dir == root) && !ignoring {
+			if j, ok := w.walker(dir, root, shownRoot); ok {
+				jobs = append(jobs, j)
+				return nil
+			}
+		}
+		var domain []string
+		if ignoring {
+			if mr := mounts.FromSlash(m.Prefix); dir != mr {
+				domain = strings.Split(strings.TrimPrefix(dir, mr+"/"), "/")
+				if mr == "." {
+					domain = strings.Split(dir, "/")
+				}
+			}
+			if _, ok := w.mountAt(dir); ok {
+				ps = nil // a mount point starts afresh
+			}
+			ps = w.loadGitignore(ctx, dir, domain, ps)
+		}
+		var matcher gitignore.Matcher
+		if ignoring && len(ps) > 0 {
+			matcher = gitignore.NewMatcher(ps)
+		}
+		ents, err := w.fsys.ReadDir(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			name := mounts.Join(dir, e.Name)
+			r := e.Name
+			if rel != "" {
+				r = rel + "/" + e.Name
+			}
+			if matcher != nil && matcher.Match(append(domain[:len(domain):len(domain)], e.Name), e.Type.IsDir()) {
+				continue
+			}
+			switch {
+			case e.Type.IsDir():
+				if e.Name == ".git" {
+					continue
+				}
+				if err := visit(name, r, ps); err != nil {
+					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+						continue
+					}
+					return err
+				}
+			case e.Type.IsRegular():
+				if filter.match(e.Name, r) {
+					files = append(files, grepFile{name: name, shown: mounts.ToSlash(mounts.Join(shownRoot, r))})
+				}
+			}
+			// Symlinks and special files are not searched, as ripgrep
+			// does without --follow.
+		}
+		return nil
+	}
+	err := visit(root, "", nil)
+	return files, jobs, err
+}
+
+// walker returns a job for the subtree dir when its mount walks files
+// itself and no other mount is nested below dir (the mount's walk would
+// see what the nested mount shadows).
+func (w *Workspace) walker(dir, root, shownRoot string) (walkJob, bool) {
+	if w.resolveMount == nil {
+		return walkJob{}, false
+	}
+	prefix, fsys, rel, ok := w.resolveMount(dir)
+	if !ok {
+		return walkJob{}, false
+	}
+	if _, isWalker := fsys.(mounts.FileWalker); !isWalker {
+		return walkJob{}, false
+	}
+	d := mounts.ToSlash(dir)
+	for _, m := range w.mounts {
+		if m.Prefix != d && strings.HasPrefix(m.Prefix, strings.TrimSuffix(d, "/")+"/") {
+			return walkJob{}, false
+		}
+	}
+	return walkJob{
+		fsys:     fsys,
+		dir:      rel,
+		mountDir: mounts.FromSlash(prefix),
+		relBase:  root,
+		shownFor: func(name string) string {
+			if root == "." {
+				return mounts.ToSlash(mounts.Join(shownRoot, name))
+			}
+			return mounts.ToSlash(mounts.Join(shownRoot, strings.TrimPrefix(name, root+"/")))
+		},
+	}, true
+}
+
+func (w *Workspace) loadGitignore(ctx context.Context, dir string, domain []string, ps []gitignore.Pattern) []gitignore.Pattern {
+	data, err := mounts.ReadFile(ctx, w.fsys, mounts.Join(dir, ".gitignore"))
+	if err != nil {
+		return ps
+	}
+	out := ps[:len(ps):len(ps)]
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, gitignore.ParsePattern(line, domain))
+	}
+	return out
+}
+
+// searchAll searches files in parallel and returns the files that match,
+// in the order of files.
+func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuery) ([]grepHit, error) {
+	results := make([]grepResult, len(files))
+	workers := min(len(files), 4*runtime.GOMAXPROCS(0))
+	var (
+		wg       sync.WaitGroup
+		next     int
+		mu       sync.Mutex
+		firstErr error
+	)
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= len(files) || firstErr != nil {
+			return -1
+		}
+		next++
+		return next - 1
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte // reused: results keep copies of what they show
+			for i := take(); i >= 0; i = take() {
+				if err := ctx.Err(); err != nil {
+					mu.Lock()
+					firstErr = mounts.PathErr("grep", files[i].name, err)
+					mu.Unlock()
+					return
+				}
+				data, err := readInto(ctx, w.fsys, files[i].name, buf[:0])
+				if err != nil {
+					continue // vanished or unreadable: skipped, as rg does
+				}
+				results[i] = q.search(files[i].shown, data)
+				buf = data
+			}
+		}()
+	}
+	wg.Wait()
+	var hits []grepHit
+	for i, r := range results {
+		if r.count > 0 {
+			hits = append(hits, grepHit{shown: files[i].shown, r: r})
+		}
+	}
+	return hits, firstErr
+}
+
+// readInto reads a whole file into buf's storage, growing it as needed.
+// mounts.ReadFile allocates a fresh 64 KiB chunk per file, which over tens
+// of thousands of small files costs more than searching them.
+func readInto(ctx context.Context, fsys mounts.FS, name string, buf []byte) ([]byte, error) {
+	f, err := fsys.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	a, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := int(a.Size) + 1 // one more, to see EOF without a second call
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // the file grew: more room
+		}
+		n, err := f.ReadAt(buf[len(buf):cap(buf)], int64(len(buf)))
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// search finds the matching lines of one file.
+func (q *grepQuery) search(shown string, data []byte) grepResult {
+	if bytes.IndexByte(data[:min(len(data), sniffLen)], 0) >= 0 {
+		return grepResult{}
+	}
+	if q.literal != nil && !bytes.Contains(data, q.literal) {
+		return grepResult{}
+	}
+	if !q.re.Match(data) {
+		// Every line match is a buffer match: no buffer match, no line.
+		return grepResult{}
+	}
+	var matched []int // 0-based line numbers, ascending, distinct
+	starts := lineStarts(data)
+	lineOf := func(off int) int { return sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1 }
+	lineText := func(l int) []byte {
+		end := len(data)
+		if l+1 < len(starts) {
+			end = starts[l+1] - 1
+		}
+		return data[starts[l]:end]
+	}
+	nlines := len(starts)
+	if len(data) == 0 || data[len(data)-1] == '\n' {
+		nlines-- // the empty tail after a final newline is not a line
+	}
+	if q.multiline {
+		for _, loc := range q.re.FindAllIndex(data, -1) {
+			first := lineOf(loc[0])
+			last := first
+			if loc[1] > loc[0] {
+				last = lineOf(loc[1] - 1)
+			}
+			for l := first; l <= last && l < nlines; l++ {
+				if len(matched) == 0 || matched[len(matched)-1] < l {
+					matched = append(matched, l)
+				}
+			}
+		}
+	} else {
+		// Find candidates over the whole buffer, confirm each on its
+		// own line: a line match is always a buffer match, so nothing
+		// is skipped, and most of the file is scanned by the regexp
+		// engine at full speed.
+		for off := 0; off <= len(data); {
+			loc := q.re.FindIndex(data[off:])
+			if loc == nil {
+				break
+			}
+			l := lineOf(off + loc[0])
+			if l >= nlines {
+				break
+			}
+			if q.re.Match(lineText(l)) {
+				matched = append(matched, l)
+				if q.mode == "files" {
+					break
+				}
+			}
+			if l+1 >= len(starts) {
+				break
+			}
+			off = starts[l+1]
+		}
+	}
+	r := grepResult{count: len(matched)}
+	if q.mode != "content" || len(matched) == 0 {
+		return r
+	}
+	isMatch := make(map[int]bool, len(matched))
+	for _, l := range matched {
+		isMatch[l] = true
+	}
+	last := -1
+	for _, l := range matched {
+		lo, hi := max(0, l-q.before), min(nlines-1, l+q.after)
+		if lo <= last {
+			lo = last + 1
+		} else if last >= 0 && (q.before > 0 || q.after > 0) {
+			r.lines = append(r.lines, "--")
+		}
+		for k := lo; k <= hi; k++ {
+			sep := "-"
+			if isMatch[k] {
+				sep = ":"
+			}
+			text := truncateLine(strings.TrimSuffix(string(lineText(k)), "\r"))
+			if q.lineNumbers {
+				r.lines = append(r.lines, shown+sep+strconv.Itoa(k+1)+sep+text)
+			} else {
+				r.lines = append(r.lines, shown+sep+text)
+			}
+		}
+		last = max(last, hi)
+	}
+	return r
+}
+
+func lineStarts(data []byte) []int {
+	starts := make([]int, 1, 1+bytes.Count(data, []byte{'\n'}))
+	for off := 0; ; {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return starts
+		}
+		off += i + 1
+		starts = append(starts, off)
+	}
+}
+
+// requiredLiteral returns a string every match of the pattern contains,
+// or nil: the longest case-sensitive literal of a top-level concatenation.
+func requiredLiteral(pattern string) []byte {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	lit := func(r *syntax.Regexp) string {
+		if r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0 {
+			return string(r.Rune)
+		}
+		return ""
+	}
+	best := lit(re)
+	if re.Op == syntax.OpConcat {
+		for _, sub := range re.Sub {
+			if s := lit(sub); len(s) > len(best) {
+				best = s
+			}
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return []byte(best)
+}

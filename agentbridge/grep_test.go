@@ -1,0 +1,171 @@
+package agentbridge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+)
+
+func grepFixture(t *testing.T) *Workspace {
+	return fixture(t, map[string]string{
+		"/repo/a.go":             "package a\n\nfunc Foo() {}\nfunc bar() { Foo() }\n",
+		"/repo/b.py":             "def foo():\n    return 1\n",
+		"/repo/sub/c.go":         "package sub\n// FOO here\nvar x = 1\nvar y = 2\nvar z = 3\nfunc Foo() {}\n",
+		"/repo/.hidden.go":       "package hidden // Foo\n",
+		"/repo/.git/HEAD":        "Foo\n",
+		"/repo/bin.dat":          "Foo\x00\x01",
+		"/memory/.gitignore":     "ignored/\n*.log\n",
+		"/memory/kept.txt":       "Foo\n",
+		"/memory/x.log":          "Foo\n",
+		"/memory/ignored/i":      "Foo\n",
+		"/memory/sub/.gitignore": "!x.log\n",
+		"/memory/sub/x.log":      "Foo\n",
+	}, Options{Mounts: []MountInfo{
+		{Prefix: "/repo", Type: "git", Source: "git@1a2b3c4"},
+		{Prefix: "/memory", Type: "host", Source: "host", Writable: true},
+	}})
+}
+
+func TestGrep(t *testing.T) {
+	w := grepFixture(t)
+	tests := []struct {
+		name string
+		args obj
+		want string
+	}{
+		{"files mode default, hidden searched, .git and binary skipped", obj{"pattern": "Foo", "path": "/repo"},
+			"/repo/.hidden.go\n/repo/a.go\n/repo/sub/c.go\n"},
+		{"count", obj{"pattern": "Foo", "path": "/repo", "outputMode": "count"},
+			"/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\n"},
+		{"content", obj{"pattern": "Foo\\(\\)", "path": "/repo", "outputMode": "content"},
+			"/repo/a.go:3:func Foo() {}\n/repo/a.go:4:func bar() { Foo() }\n/repo/sub/c.go:6:func Foo() {}\n"},
+		{"content without line numbers", obj{"pattern": "^var y", "path": "/repo", "outputMode": "content", "lineNumbers": false},
+			"/repo/sub/c.go:var y = 2\n"},
+		{"context", obj{"pattern": "var y", "path": "/repo/sub/c.go", "outputMode": "content", "context": 1},
+			"/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3\n"},
+		{"before/after with separator", obj{"pattern": "^(package|func)", "path": "/repo/sub/c.go", "outputMode": "content", "after": 1},
+			"/repo/sub/c.go:1:package sub\n/repo/sub/c.go-2-// FOO here\n--\n/repo/sub/c.go:6:func Foo() {}\n"},
+		{"case insensitive", obj{"pattern": "foo", "path": "/repo/sub", "caseInsensitive": true, "outputMode": "count"}, "/repo/sub/c.go:2\n"},
+		{"type", obj{"pattern": "(?i)foo", "path": "/repo", "type": "py"}, "/repo/b.py\n"},
+		{"glob on base name", obj{"pattern": "Foo", "path": "/repo", "glob": "c.*"}, "/repo/sub/c.go\n"},
+		{"glob on path", obj{"pattern": "Foo", "path": "/repo", "glob": "sub/**"}, "/repo/sub/c.go\n"},
+		{"negated glob", obj{"pattern": "Foo", "path": "/repo", "glob": "!*.go"}, "No matches found"},
+		{"multiline", obj{"pattern": "var x.*var y", "path": "/repo", "multiline": true, "outputMode": "content"},
+			"/repo/sub/c.go:3:var x = 1\n/repo/sub/c.go:4:var y = 2\n"},
+		{"no multiline by default", obj{"pattern": "1\\nvar", "path": "/repo"}, "No matches found"},
+		{"headLimit and offset", obj{"pattern": "Foo", "path": "/repo", "headLimit": 1, "offset": 1},
+			"/repo/a.go\n… 1 more lines; call grep with offset=2\n"},
+		{".gitignore honoured in host mounts", obj{"pattern": "Foo", "path": "/memory"}, "/memory/kept.txt\n/memory/sub/x.log\n"},
+		{"noIgnore", obj{"pattern": "Foo", "path": "/memory", "noIgnore": true},
+			"/memory/ignored/i\n/memory/kept.txt\n/memory/sub/x.log\n/memory/x.log\n"},
+		{"claude dialect shape is the same", obj{"pattern": "Foo", "path": "/repo/a.go"}, "/repo/a.go\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ok(t, w, "grep", tc.args))
+		})
+	}
+	t.Run("errors", func(t *testing.T) {
+		assert.Equal(t, "grep: the pattern does not compile (RE2 syntax): missing closing ): `(?m)(foo`; escape literal ( [ { . * + ? | with a backslash",
+			fail(t, w, "grep", obj{"pattern": "(foo"}))
+		assert.Contains(t, fail(t, w, "grep", obj{"pattern": "x", "type": "cobol"}), `grep: unknown file type "cobol" (known: c, cpp`)
+		assert.Equal(t, `grep: argument "outputMode" must be content, files or count, got "lines"`, fail(t, w, "grep", obj{"pattern": "x", "outputMode": "lines"}))
+	})
+	t.Run("claude names", func(t *testing.T) {
+		r := call(t, w, "claude", "Grep", obj{"pattern": "foo", "path": "/repo/sub", "-i": true, "output_mode": "files_with_matches"})
+		assert.Equal(t, Result{Text: "/repo/sub/c.go\n"}, r)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "var y", "path": "/repo/sub", "-C": 1, "-n": true, "output_mode": "content"})
+		assert.Equal(t, "/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3\n", r.Text)
+		r = call(t, w, "codex", "grep_files", obj{"pattern": "Foo", "path": "/repo", "include": "*.go", "limit": 2})
+		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; call grep with offset=2\n", r.Text)
+	})
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for pat, want := range map[string]string{
+		"(?m)hello":         "hello",
+		"(?m)\\bfoo\\w+bar": "foo",
+		"(?m)(?i)foo":       "",
+		"(?m)a|b":           "",
+		"(?m)x+":            "",
+	} {
+		assert.Equal(t, want, string(requiredLiteral(pat)), pat)
+	}
+}
+
+// TestGrepMatchesRipgrep builds a random tree twice, natively and in a
+// memory mount, and checks grep's file lists against rg --hidden
+// --no-ignore -l for a set of patterns.
+func TestGrepMatchesRipgrep(t *testing.T) {
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ripgrep is required in CI")
+		}
+		t.Skip("ripgrep not installed")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	mem := memfs.New(memfs.Options{})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	words := []string{"alpha", "beta", "Gamma", "delta", "func", "return", "TODO", "fixme", "x := 1", "(paren)", "日本語", "tab\there", "  indent"}
+	for i := range 400 {
+		rel := fmt.Sprintf("d%d/s%d/f%d%s", rnd.IntN(6), rnd.IntN(4), i, []string{".go", ".py", ".txt", ".md", ""}[rnd.IntN(5)])
+		if rnd.IntN(10) == 0 {
+			rel = fmt.Sprintf("d%d/.hid%d", rnd.IntN(6), i)
+		}
+		var b strings.Builder
+		for range rnd.IntN(30) {
+			for range 1 + rnd.IntN(5) {
+				b.WriteString(words[rnd.IntN(len(words))] + " ")
+			}
+			b.WriteString("\n")
+		}
+		if rnd.IntN(25) == 0 {
+			b.WriteString("\x00binary alpha\n")
+		}
+		content := b.String()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
+		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
+		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+	}
+	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}}, Options{Mounts: []MountInfo{{Prefix: "/t", Type: "memory", Source: "memory", Writable: true}}})
+	require.NoError(t, err)
+	for _, pat := range []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t"} {
+		t.Run(pat, func(t *testing.T) {
+			cmd := exec.Command(rg, "--hidden", "--no-ignore", "-l", "--", pat, ".")
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if ee, isExit := err.(*exec.ExitError); isExit && ee.ExitCode() == 1 {
+				err = nil // no match
+			}
+			require.NoError(t, err)
+			var want []string
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if l != "" {
+					want = append(want, "/t/"+strings.TrimPrefix(l, "./"))
+				}
+			}
+			sort.Strings(want)
+			got := ok(t, w, "grep", obj{"pattern": pat, "path": "/t", "headLimit": 0})
+			var have []string
+			if got != "No matches found" {
+				have = strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+			}
+			sort.Strings(have)
+			assert.Equal(t, want, have)
+		})
+	}
+}

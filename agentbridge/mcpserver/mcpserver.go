@@ -1,0 +1,49 @@
+// Package mcpserver presents an agentbridge workspace as an MCP server on
+// the official Go SDK: one MCP tool per tool of the chosen dialect, hints
+// (readOnlyHint, destructiveHint, idempotentHint, openWorldHint) as the
+// verb declares them, and the workspace brief as the server instructions.
+//
+// It is a package of its own so that agentbridge does not pull the SDK into
+// every program that only needs the verbs.
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/vfsmount/vfsmount/agentbridge"
+)
+
+// New builds an MCP server offering w's tools in dialect ("" is
+// canonical), with w's brief as its instructions. Serve stdio with
+// server.Run(ctx, &mcp.StdioTransport{}).
+func New(w *agentbridge.Workspace, dialect string, impl *mcp.Implementation) (*mcp.Server, error) {
+	defs, err := w.Tools(dialect)
+	if err != nil {
+		return nil, err
+	}
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "vfsmount"}
+	}
+	s := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: w.Brief()})
+	for _, d := range defs {
+		destructive, openWorld := d.Annotations.Destructive, d.Annotations.OpenWorld
+		tool := &mcp.Tool{
+			Name:        d.Name,
+			Description: d.Description,
+			InputSchema: d.InputSchema,
+			Annotations: &mcp.ToolAnnotations{
+				ReadOnlyHint:    d.Annotations.ReadOnly,
+				DestructiveHint: &destructive,
+				IdempotentHint:  d.Annotations.Idempotent,
+				OpenWorldHint:   &openWorld,
+			},
+		}
+		name := d.Name
+		s.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res := w.Call(ctx, dialect, name, req.Params.Arguments)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+		})
+	}
+	return s, nil
+}

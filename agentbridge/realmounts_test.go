@@ -1,0 +1,94 @@
+package agentbridge
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// TestGitAndHostMounts runs the verbs over the real git and host mounts
+// composed by the real union, with the mount table the CLI builds.
+func TestGitAndHostMounts(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	repoDir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repoDir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(repoDir, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repoDir, "src/main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	run("init", "-q")
+	run("add", ".")
+	run("commit", "-q", "-m", "init")
+	g, err := gitfs.Open(ctx, gitfs.Options{Src: repoDir, CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+
+	hostDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(hostDir, ".gitignore"), []byte("build/\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(hostDir, "build"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "build/out.txt"), []byte("main\n"), 0o644))
+	h, err := hostfs.Open(hostDir, hostfs.Options{})
+	require.NoError(t, err)
+	if c, ok := h.(io.Closer); ok {
+		t.Cleanup(func() { c.Close() })
+	}
+
+	u, err := union.New(map[string]mounts.FS{"/repo": g, "/host": h})
+	require.NoError(t, err)
+	var infos []MountInfo
+	for _, m := range u.Brief() {
+		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
+	}
+	w, err := New(u, Options{Mounts: infos})
+	require.NoError(t, err)
+	src := u.Brief()[0].Source
+	if u.Brief()[0].Prefix != "/repo" {
+		src = u.Brief()[1].Source
+	}
+	require.True(t, strings.HasPrefix(src, "git@"), src)
+
+	assert.Equal(t, "host/  ["+hostSource(u)+", writable]\nrepo/  ["+src+", read-only]\n", ok(t, w, "ls", obj{"path": "/"}))
+	assert.Equal(t, "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n", ok(t, w, "read", obj{"path": "/repo/src/main.go"}))
+	assert.Equal(t, "read /src/main.go: no such file or directory; did you mean /repo/src/main.go?", fail(t, w, "read", obj{"path": "src/main.go"}))
+	assert.Equal(t, "write /repo/src/x.go: read-only mount /repo ("+src+"); writable: /host", fail(t, w, "write", obj{"path": "/repo/src/x.go", "fileText": "x"}))
+
+	ok(t, w, "write", obj{"path": "/host/pkg/a.go", "fileText": "package pkg\n\nfunc main() {}\n"})
+	data, err := os.ReadFile(filepath.Join(hostDir, "pkg/a.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package pkg\n\nfunc main() {}\n", string(data))
+	ok(t, w, "edit", obj{"path": "/host/pkg/a.go", "oldText": "func main() {}", "newText": "func Main() {}"})
+	assert.Equal(t, "/host/pkg/a.go\n/repo/src/main.go\n", ok(t, w, "grep", obj{"pattern": "(?i)main"}), ".gitignore'd build/ skipped in the host mount")
+	assert.Equal(t, "/host/build/out.txt\n", ok(t, w, "grep", obj{"pattern": "^main$", "noIgnore": true}))
+	ok(t, w, "edit", obj{"patchContent": "*** Begin Patch\n*** Update File: /host/pkg/a.go\n*** Move to: /host/pkg/b.go\n-func Main() {}\n+func B() {}\n*** End Patch"})
+	assert.Equal(t, "/host/pkg/b.go\n", ok(t, w, "glob", obj{"pattern": "**/*.go", "path": "/host"}))
+	assert.Equal(t, "deleted /host/pkg and 1 entry below it", ok(t, w, "delete", obj{"path": "/host/pkg", "recursive": true}))
+	_, err = os.Stat(filepath.Join(hostDir, "pkg"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func hostSource(u *union.Union) string {
+	for _, m := range u.Brief() {
+		if m.Prefix == "/host" {
+			return m.Source
+		}
+	}
+	return ""
+}

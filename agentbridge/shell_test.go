@@ -1,0 +1,207 @@
+package agentbridge
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// kernelWorkspace builds what the CLI builds: a union of a read-only
+// /repo and a writable /memory, its kernel face on a temporary
+// mountpoint, and the tool face over the same union, observed so that
+// tool writes invalidate the kernel's caches.
+func kernelWorkspace(t testing.TB, repoFiles map[string]string) *Workspace {
+	t.Helper()
+	fusetest.Need(t)
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap not installed")
+	}
+	ctx := context.Background()
+	repo := memfs.New(memfs.Options{})
+	for p, c := range repoFiles {
+		dir, _ := mounts.Split(p)
+		if dir != "." {
+			require.NoError(t, mounts.MkdirAll(ctx, repo, dir, 0o755))
+		}
+		require.NoError(t, mounts.WriteFile(ctx, repo, p, []byte(c), 0o644))
+	}
+	u, err := union.New(map[string]mounts.FS{"/repo": readOnly{repo}, "/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	mp := t.TempDir()
+	srv, err := fusefs.Mount(mp, u, fusefs.Options{})
+	if err != nil {
+		fusetest.MountFailed(t, err)
+	}
+	t.Cleanup(func() { assert.NoError(t, srv.Unmount()) })
+	var infos []MountInfo
+	for _, m := range u.Brief() {
+		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
+	}
+	w, err := New(mounts.Observe(u, srv.Invalidate), Options{Mounts: infos, Shell: &ShellOptions{Mountpoint: mp}})
+	require.NoError(t, err)
+	require.Contains(t, w.Verbs(), VerbShell, "bubblewrap probe failed")
+	return w
+}
+
+func TestShell(t *testing.T) {
+	w := kernelWorkspace(t, map[string]string{"README.md": "hello from repo\n"})
+	tests := []struct {
+		name string
+		args obj
+		want string
+	}{
+		{"exit code and both streams", obj{"command": "echo out; echo err >&2; exit 3"}, "exit code: 3\n--- stdout ---\nout\n--- stderr ---\nerr\n"},
+		{"cwd defaults to the first writable mount", obj{"command": "pwd"}, "exit code: 0\n--- stdout ---\n/memory\n"},
+		{"cwd", obj{"command": "pwd", "cwd": "/repo"}, "exit code: 0\n--- stdout ---\n/repo\n"},
+		{"the workspace at its paths", obj{"command": "cat /repo/README.md; ls /"}, "exit code: 0\n--- stdout ---\nhello from repo\n"},
+		{"minimal environment", obj{"command": "echo $HOME $TMPDIR $LANG; env | wc -l"}, "exit code: 0\n--- stdout ---\n/tmp /tmp C.UTF-8\n"},
+		{"read-only twice", obj{"command": "touch /repo/x 2>&1; echo $?"}, "Read-only file system"},
+		{"private /tmp", obj{"command": "ls -A /tmp | wc -l"}, "exit code: 0\n--- stdout ---\n0\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ok(t, w, "shell", tc.args)
+			if strings.HasPrefix(tc.want, "exit code") {
+				assert.True(t, strings.HasPrefix(got, tc.want), "got %q", got)
+			} else {
+				assert.Contains(t, got, tc.want)
+			}
+		})
+	}
+	t.Run("root listing shows the mounts and the system dirs", func(t *testing.T) {
+		got := ok(t, w, "shell", obj{"command": "ls /"})
+		for _, want := range []string{"memory", "repo", "usr", "tmp", "proc"} {
+			assert.Contains(t, got, want+"\n")
+		}
+	})
+	t.Run("timeout kills the process group", func(t *testing.T) {
+		start := time.Now()
+		msg := fail(t, w, "shell", obj{"command": "echo started; (sleep 30 &); sleep 30", "timeout": 300})
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Contains(t, msg, "shell: the command timed out after 300 ms; its process group was killed")
+		assert.Contains(t, msg, "started")
+	})
+	t.Run("output is capped with a note", func(t *testing.T) {
+		got := ok(t, w, "shell", obj{"command": "head -c 100000 /dev/zero | tr '\\0' a; echo; echo END"})
+		// 100000 a's, a newline and END\n: 100005 bytes, 30000 kept.
+		assert.True(t, strings.Contains(got, "\n… [70005 bytes truncated; output is capped at 30000] …\n"), "no truncation note")
+		assert.True(t, strings.HasSuffix(got, "a\nEND\n"), "the tail is kept")
+		assert.Less(t, len(got), 30200)
+	})
+	t.Run("bad arguments", func(t *testing.T) {
+		assert.Equal(t, `shell: argument "timeout" must be between 1 and 600000, got 700000`, fail(t, w, "shell", obj{"command": "true", "timeout": 700000}))
+		assert.Contains(t, fail(t, w, "shell", obj{"command": "true", "cwd": "/repo/README.md"}), "not a directory")
+		assert.Equal(t, `shell: missing required argument "command"`, fail(t, w, "shell", obj{}))
+	})
+	t.Run("dialects", func(t *testing.T) {
+		r := call(t, w, "claude", "Bash", obj{"command": "echo hi", "description": "say hi"})
+		assert.Equal(t, Result{Text: "exit code: 0\n--- stdout ---\nhi\n"}, r)
+		r = call(t, w, "codex", "shell", obj{"command": []string{"bash", "-lc", "pwd"}, "workdir": "/repo", "timeout_ms": 5000})
+		assert.Equal(t, Result{Text: "exit code: 0\n--- stdout ---\n/repo\n"}, r)
+	})
+}
+
+func TestCheckNames(t *testing.T) {
+	assert.NoError(t, checkNames([]string{"repo", "memory", "agent"}))
+	assert.EqualError(t, checkNames([]string{"repo", "usr"}), "the workspace path /usr collides with the system directory /usr the shell needs; mount it elsewhere")
+	assert.Error(t, checkNames([]string{"tmp"}))
+}
+
+func TestNoShellWithoutBwrap(t *testing.T) {
+	mem := memfs.New(memfs.Options{})
+	w, err := New(mem, Options{Shell: &ShellOptions{Mountpoint: t.TempDir(), Bwrap: "/nonexistent/bwrap"}})
+	require.NoError(t, err)
+	assert.NotContains(t, w.Verbs(), VerbShell)
+	_, err = New(mem, Options{Tools: []string{"shell"}, Shell: &ShellOptions{Mountpoint: t.TempDir(), Bwrap: "/nonexistent/bwrap"}})
+	assert.ErrorContains(t, err, `tools: "shell" cannot be served: bubblewrap (bwrap) not found`)
+}
+
+// TestNamespaceInvariant: for 200 random paths the ls/read tools and
+// ls/cat through the shell agree, a tool write is seen by the shell at
+// once, and a shell write by the tools.
+func TestNamespaceInvariant(t *testing.T) {
+	files := map[string]string{}
+	rnd := rand.New(rand.NewPCG(7, 9))
+	for i := range 60 {
+		files[fmt.Sprintf("d%d/e%d/f%d.txt", rnd.IntN(4), rnd.IntN(3), i)] = fmt.Sprintf("repo file %d\nline two\n", i)
+	}
+	w := kernelWorkspace(t, files)
+	for i := range 60 {
+		p := fmt.Sprintf("/memory/m%d/n%d/g%d.txt", rnd.IntN(4), rnd.IntN(3), i)
+		ok(t, w, "write", obj{"path": p, "fileText": fmt.Sprintf("memory file %d\n", i)})
+	}
+	var all []string
+	collect := func(root string) {
+		got := ok(t, w, "glob", obj{"pattern": "**", "path": root, "limit": 10000})
+		for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
+			all = append(all, l, filepath.Dir(l))
+		}
+	}
+	collect("/repo")
+	collect("/memory")
+	sort.Strings(all)
+	all = compactStrings(all)
+	require.GreaterOrEqual(t, len(all), 100)
+
+	toolNames := func(listing string) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(listing), "\n") {
+			l, _, _ = strings.Cut(l, "  [")
+			out = append(out, strings.TrimSuffix(l, "/"))
+		}
+		return out
+	}
+	for i := range 200 {
+		p := all[rnd.IntN(len(all))]
+		if strings.HasSuffix(p, ".txt") {
+			content := ok(t, w, "read", obj{"path": p})
+			sh := ok(t, w, "shell", obj{"command": "cat " + p})
+			var plain strings.Builder
+			for _, l := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
+				_, text, _ := strings.Cut(l, "\t")
+				plain.WriteString(text + "\n")
+			}
+			assert.Equal(t, "exit code: 0\n--- stdout ---\n"+plain.String(), sh, "path %d %s", i, p)
+			continue
+		}
+		listing := toolNames(ok(t, w, "ls", obj{"path": p}))
+		sh := ok(t, w, "shell", obj{"command": "ls -1A " + p})
+		assert.Equal(t, "exit code: 0\n--- stdout ---\n"+strings.Join(listing, "\n")+"\n", sh, "path %d %s", i, p)
+	}
+
+	// A tool write is what the next cat prints, and the reverse.
+	for i := range 5 {
+		body := fmt.Sprintf("version %d", i)
+		ok(t, w, "write", obj{"path": "/memory/flip.txt", "fileText": body})
+		assert.Equal(t, "exit code: 0\n--- stdout ---\n"+body+"\n", ok(t, w, "shell", obj{"command": "cat /memory/flip.txt; echo"}))
+		ok(t, w, "shell", obj{"command": fmt.Sprintf("echo shell %d > /memory/flip.txt", i)})
+		assert.Equal(t, fmt.Sprintf("     1\tshell %d\n", i), ok(t, w, "read", obj{"path": "/memory/flip.txt"}))
+	}
+	ok(t, w, "delete", obj{"path": "/memory/flip.txt"})
+	assert.Contains(t, ok(t, w, "shell", obj{"command": "ls /memory/flip.txt 2>&1"}), "No such file or directory")
+}
+
+func compactStrings(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if v == "/" || (i > 0 && v == s[i-1]) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,422 @@
+package agentbridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// Limits of TOOLS.md.
+const (
+	readDefaultLimit = 2000
+	readMaxLineChars = 2000
+	sniffLen         = 8 << 10 // binary detection window: a NUL here means binary
+	globDefaultCap   = 1000
+	lsDefaultCap     = 1000
+)
+
+const maxInt = int(^uint(0) >> 1)
+
+func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
+	p, err := a.path("read", "path", true, "")
+	if err != nil {
+		return "", err
+	}
+	offset, err := a.integer("offset", 1, 0, maxInt)
+	if err != nil {
+		return "", err
+	}
+	offset = max(offset, 1) // some harnesses count from 0; both mean the first line
+	limit, err := a.integer("limit", readDefaultLimit, 1, maxInt)
+	if err != nil {
+		return "", err
+	}
+	real, attr, _, err := w.resolve(ctx, p.name, true, false)
+	if err != nil {
+		return "", w.explain(ctx, "read", p, err)
+	}
+	if attr.IsDir() {
+		return "", fmt.Errorf("read %s: is a directory; use ls to list it", p.abs())
+	}
+	if !attr.Mode.IsRegular() {
+		return "", fmt.Errorf("read %s: not a regular file (%s)", p.abs(), attr.Mode.Type())
+	}
+	f, err := w.fsys.Open(ctx, real)
+	if err != nil {
+		return "", w.explain(ctx, "read", p, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		attr = st
+	}
+	sr := io.NewSectionReader(f, 0, attr.Size)
+	head := make([]byte, min(int64(sniffLen), attr.Size))
+	n, err := io.ReadFull(sr, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", w.explain(ctx, "read", p, err)
+	}
+	head = head[:n]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "", fmt.Errorf("read %s: binary file (%d bytes, %s); read shows text only, use the shell to inspect it",
+			p.abs(), attr.Size, http.DetectContentType(head))
+	}
+	if attr.Size == 0 {
+		return fmt.Sprintf("(%s is empty)", p.abs()), nil
+	}
+	if _, err := sr.Seek(0, io.SeekStart); err != nil {
+		return "", w.explain(ctx, "read", p, err)
+	}
+	br := bufio.NewReaderSize(sr, 64<<10)
+	out := make([]byte, 0, min(attr.Size+attr.Size/4, 8<<20))
+	line, shown := 0, 0
+	var long []byte // a line longer than the buffer, assembled
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		if long != nil {
+			chunk = append(long, chunk...)
+			long = nil
+		}
+		if len(chunk) == 0 && rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				return "", w.explain(ctx, "read", p, rerr)
+			}
+			break
+		}
+		line++
+		if line < offset {
+			if rerr != nil {
+				break
+			}
+			continue
+		}
+		if shown == limit {
+			// Count what is left without keeping it.
+			more, cerr := countLines(br)
+			if cerr != nil {
+				return "", w.explain(ctx, "read", p, cerr)
+			}
+			out = fmt.Appendf(out, "… %d more lines; call read with offset=%d\n", 1+more, line)
+			return string(out), nil
+		}
+		text := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte{'\n'}), []byte{'\r'})
+		out = appendNumbered(out, line, text)
+		shown++
+		if rerr != nil {
+			break
+		}
+	}
+	if offset > line {
+		return "", fmt.Errorf("read %s: offset %d is past the end of the file (%d lines)", p.abs(), offset, line)
+	}
+	return string(out), nil
+}
+
+// appendNumbered appends one cat -n line ("%6d\t%s\n"), truncating text
+// over readMaxLineChars characters, without fmt: read formats every line.
+func appendNumbered(out []byte, n int, text []byte) []byte {
+	var num [20]byte
+	digits := strconv.AppendInt(num[:0], int64(n), 10)
+	for i := len(digits); i < 6; i++ {
+		out = append(out, ' ')
+	}
+	out = append(out, digits...)
+	out = append(out, '\t')
+	if len(text) > readMaxLineChars {
+		return append(append(out, truncateLine(string(text))...), '\n')
+	}
+	out = append(out, text...)
+	return append(out, '\n')
+}
+
+// countLines counts the lines left in r: newlines, plus one for a final
+// line without one.
+func countLines(r *bufio.Reader) (int, error) {
+	n := 0
+	last := byte('\n')
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+func truncateLine(s string) string {
+	if len(s) <= readMaxLineChars || utf8.RuneCountInString(s) <= readMaxLineChars {
+		return s
+	}
+	total := utf8.RuneCountInString(s)
+	i, count := 0, 0
+	for i < len(s) && count < readMaxLineChars {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	return fmt.Sprintf("%s… [line truncated: %d of %d chars shown]", s[:i], readMaxLineChars, total)
+}
+
+func (w *Workspace) ls(ctx context.Context, a *args) (string, error) {
+	p, err := a.path("ls", "path", true, "/")
+	if err != nil {
+		return "", err
+	}
+	ignore, err := a.strs("ignore")
+	if err != nil {
+		return "", err
+	}
+	for _, g := range ignore {
+		if !doublestar.ValidatePattern(g) {
+			return "", a.errf("argument %q: invalid glob %q", a.key("ignore"), g)
+		}
+	}
+	depth, err := a.integer("depth", 1, 1, 16)
+	if err != nil {
+		return "", err
+	}
+	offset, err := a.integer("offset", 1, 1, maxInt)
+	if err != nil {
+		return "", err
+	}
+	limit, err := a.integer("limit", lsDefaultCap, 1, maxInt)
+	if err != nil {
+		return "", err
+	}
+	real, attr, _, err := w.resolve(ctx, p.name, true, false)
+	if err != nil {
+		return "", w.explain(ctx, "ls", p, err)
+	}
+	if !attr.IsDir() {
+		_, base := mounts.Split(real)
+		return w.lsLine(ctx, real, base, attr.Mode.Type()) + "\n", nil
+	}
+	var lines []string
+	var walk func(dir, rel string, level int) error
+	walk = func(dir, rel string, level int) error {
+		ents, err := w.fsys.ReadDir(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			name := e.Name
+			if rel != "" {
+				name = rel + "/" + e.Name
+			}
+			if ignored(ignore, e.Name, name) {
+				continue
+			}
+			child := mounts.Join(dir, e.Name)
+			lines = append(lines, w.lsLine(ctx, child, name, e.Type))
+			if e.Type.IsDir() && level < depth {
+				if err := walk(child, name, level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(real, "", 1); err != nil {
+		return "", w.explain(ctx, "ls", p, err)
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("(%s is empty)", p.abs()), nil
+	}
+	if offset > len(lines) {
+		return "", fmt.Errorf("ls %s: offset %d is past the last entry (%d entries)", p.abs(), offset, len(lines))
+	}
+	lines = lines[offset-1:]
+	var more int
+	if len(lines) > limit {
+		more = len(lines) - limit
+		lines = lines[:limit]
+	}
+	out := strings.Join(lines, "\n") + "\n"
+	if more > 0 {
+		out += fmt.Sprintf("… %d more entries; call ls with offset=%d\n", more, offset+limit)
+	}
+	return out, nil
+}
+
+func ignored(globs []string, base, rel string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, base); ok {
+			return true
+		}
+		if ok, _ := doublestar.Match(g, rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// lsLine renders one entry: directories end in "/", symlinks show their
+// target, mount points their mount.
+func (w *Workspace) lsLine(ctx context.Context, name, shown string, typ fs.FileMode) string {
+	switch {
+	case typ&fs.ModeSymlink != 0:
+		target, err := w.fsys.ReadLink(ctx, name)
+		if err != nil {
+			return shown + " -> ?"
+		}
+		return shown + " -> " + target
+	case typ.IsDir():
+		shown += "/"
+		if m, ok := w.mountAt(name); ok {
+			shown += fmt.Sprintf("  [%s, %s]", m.Source, rw(m.Writable))
+		}
+	}
+	return shown
+}
+
+type globHit struct {
+	path  string
+	mtime time.Time
+}
+
+func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
+	pattern, err := a.str("pattern", true)
+	if err != nil {
+		return "", err
+	}
+	p, err := a.path("glob", "path", false, "/")
+	if err != nil {
+		return "", err
+	}
+	limit, err := a.integer("limit", globDefaultCap, 1, maxInt)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(pattern, "/") {
+		// An absolute pattern names its own base.
+		p = wpath{given: "/", name: "."}
+		pattern = strings.TrimLeft(pattern, "/")
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return "", a.errf("argument %q: invalid glob pattern %q", a.key("pattern"), pattern)
+	}
+	base, rest := doublestar.SplitPattern(pattern)
+	start := p.name
+	if base != "." && base != "" {
+		start = mounts.FromSlash(path.Join(mounts.ToSlash(p.name), base))
+	}
+	real, attr, _, err := w.resolve(ctx, start, true, false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && start != p.name {
+			return fmt.Sprintf("No files match %s under %s", pattern, p.abs()), nil
+		}
+		return "", w.explain(ctx, "glob", p, err)
+	}
+	if !attr.IsDir() {
+		return "", fmt.Errorf("glob %s: not a directory; pass a directory as path", mounts.ToSlash(start))
+	}
+	var hits []globHit
+	err = w.walk(ctx, real, func(name, rel string, e mounts.DirEntry) error {
+		if e.Type.IsDir() {
+			return nil
+		}
+		if ok, _ := doublestar.Match(rest, rel); !ok {
+			return nil
+		}
+		h := globHit{path: mounts.ToSlash(mounts.Join(start, rel))}
+		if at, err := w.fsys.Stat(ctx, name); err == nil {
+			h.mtime = at.Mtime
+		}
+		hits = append(hits, h)
+		return nil
+	}, nil)
+	if err != nil {
+		return "", w.explain(ctx, "glob", p, err)
+	}
+	if len(hits) == 0 {
+		return fmt.Sprintf("No files match %s under %s", pattern, p.abs()), nil
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if !hits[i].mtime.Equal(hits[j].mtime) {
+			return hits[i].mtime.After(hits[j].mtime)
+		}
+		return hits[i].path < hits[j].path
+	})
+	var out strings.Builder
+	for i, h := range hits {
+		if i == limit {
+			fmt.Fprintf(&out, "… %d more matches; narrow the pattern or the path\n", len(hits)-limit)
+			break
+		}
+		out.WriteString(h.path)
+		out.WriteByte('\n')
+	}
+	return out.String(), nil
+}
+
+// walk visits every entry below the directory root in name order, depth
+// first, without following symlinks and skipping .git directories. fn gets
+// the FS name and the path relative to root. skipDir, when set, prunes
+// directories it returns true for.
+func (w *Workspace) walk(ctx context.Context, root string, fn func(name, rel string, e mounts.DirEntry) error, skipDir func(name, rel string) bool) error {
+	var visit func(dir, rel string) error
+	visit = func(dir, rel string) error {
+		if err := ctx.Err(); err != nil {
+			return mounts.PathErr("walk", dir, err)
+		}
+		ents, err := w.fsys.ReadDir(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			name := mounts.Join(dir, e.Name)
+			r := e.Name
+			if rel != "" {
+				r = rel + "/" + e.Name
+			}
+			if e.Type.IsDir() {
+				if e.Name == ".git" || (skipDir != nil && skipDir(name, r)) {
+					continue
+				}
+				if err := fn(name, r, e); err != nil {
+					return err
+				}
+				if err := visit(name, r); err != nil {
+					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+						continue // vanished or unreadable below: skip, as rg does
+					}
+					return err
+				}
+				continue
+			}
+			if err := fn(name, r, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return visit(root, "")
+}

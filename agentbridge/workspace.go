@@ -1,0 +1,358 @@
+package agentbridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// MountInfo describes one mount of the workspace for the brief, for ls of a
+// mount point and for read-only error messages. The CLI builds it from the
+// union's mount table.
+type MountInfo struct {
+	// Prefix is the absolute workspace path of the mount point ("/repo").
+	Prefix string
+	// Type is the mount type ("git", "host", "skills", "memory"). Grep
+	// honours .gitignore files only in "host" mounts.
+	Type string
+	// Source is a model-safe description ("git@1a2b3c4"); never a host
+	// path unless the operator configured it so.
+	Source string
+	// Writable reports whether the mount can change anything.
+	Writable bool
+}
+
+// Options configure a Workspace. The zero value is a read-and-write tool
+// face without a shell over whatever the FS offers.
+type Options struct {
+	// Mounts is the mount table, for the brief and for error messages.
+	Mounts []MountInfo
+	// Resolve, when set, maps a name of the tree to the mount serving it
+	// (union.Union.Resolve has this signature). grep then lets a mount
+	// that implements mounts.FileWalker walk its own subtrees. The file
+	// systems it returns must carry the same policy as the tree: grep
+	// reads through them directly.
+	Resolve func(name string) (prefix string, fsys mounts.FS, rel string, ok bool)
+	// Shell enables the shell verb; nil means no shell.
+	Shell *ShellOptions
+	// Tools is an allowlist of canonical verb names; it may only narrow
+	// the derived set. Empty means every verb the tree can serve.
+	Tools []string
+	// Logger receives one line per call at debug level and start-up
+	// notes (why there is no shell); nil is silent.
+	Logger *slog.Logger
+}
+
+// Workspace serves the tool verbs over one tree. It holds no per-call state
+// and is safe for concurrent use.
+type Workspace struct {
+	fsys   mounts.FS
+	mounts []MountInfo // sorted by descending prefix length, for lookup
+	verbs  map[string]*verb
+	shell  *shellRunner
+	log    *slog.Logger
+	// resolveMount is Options.Resolve.
+	resolveMount func(name string) (prefix string, fsys mounts.FS, rel string, ok bool)
+}
+
+// Result is the outcome of one tool call. A tool error is a Result with
+// IsError set, never a Go error: the model reads it and tries again.
+type Result struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"isError,omitempty"`
+}
+
+// Annotations are the MCP tool hints, set truthfully per verb.
+type Annotations struct {
+	ReadOnly    bool `json:"readOnlyHint"`
+	Destructive bool `json:"destructiveHint"`
+	Idempotent  bool `json:"idempotentHint"`
+	OpenWorld   bool `json:"openWorldHint"`
+}
+
+// ToolDef is what a harness registers for one tool.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations Annotations     `json:"annotations"`
+}
+
+// Canonical verb names.
+const (
+	VerbRead   = "read"
+	VerbLs     = "ls"
+	VerbGlob   = "glob"
+	VerbGrep   = "grep"
+	VerbWrite  = "write"
+	VerbEdit   = "edit"
+	VerbDelete = "delete"
+	VerbShell  = "shell"
+)
+
+// AllVerbs lists the canonical verbs in presentation order.
+var AllVerbs = []string{VerbRead, VerbLs, VerbGlob, VerbGrep, VerbWrite, VerbEdit, VerbDelete, VerbShell}
+
+type verb struct {
+	name string
+	ann  Annotations
+	run  func(w *Workspace, ctx context.Context, a *args) (string, error)
+}
+
+// New builds the tool face over fsys. It fails when opts.Tools names an
+// unknown verb or one the tree cannot serve.
+func New(fsys mounts.FS, opts Options) (*Workspace, error) {
+	w := &Workspace{fsys: fsys, log: opts.Logger, resolveMount: opts.Resolve}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.mounts = slices.Clone(opts.Mounts)
+	for i := range w.mounts {
+		w.mounts[i].Prefix = mounts.ToSlash(mounts.FromSlash(w.mounts[i].Prefix))
+	}
+	sort.SliceStable(w.mounts, func(i, j int) bool { return len(w.mounts[i].Prefix) > len(w.mounts[j].Prefix) })
+
+	caps := mounts.Capabilities(fsys)
+	avail := map[string]string{} // verb -> "" if servable, else why not
+	for _, v := range AllVerbs {
+		avail[v] = ""
+	}
+	if !caps.Has(mounts.CapWrite) {
+		avail[VerbWrite] = "no mount can create files"
+		avail[VerbEdit] = "no mount can create files"
+	}
+	if !caps.Has(mounts.CapRemove) {
+		avail[VerbDelete] = "no mount can remove files"
+	}
+	if opts.Shell == nil {
+		avail[VerbShell] = "the kernel face is not up"
+	} else {
+		sh, err := newShellRunner(*opts.Shell, w.topNames)
+		if err != nil {
+			avail[VerbShell] = err.Error()
+			w.log.Warn("agentbridge: no shell tool", "reason", err.Error())
+		} else {
+			w.shell = sh
+		}
+	}
+
+	want := AllVerbs
+	if len(opts.Tools) > 0 {
+		want = nil
+		for _, t := range opts.Tools {
+			why, known := avail[t]
+			switch {
+			case !known:
+				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(AllVerbs, ", "))
+			case why != "":
+				return nil, fmt.Errorf("tools: %q cannot be served: %s", t, why)
+			}
+			want = append(want, t)
+		}
+	}
+	w.verbs = map[string]*verb{}
+	for _, v := range verbTable() {
+		if slices.Contains(want, v.name) && avail[v.name] == "" {
+			w.verbs[v.name] = v
+		}
+	}
+	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
+		v.ann.OpenWorld = true // the shell can reach the network
+	}
+	return w, nil
+}
+
+// Verbs returns the canonical verbs this workspace offers, in order.
+func (w *Workspace) Verbs() []string {
+	var out []string
+	for _, v := range AllVerbs {
+		if w.verbs[v] != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Tools returns the tool definitions of dialect ("" is canonical) for
+// exactly the verbs this workspace offers.
+func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
+	d, err := lookupDialect(dialect)
+	if err != nil {
+		return nil, err
+	}
+	var out []ToolDef
+	for _, t := range d.tools {
+		v := w.verbs[t.verb]
+		if v == nil {
+			continue
+		}
+		out = append(out, ToolDef{
+			Name:        t.name,
+			Description: t.desc,
+			InputSchema: json.RawMessage(t.schema),
+			Annotations: v.ann,
+		})
+	}
+	return out, nil
+}
+
+// Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
+// Every failure, including bad input, is a Result with IsError set.
+func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.RawMessage) (res Result) {
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug must not take the server down with it; the model
+			// gets a sentence and the operator a log line.
+			w.log.Error("agentbridge: panic in tool call", "tool", tool, "panic", fmt.Sprint(p))
+			res = Result{Text: fmt.Sprintf("%s: internal error; the call was not completed", tool), IsError: true}
+		}
+		w.log.Debug("agentbridge: call", "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", time.Since(start))
+	}()
+	d, err := lookupDialect(dialect)
+	if err != nil {
+		return Result{Text: err.Error(), IsError: true}
+	}
+	t := d.find(tool)
+	if t == nil || w.verbs[t.verb] == nil {
+		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
+	}
+	a, err := parseArgs(t, raw)
+	if err != nil {
+		return Result{Text: err.Error(), IsError: true}
+	}
+	text, err := w.verbs[t.verb].run(w, ctx, a)
+	if err != nil {
+		return Result{Text: err.Error(), IsError: true}
+	}
+	return Result{Text: text}
+}
+
+func (w *Workspace) toolNames(d *dialect) []string {
+	var names []string
+	for _, t := range d.tools {
+		if w.verbs[t.verb] != nil {
+			names = append(names, t.name)
+		}
+	}
+	return names
+}
+
+// Brief states the mount table and the verbs, for workspace.brief, the MCP
+// instructions and the start of a session.
+func (w *Workspace) Brief() string {
+	var b strings.Builder
+	b.WriteString("This workspace is one filesystem namespace rooted at /. Every tool path is an absolute workspace path")
+	if w.shell != nil {
+		b.WriteString(", and the shell sees the same tree at the same paths")
+	}
+	b.WriteString(".\n")
+	if len(w.mounts) > 0 {
+		b.WriteString("Mounts:\n")
+		ms := slices.Clone(w.mounts)
+		sort.Slice(ms, func(i, j int) bool { return ms[i].Prefix < ms[j].Prefix })
+		width := 0
+		for _, m := range ms {
+			width = max(width, len(m.Prefix))
+		}
+		for _, m := range ms {
+			fmt.Fprintf(&b, "  %-*s  %s, %s, %s\n", width, m.Prefix, m.Type, m.Source, rw(m.Writable))
+		}
+		if ro := w.readOnlyPrefixes(); len(ro) > 0 && len(ro) < len(ms) {
+			fmt.Fprintf(&b, "Writes under %s fail; write under %s instead.\n", strings.Join(ro, ", "), strings.Join(w.writablePrefixes(), ", "))
+		}
+	}
+	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(w.Verbs(), ", "))
+	return b.String()
+}
+
+func rw(writable bool) string {
+	if writable {
+		return "writable"
+	}
+	return "read-only"
+}
+
+// mountFor returns the mount serving the mount-relative name, if known.
+func (w *Workspace) mountFor(name string) (MountInfo, bool) {
+	p := mounts.ToSlash(name)
+	for _, m := range w.mounts {
+		if m.Prefix == "/" || p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/") {
+			return m, true
+		}
+	}
+	return MountInfo{}, false
+}
+
+// mountAt returns the mount whose mount point is exactly name.
+func (w *Workspace) mountAt(name string) (MountInfo, bool) {
+	p := mounts.ToSlash(name)
+	for _, m := range w.mounts {
+		if p == m.Prefix {
+			return m, true
+		}
+	}
+	return MountInfo{}, false
+}
+
+func (w *Workspace) writablePrefixes() []string {
+	var out []string
+	for _, m := range w.mounts {
+		if m.Writable {
+			out = append(out, m.Prefix)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Workspace) readOnlyPrefixes() []string {
+	var out []string
+	for _, m := range w.mounts {
+		if !m.Writable {
+			out = append(out, m.Prefix)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topNames lists the top-level names of the workspace root, which the shell
+// binds at their absolute paths.
+func (w *Workspace) topNames(ctx context.Context) ([]string, error) {
+	ents, err := w.fsys.ReadDir(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name
+	}
+	return names, nil
+}
+
+func verbTable() []*verb {
+	ro := Annotations{ReadOnly: true, Idempotent: true}
+	return []*verb{
+		{name: VerbRead, ann: ro, run: (*Workspace).read},
+		{name: VerbLs, ann: ro, run: (*Workspace).ls},
+		{name: VerbGlob, ann: ro, run: (*Workspace).glob},
+		{name: VerbGrep, ann: ro, run: (*Workspace).grep},
+		// write replaces a whole file: destructive, and the same call
+		// twice leaves the same tree.
+		{name: VerbWrite, ann: Annotations{Destructive: true, Idempotent: true}, run: (*Workspace).write},
+		// A second identical edit fails (the old text is gone) or changes
+		// more (replaceAll of a pattern the new text contains).
+		{name: VerbEdit, ann: Annotations{Destructive: true}, run: (*Workspace).edit},
+		// A second delete of the same path changes nothing more.
+		{name: VerbDelete, ann: Annotations{Destructive: true, Idempotent: true}, run: (*Workspace).delete},
+		{name: VerbShell, ann: Annotations{Destructive: true}, run: (*Workspace).shellVerb},
+	}
+}

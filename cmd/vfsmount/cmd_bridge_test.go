@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+)
+
+// runTool runs one tool-face subcommand in-process the way dispatch does
+// (its flags plus the global ones), so these tests do not depend on the
+// command list.
+func runTool(ctx context.Context, c *command, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	a := newApp(&out, &errOut)
+	err := func() error {
+		fs := pflag.NewFlagSet("vfsmount "+c.Name, pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		runCmd := c.Setup(fs)
+		fs.AddFlagSet(a.globals.flagSet())
+		if err := fs.Parse(args); err != nil {
+			return usageErrorf("%s: %v", c.Name, err)
+		}
+		if c.NArgs >= 0 && fs.NArg() != c.NArgs {
+			return usageErrorf("%s: want %d argument(s), got %d", c.Name, c.NArgs, fs.NArg())
+		}
+		logger, err := newLogger(a.stderr, a.globals)
+		if err != nil {
+			return err
+		}
+		a.logger = logger
+		return runCmd(ctx, a, fs.Args())
+	}()
+	if err != nil {
+		var ee *exitError
+		if !asExit(err, &ee) || ee.err != nil {
+			errOut.WriteString("vfsmount: " + errorLine(err) + "\n")
+		}
+	}
+	return exitCode(err), out.String(), errOut.String()
+}
+
+func asExit(err error, target **exitError) bool {
+	e, ok := err.(*exitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func TestToolsCommand(t *testing.T) {
+	ctx := context.Background()
+	code, out, errOut := runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--dialect", "claude", "--json")
+	require.Equal(t, 0, code, errOut)
+	var defs []agentbridge.ToolDef
+	require.NoError(t, json.Unmarshal([]byte(out), &defs))
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	assert.Subset(t, names, []string{"Read", "LS", "Glob", "Grep", "Write", "Edit", "MultiEdit"})
+
+	code, out, _ = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--tools", "read,ls")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "read\n  Read a text file"), out)
+	assert.NotContains(t, out, "write\n")
+
+	code, _, errOut = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--dialect", "vim")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `--dialect: unknown dialect "vim"`)
+	code, _, errOut = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--tools", "fly")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `tools: unknown tool "fly"`)
+
+	// The config file's tools: list narrows the same way; a tool no mount
+	// can serve (write on a read-only skills-free workspace) fails closed.
+	cfg := filepath.Join(t.TempDir(), "ws.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("mounts:\n  - {type: memory, dst: /memory}\ntools: [read, grep]\n"), 0o644))
+	code, out, errOut = runTool(ctx, toolsCommand(), "--config", cfg)
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "read\n"), out)
+	assert.Contains(t, out, "grep\n")
+	assert.NotContains(t, out, "ls\n")
+	ro := t.TempDir()
+	require.NoError(t, os.WriteFile(cfg, []byte("mounts:\n  - {type: host, src: "+ro+", dst: /host, ro: true}\ntools: [read, write]\n"), 0o644))
+	code, _, errOut = runTool(ctx, toolsCommand(), "--config", cfg)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "write")
+}
+
+func TestCallCommand(t *testing.T) {
+	ctx := context.Background()
+	mem := []string{"--mount", "type=memory,dst=/memory"}
+	code, out, errOut := runTool(ctx, callCommand(), append(mem, "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "created /memory/a.txt (2 bytes)\n", out)
+
+	code, out, _ = runTool(ctx, callCommand(), append(mem, "read", `{"path": "/memory/none"}`)...)
+	assert.Equal(t, 1, code, "a tool error is exit 1")
+	assert.Contains(t, out, "read /memory/none: no such file or directory")
+
+	code, out, _ = runTool(ctx, callCommand(), append(mem, "read", `{not json`)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "arguments must be a JSON object")
+
+	code, out, _ = runTool(ctx, callCommand(), append(mem, "--dry-run", "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "dry run: write changes the workspace and was not run\n", out)
+
+	code, _, _ = runTool(ctx, callCommand(), append(mem, "read")...)
+	assert.Equal(t, 2, code, "a missing argument is a usage error")
+}
+
+func TestCallShellPrivateMount(t *testing.T) {
+	fusetest.Need(t)
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap not installed")
+	}
+	code, out, errOut := runTool(context.Background(), callCommand(), "--mount", "type=memory,dst=/memory", "shell", `{"command": "echo hi > /memory/x && cat /memory/x && pwd"}`)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "exit code: 0\n--- stdout ---\nhi\n/memory\n", out)
+	assertNoVfsmountMounts(t)
+}
+
+func TestExecCommand(t *testing.T) {
+	fusetest.Need(t)
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap not installed")
+	}
+	code, out, errOut := runTool(context.Background(), execCommand(), "--mount", "type=memory,dst=/memory", "--", "sh", "-c", "echo hi > /memory/a; cat /memory/a; exit 7")
+	assert.Equal(t, 7, code, errOut)
+	assert.Equal(t, "hi\n", out)
+	assertNoVfsmountMounts(t)
+}
+
+func TestServeCommand(t *testing.T) {
+	fusetest.Need(t)
+	sock := filepath.Join(t.TempDir(), "ws.sock")
+	mp := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	type res struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan res, 1)
+	go func() {
+		code, out, errOut := runTool(ctx, serveCommand(), "--mount", "type=memory,dst=/memory", "--listen", "unix:"+sock, "--mountpoint", mp)
+		done <- res{code, out, errOut}
+	}()
+	var conn net.Conn
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("unix", sock)
+		conn = c
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	c := agentbridge.NewClient(conn)
+	var r agentbridge.Result
+	require.NoError(t, c.Call(ctx, "tools.call", agentbridge.ToolsCallParams{Name: "write", Arguments: json.RawMessage(`{"path":"/memory/s.txt","fileText":"served"}`)}, &r))
+	require.False(t, r.IsError, r.Text)
+	// The kernel face is at --mountpoint: the same tree.
+	data, err := os.ReadFile(filepath.Join(mp, "memory/s.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "served", string(data))
+
+	code, out, errOut := runTool(ctx, callCommand(), "--server", "unix:"+sock, "read", `{"path":"/memory/s.txt"}`)
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "     1\tserved\n", out)
+	c.Close()
+
+	cancel() // what SIGTERM does through main's signal watcher
+	select {
+	case r := <-done:
+		assert.Equal(t, 0, r.code, r.errOut)
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	assert.False(t, mounted(t, mp), "serve left its mount behind")
+	_, err = os.Stat(sock)
+	assert.True(t, os.IsNotExist(err), "socket removed")
+}
+
+func assertNoVfsmountMounts(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/mounts")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(f[1], os.TempDir()+"/vfsmount-ws-") {
+			t.Errorf("left behind: %s", line)
+		}
+	}
+}
+
+func TestServeRefusesBadListen(t *testing.T) {
+	for _, listen := range []string{"", "udp:1.2.3.4:5", "tcp:0.0.0.0:9000", "tcp:example.com:80", "unix:"} {
+		code, _, errOut := runTool(context.Background(), serveCommand(), "--mount", "type=memory,dst=/memory", "--listen", listen)
+		assert.Equal(t, 2, code, "%q: %s", listen, errOut)
+		assert.Contains(t, errOut, "serve: --listen")
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/agentbridge"
+)
+
+func callCommand() *command {
+	return &command{
+		Name:    "call",
+		Summary: "call one tool of the workspace and print its result",
+		Usage:   "[--server ADDR | --config FILE | --mount SPEC...] [--dialect D] [--dry-run] TOOL JSON",
+		Help: `Calls TOOL with the JSON object of arguments and prints the result. The exit
+status is 0 for a result, 1 when the result is a tool error (the message is
+printed all the same), 2 for a usage error.
+
+With --server ADDR (unix:PATH or tcp:HOST:PORT) the call goes to a running
+"vfsmount serve". Otherwise the workspace is built for this one call, with a
+private kernel mount when the tool is the shell.
+
+With --dry-run the call is checked (the tool exists in this workspace and
+dialect, the arguments are a JSON object) and run only if the tool is
+read-only; a tool that would change something is not run.
+
+Example:
+  $ vfsmount call --mount type=memory,dst=/memory write '{"path": "/memory/a.txt", "fileText": "hi"}'
+  created /memory/a.txt (2 bytes)`,
+		NArgs: 2,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var bf bridgeFlags
+			bf.register(fs, true)
+			var server string
+			var dryRun bool
+			fs.StringVar(&server, "server", "", "call a running vfsmount serve at `ADDR` (unix:PATH or tcp:HOST:PORT)")
+			fs.BoolVar(&dryRun, "dry-run", false, "check the call; run it only if the tool is read-only")
+			return func(ctx context.Context, a *app, args []string) error {
+				tool, raw := args[0], json.RawMessage(args[1])
+				if server != "" {
+					if fs.Changed("config") || fs.Changed("mount") || fs.Changed("tools") {
+						return usageErrorf("call: --server uses the server's workspace; drop --config, --mount and --tools")
+					}
+					return callRemote(ctx, a, server, bf.dialect, tool, raw, dryRun)
+				}
+				return callLocal(ctx, a, &bf, tool, raw, dryRun)
+			}
+		},
+	}
+}
+
+// printResult prints a result and maps a tool error to exit status 1.
+func printResult(a *app, res agentbridge.Result) error {
+	fmt.Fprint(a.stdout, res.Text)
+	if !strings.HasSuffix(res.Text, "\n") {
+		fmt.Fprintln(a.stdout)
+	}
+	if res.IsError {
+		return &exitError{code: exitFailure}
+	}
+	return nil
+}
+
+func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw json.RawMessage, dryRun bool) error {
+	mode := noKernel
+	if isShellTool(bf.dialect, tool) && !dryRun {
+		mode = privateKernel
+	}
+	b, err := openBridge(ctx, a, bf, mode, "")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			a.logger.Warn("closing the workspace", "err", err)
+		}
+	}()
+	if dryRun {
+		defs, err := b.tools.Tools(bf.dialect)
+		if err != nil {
+			return usageError(err)
+		}
+		return printResult(a, dryRunResult(defs, tool, raw, func() agentbridge.Result {
+			return b.tools.Call(ctx, bf.dialect, tool, raw)
+		}))
+	}
+	return printResult(a, b.tools.Call(ctx, bf.dialect, tool, raw))
+}
+
+// dryRunResult runs the call only when the tool is read-only.
+func dryRunResult(defs []agentbridge.ToolDef, tool string, raw json.RawMessage, run func() agentbridge.Result) agentbridge.Result {
+	for _, d := range defs {
+		if d.Name != tool {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return agentbridge.Result{Text: fmt.Sprintf("%s: arguments must be a JSON object", tool), IsError: true}
+		}
+		if d.Annotations.ReadOnly {
+			return run()
+		}
+		return agentbridge.Result{Text: fmt.Sprintf("dry run: %s changes the workspace and was not run", tool)}
+	}
+	return agentbridge.Result{Text: fmt.Sprintf("unknown tool %q", tool), IsError: true}
+}
+
+// isShellTool reports whether tool is the shell verb in dialect.
+func isShellTool(dialect, tool string) bool {
+	switch dialect {
+	case agentbridge.DialectClaude:
+		return tool == "Bash"
+	default:
+		return tool == agentbridge.VerbShell
+	}
+}
+
+// dialServer connects to a serve address: unix:PATH or tcp:HOST:PORT.
+func dialServer(ctx context.Context, addr string) (net.Conn, error) {
+	network, where, ok := strings.Cut(addr, ":")
+	if !ok || (network != "unix" && network != "tcp") || where == "" {
+		return nil, usageErrorf("--server %q: want unix:PATH or tcp:HOST:PORT", addr)
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	c, err := d.DialContext(ctx, network, where)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+func callRemote(ctx context.Context, a *app, server, dialect, tool string, raw json.RawMessage, dryRun bool) error {
+	conn, err := dialServer(ctx, server)
+	if err != nil {
+		return err
+	}
+	c := agentbridge.NewClient(conn)
+	defer c.Close()
+	call := func() agentbridge.Result {
+		var res agentbridge.Result
+		if err := c.Call(ctx, "tools.call", agentbridge.ToolsCallParams{Name: tool, Arguments: raw, Dialect: dialect}, &res); err != nil {
+			return agentbridge.Result{Text: fmt.Sprintf("call %s: %v", server, err), IsError: true}
+		}
+		return res
+	}
+	if dryRun {
+		var list agentbridge.ToolsListResult
+		if err := c.Call(ctx, "tools.list", agentbridge.ToolsListParams{Dialect: dialect}, &list); err != nil {
+			return fmt.Errorf("call %s: %w", server, err)
+		}
+		return printResult(a, dryRunResult(list.Tools, tool, raw, call))
+	}
+	return printResult(a, call())
+}

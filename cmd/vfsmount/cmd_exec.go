@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/pflag"
+)
+
+func execCommand() *command {
+	return &command{
+		Name:    "exec",
+		Summary: "run a command in the workspace namespace",
+		Usage:   "[--config FILE] [--mount SPEC]... [--cwd DIR] -- CMD [ARG]...",
+		Help: `Builds the workspace, mounts it at a private temporary directory and runs CMD
+in a private mount namespace (bubblewrap) where every mount appears at its
+workspace path (/repo, /memory, ...), with read-only system directories and
+a private /tmp: the namespace the shell tool uses. Stdin, stdout and stderr
+are the terminal's. The exit status is CMD's.
+
+Example:
+  $ vfsmount exec --mount type=memory,dst=/memory -- sh -c 'echo hi > /memory/a; cat /memory/a'
+  hi`,
+		NArgs: -1,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var bf bridgeFlags
+			bf.ws.register(fs)
+			var cwd string
+			fs.StringVar(&cwd, "cwd", "", "working directory, a workspace path (default: the first writable mount)")
+			return func(ctx context.Context, a *app, args []string) error {
+				if len(args) == 0 {
+					return usageErrorf("exec: no command given (usage: vfsmount exec [flags] -- CMD [ARG]...)")
+				}
+				return runExec(ctx, a, &bf, cwd, args)
+			}
+		},
+	}
+}
+
+func runExec(ctx context.Context, a *app, bf *bridgeFlags, cwd string, argv []string) (err error) {
+	b, err := openBridge(ctx, a, bf, privateKernel, "")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := b.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	// The command outlives a first Ctrl-C only as long as it takes to
+	// deliver it: the terminal sends SIGINT to the whole foreground group.
+	cmd, err := b.tools.Command(context.WithoutCancel(ctx), cwd, argv...)
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, a.stdout, a.stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode()
+		if code < 0 {
+			code = 128 + 9 // killed by a signal
+		}
+		return &exitError{code: code}
+	}
+	return err
+}

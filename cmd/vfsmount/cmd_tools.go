@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// bridgeFlags are the flags of the tool-face subcommands (tools, call,
+// serve, mcp, exec): the workspace flags, a dialect and an allowlist.
+type bridgeFlags struct {
+	ws      workspaceFlags
+	dialect string
+	tools   []string
+}
+
+func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
+	b.ws.register(fs)
+	if withDialect {
+		fs.StringVar(&b.dialect, "dialect", agentbridge.DialectCursor, "tool names and arguments of `D`: "+strings.Join(agentbridge.Dialects, ", "))
+	}
+	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell); naming one the workspace cannot serve is an error")
+}
+
+func (b *bridgeFlags) checkDialect() error {
+	for _, d := range agentbridge.Dialects {
+		if b.dialect == "" || b.dialect == d {
+			return nil
+		}
+	}
+	return usageErrorf("--dialect: unknown dialect %q (known: %s)", b.dialect, strings.Join(agentbridge.Dialects, ", "))
+}
+
+// kernelMode says whether a tool-face command needs the kernel face.
+type kernelMode int
+
+const (
+	noKernel      kernelMode = iota // no shell
+	probeKernel                     // no mount, but offer shell when bubblewrap works (tools)
+	privateKernel                   // mount at a private temporary directory
+)
+
+// bridge is a built tool face: the workspace, its kernel face when there
+// is one, and the agentbridge.Workspace over both.
+type bridge struct {
+	ws      *workspace
+	srv     *fusefs.Server
+	private string // a temporary mountpoint to remove on Close
+	tools   *agentbridge.Workspace
+	log     *slog.Logger
+}
+
+// openBridge builds the workspace and, as mode asks, its kernel face at
+// mountpoint (a private temporary directory when mountpoint is ""), then
+// the tool face over the same tree. Tool writes are observed so the kernel
+// face drops its caches for them at once.
+func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mountpoint string) (_ *bridge, err error) {
+	if err := f.checkDialect(); err != nil {
+		return nil, err
+	}
+	ws, err := f.ws.open(ctx, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	b := &bridge{ws: ws, log: a.logger}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	opts := agentbridge.Options{Tools: f.tools, Logger: a.logger}
+	if opts.Tools == nil && ws.Config != nil && ws.Config.File != nil {
+		// --tools replaces the config file's list; either may only
+		// narrow what the mounts can serve.
+		opts.Tools = ws.Config.File.Tools
+	}
+	for _, m := range ws.Brief {
+		opts.Mounts = append(opts.Mounts, agentbridge.MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
+	}
+	fsys := ws.FS
+	if ws.Union != nil && ws.FS == mounts.FS(ws.Union) {
+		// grep may read a mount directly only when nothing (a policy
+		// decorator) sits between the union and the faces.
+		opts.Resolve = ws.Union.Resolve
+	}
+	switch mode {
+	case probeKernel:
+		// tools lists what serve and mcp offer: the shell is there when
+		// bubblewrap works. The directory is only a placeholder for the
+		// probe, which binds nothing.
+		opts.Shell = &agentbridge.ShellOptions{Mountpoint: os.TempDir()}
+	case privateKernel:
+		if mountpoint == "" {
+			if mountpoint, err = os.MkdirTemp("", "vfsmount-ws-"); err != nil {
+				return nil, fmt.Errorf("private mountpoint: %w", err)
+			}
+			b.private = mountpoint
+		}
+		abs, state, err := inspectMountpoint(mountpoint)
+		if err != nil {
+			return nil, err
+		}
+		if state != fusefs.StateNone {
+			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
+		}
+		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount"})
+		if err != nil {
+			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
+		}
+		fsys = mounts.Observe(ws.FS, b.srv.Invalidate)
+		env := []string{}
+		if t := os.Getenv("TERM"); t != "" {
+			env = append(env, "TERM="+t)
+		}
+		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
+	}
+	b.tools, err = agentbridge.New(fsys, opts)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return b, nil
+}
+
+// Close takes the kernel face down and releases the workspace.
+func (b *bridge) Close() error {
+	var errs []error
+	if b.srv != nil {
+		if err := b.srv.Unmount(); err != nil {
+			b.log.Warn("unmount busy; detaching", "err", err)
+			errs = append(errs, fusefs.ForceUnmount(b.srv.Mountpoint()))
+		}
+		b.srv = nil
+	}
+	if b.private != "" {
+		errs = append(errs, os.Remove(b.private))
+		b.private = ""
+	}
+	errs = append(errs, b.ws.Close())
+	return errors.Join(errs...)
+}
+
+func toolsCommand() *command {
+	return &command{
+		Name:    "tools",
+		Summary: "print the tool definitions a harness registers for this workspace",
+		Usage:   "[--config FILE] [--mount SPEC]... [--dialect D] [--json]",
+		Help: `Prints the tools of the workspace's tool face, in the dialect a harness
+expects (cursor is canonical; claude and codex rename and reshape): name,
+description and the JSON Schema of the input. Only what this workspace can
+serve is listed: no write tools when every mount is read-only, shell only
+when bubblewrap works here (serve, mcp and call provide the kernel face it
+runs in). With --json the output is a JSON array of
+{name, description, inputSchema, annotations}.
+
+Example:
+  $ vfsmount tools --mount type=memory,dst=/memory --dialect claude --json | jq '.[].name'
+  "Read"
+  "LS"
+  ...`,
+		NArgs: 0,
+		Setup: func(fs *pflag.FlagSet) runFunc {
+			var bf bridgeFlags
+			bf.register(fs, true)
+			var asJSON bool
+			fs.BoolVar(&asJSON, "json", false, "print JSON")
+			return func(ctx context.Context, a *app, _ []string) error {
+				b, err := openBridge(ctx, a, &bf, probeKernel, "")
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				defs, err := b.tools.Tools(bf.dialect)
+				if err != nil {
+					return usageError(err)
+				}
+				if asJSON {
+					enc := json.NewEncoder(a.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(defs)
+				}
+				for i, d := range defs {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					fmt.Fprintf(a.stdout, "%s\n  %s\n  input: %s\n", d.Name, d.Description, d.InputSchema)
+				}
+				return nil
+			}
+		},
+	}
+}

@@ -198,8 +198,8 @@ mounts:
 		{name: "comments only", yaml: "# nothing\n", want: nil},
 		{name: "empty mounts", yaml: "mounts: []\n", want: nil},
 
-		{name: "unknown top-level key", yaml: "mounts: []\ntools: [read]\n",
-			errMsg: `ws.yaml:2: unknown key "tools"`},
+		{name: "unknown top-level key", yaml: "mounts: []\ntoolz: [read]\n",
+			errMsg: `ws.yaml:2: unknown key "toolz"`},
 		{name: "mounts not a list", yaml: "mounts: memory\n",
 			errMsg: "ws.yaml:1: want a list of mounts, got a string (memory)"},
 		{name: "document not a mapping", yaml: "- {type: memory, dst: /m}\n",

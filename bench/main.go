@@ -176,7 +176,11 @@ func run(o *options, verbose bool) error {
 		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
 	}
 	fmt.Println()
-	return runHost(o, bin, verbose)
+	if err := runHost(o, bin, verbose); err != nil {
+		return err
+	}
+	fmt.Println()
+	return runGit(o, bin, verbose)
 }
 
 // measure runs w alternately on both sides, reps times, each time in a

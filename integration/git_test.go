@@ -1,0 +1,392 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/mountstest"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// The git mount through the kernel: the tree git would check out, byte for
+// byte, read-only, with stable inode numbers.
+
+const gitBigSize = 50 << 20
+
+var gitWhen = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+
+// gitCmd runs git in dir, isolated from the machine's configuration, at
+// commit time when.
+func gitCmd(t testing.TB, dir string, when time.Time, stdin io.Reader, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	date := fmt.Sprintf("@%d +0000", when.Unix())
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=I", "GIT_AUTHOR_EMAIL=i@example.com", "GIT_AUTHOR_DATE="+date,
+		"GIT_COMMITTER_NAME=I", "GIT_COMMITTER_EMAIL=i@example.com", "GIT_COMMITTER_DATE="+date)
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoErrorf(t, cmd.Run(), "git %s: %s", strings.Join(args, " "), errb.String())
+	return strings.TrimSpace(out.String())
+}
+
+// gitBig is the large blob at HEAD: text, deltified against a longer
+// earlier version.
+func gitBig(n int) []byte {
+	var b bytes.Buffer
+	b.Grow(n + 128)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%09d %x pack me, delta me, read me at random offsets\n", i, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return b.Bytes()[:n]
+}
+
+type gitRepo struct {
+	dir, head string
+	big       []byte
+	when      time.Time // HEAD's committer time
+}
+
+// makeGitRepo builds the fixture of the issue: nested directories, an
+// executable, symlinks (relative, absolute, dangling), a submodule entry,
+// an empty blob, a 50 MiB blob, names with spaces and non-ASCII letters,
+// and a history repacked into deltas.
+func makeGitRepo(t *testing.T) *gitRepo {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	write := func(name, content string, mode os.FileMode) {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), mode))
+		require.NoError(t, os.Chmod(p, mode))
+	}
+	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
+	big := gitBig(gitBigSize + 64<<10)
+	write("data/big.bin", string(big), 0o644)
+	var log strings.Builder
+	var when time.Time
+	for i := range 8 {
+		when = gitWhen.Add(time.Duration(i) * time.Minute)
+		for j := range 300 {
+			fmt.Fprintf(&log, "entry %d.%d of a file that grows\n", i, j)
+		}
+		write("docs/changelog.txt", log.String(), 0o644)
+		gitCmd(t, dir, when, nil, "add", "-A")
+		gitCmd(t, dir, when, nil, "commit", "-q", "-m", fmt.Sprint("commit ", i))
+	}
+	first := gitCmd(t, dir, when, nil, "rev-parse", "HEAD")
+	write("README.md", "# integration\n", 0o644)
+	write("src/pkg/deep/deeper/leaf.go", "package deeper\n", 0o644)
+	write("src/main.go", "package main\n\nfunc main() {}\n", 0o644)
+	write("scripts/build.sh", "#!/bin/sh\nexit 0\n", 0o755)
+	write("with space/ünïcödé naïve.txt", "non-ASCII\n", 0o644)
+	write("empty", "", 0o644)
+	for name, target := range map[string]string{
+		"links/rel": "../src/main.go", "links/abs": "/etc/hostname", "links/dangling": "missing/target",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "links"), 0o755))
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, name)))
+	}
+	big = big[:gitBigSize]
+	write("data/big.bin", string(big), 0o644)
+	when = when.Add(time.Hour)
+	gitCmd(t, dir, when, nil, "add", "-A")
+	gitCmd(t, dir, when, nil, "update-index", "--add", "--cacheinfo", "160000,"+first+",third_party/sub")
+	gitCmd(t, dir, when, nil, "commit", "-q", "-m", "tree")
+	gitCmd(t, dir, when, nil, "repack", "-adfq")
+	return &gitRepo{dir: dir, head: gitCmd(t, dir, when, nil, "rev-parse", "HEAD"), big: big, when: when}
+}
+
+// gitMount serves repo at rev on /repo of a union (next to a memory
+// mount), through the kernel, until unmount is called or the test ends.
+type gitMount struct {
+	dir     string
+	srv     *fusefs.Server
+	fsys    *gitfs.FS
+	mounted bool
+}
+
+func mountGit(t *testing.T, repo *gitRepo) *gitMount {
+	t.Helper()
+	fusetest.Need(t)
+	f, err := gitfs.Open(context.Background(), gitfs.Options{Src: repo.dir, CacheDir: t.TempDir(), CacheSize: 16 << 20})
+	require.NoError(t, err)
+	u, err := union.New(map[string]mounts.FS{"/repo": f, "/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	srv, err := fusefs.Mount(dir, u, fusefs.Options{})
+	if err != nil {
+		f.Close()
+		fusetest.MountFailed(t, err)
+	}
+	m := &gitMount{dir: dir, srv: srv, fsys: f, mounted: true}
+	t.Cleanup(func() { m.unmount(t) })
+	return m
+}
+
+func (m *gitMount) unmount(t *testing.T) {
+	if !m.mounted {
+		return
+	}
+	m.mounted = false
+	if err := m.srv.Unmount(); err != nil {
+		t.Errorf("unmount: %v", err)
+		if st, _ := fusefs.Probe(m.dir); st != fusefs.StateNone {
+			assert.NoError(t, fusefs.ForceUnmount(m.dir))
+		}
+	}
+	m.fsys.Close()
+}
+
+func (m *gitMount) repo(name string) string { return filepath.Join(m.dir, "repo", name) }
+
+// gitLsEntry is one line of git ls-tree -r -t.
+type gitLsEntry struct{ mode, typ, oid string }
+
+func gitLsTree(t *testing.T, repo *gitRepo) map[string]gitLsEntry {
+	out := gitCmd(t, repo.dir, repo.when, nil, "-c", "core.quotePath=false", "ls-tree", "-r", "-t", "-z", repo.head)
+	m := map[string]gitLsEntry{}
+	for _, line := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
+		meta, name, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		m[name] = gitLsEntry{f[0], f[1], f[2]}
+	}
+	return m
+}
+
+// walkMount lists every path below root, relative, with its lstat.
+func gitWalk(t *testing.T, root string) map[string]os.FileInfo {
+	m := map[string]os.FileInfo{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fi, err := os.Lstat(p)
+		m[rel] = fi
+		return err
+	}))
+	return m
+}
+
+func TestGitThroughKernel(t *testing.T) {
+	repo := makeGitRepo(t)
+	m := mountGit(t, repo)
+	want := gitLsTree(t, repo)
+	got := gitWalk(t, m.repo("."))
+
+	t.Run("the tree is git ls-tree", func(t *testing.T) {
+		var wantNames, gotNames []string
+		for name := range want {
+			wantNames = append(wantNames, name)
+		}
+		for name := range got {
+			gotNames = append(gotNames, name)
+		}
+		assert.ElementsMatch(t, wantNames, gotNames)
+	})
+
+	t.Run("modes, targets, times, blob ids", func(t *testing.T) {
+		var paths []string
+		for name, w := range want {
+			fi := got[name]
+			if !assert.NotNil(t, fi, name) {
+				continue
+			}
+			assert.Equal(t, repo.when, fi.ModTime().UTC(), "%s: mtime is the committer time", name)
+			switch w.mode {
+			case "040000", "160000":
+				assert.Equal(t, fs.ModeDir|0o755, fi.Mode(), name)
+			case "100644":
+				assert.Equal(t, fs.FileMode(0o644), fi.Mode(), name)
+				paths = append(paths, name)
+			case "100755":
+				assert.Equal(t, fs.FileMode(0o755), fi.Mode(), name)
+				paths = append(paths, name)
+			case "120000":
+				assert.Equal(t, fs.ModeSymlink, fi.Mode().Type(), name)
+				target, err := os.Readlink(m.repo(name))
+				require.NoError(t, err)
+				assert.Equal(t, w.oid, gitBlobID([]byte(target)), "%s: target %q", name, target)
+			}
+		}
+		// git hash-object reads every file from the mount.
+		out := gitCmd(t, repo.dir, repo.when, strings.NewReader(strings.Join(paths, "\n")+"\n"),
+			"-C", m.repo("."), "hash-object", "--stdin-paths")
+		for i, oid := range strings.Split(out, "\n") {
+			assert.Equal(t, want[paths[i]].oid, oid, "git hash-object %s", paths[i])
+		}
+		sub, err := gitXattr(m.repo("third_party/sub"), "user.git.submodule")
+		require.NoError(t, err)
+		assert.Equal(t, gitCmd(t, repo.dir, repo.when, nil, "rev-parse", "HEAD:third_party/sub"), sub)
+		commit, err := gitXattr(m.repo("."), "user.git.commit")
+		require.NoError(t, err)
+		assert.Equal(t, repo.head, commit)
+	})
+
+	t.Run("byte for byte as git archive", func(t *testing.T) {
+		ref := t.TempDir()
+		archive := exec.Command("git", "-c", "tar.umask=022", "archive", "--format=tar", repo.head)
+		archive.Dir = repo.dir
+		tar := exec.Command("tar", "-x", "-C", ref)
+		pipe, err := archive.StdoutPipe()
+		require.NoError(t, err)
+		tar.Stdin = pipe
+		require.NoError(t, tar.Start())
+		require.NoError(t, archive.Run())
+		require.NoError(t, tar.Wait())
+		out, err := exec.Command("diff", "-r", "--no-dereference", ref, m.repo(".")).CombinedOutput()
+		assert.NoError(t, err, "diff -r against git archive:\n%s", out)
+		refs := gitWalk(t, ref)
+		assert.Len(t, got, len(refs))
+		for name, r := range refs {
+			if g := got[name]; assert.NotNil(t, g, name) {
+				assert.Equal(t, r.Mode(), g.Mode(), "%s: mode as git archive extracts it", name)
+				if r.Mode().IsRegular() {
+					assert.Equal(t, r.ModTime(), g.ModTime(), "%s: mtime as git archive sets it", name)
+				}
+			}
+		}
+	})
+
+	t.Run("random reads of the large blob", func(t *testing.T) {
+		f, err := os.Open(m.repo("data/big.bin"))
+		require.NoError(t, err)
+		defer f.Close()
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(g), 7))
+				buf := make([]byte, 200<<10)
+				for range 100 {
+					off := r.Int64N(gitBigSize)
+					n, err := f.ReadAt(buf, off)
+					end := min(off+int64(len(buf)), gitBigSize)
+					if err != nil && err != io.EOF {
+						t.Errorf("ReadAt(%d): %v", off, err)
+						return
+					}
+					if !assert.Equal(t, int(end-off), n) || !assert.True(t, bytes.Equal(repo.big[off:end], buf[:n]), "bytes at %d", off) {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+
+	t.Run("writes are EROFS", func(t *testing.T) {
+		tests := []struct {
+			name string
+			do   func() error
+		}{
+			{"create", func() error { return os.WriteFile(m.repo("new.txt"), []byte("x"), 0o644) }},
+			{"open for writing", func() error {
+				f, err := os.OpenFile(m.repo("README.md"), os.O_WRONLY, 0)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			}},
+			{"truncate", func() error { return os.Truncate(m.repo("README.md"), 0) }},
+			{"mkdir", func() error { return os.Mkdir(m.repo("d"), 0o755) }},
+			{"mkdir in a submodule", func() error { return os.Mkdir(m.repo("third_party/sub/d"), 0o755) }},
+			{"unlink", func() error { return os.Remove(m.repo("README.md")) }},
+			{"rmdir", func() error { return syscall.Rmdir(m.repo("links")) }},
+			{"rename", func() error { return os.Rename(m.repo("README.md"), m.repo("R.md")) }},
+			{"symlink", func() error { return os.Symlink("README.md", m.repo("l")) }},
+			{"chmod", func() error { return os.Chmod(m.repo("README.md"), 0o600) }},
+			{"chtimes", func() error { return os.Chtimes(m.repo("README.md"), time.Now(), time.Now()) }},
+			{"setxattr", func() error { return unix.Setxattr(m.repo("README.md"), "user.x", []byte("v"), 0) }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				assert.ErrorIs(t, tt.do(), syscall.EROFS)
+			})
+		}
+		assert.Equal(t, "# integration\n", readFile(t, m.repo("README.md")), "nothing changed")
+	})
+
+	t.Run("inode numbers survive a remount", func(t *testing.T) {
+		inos := func(root string) map[string]uint64 {
+			out := map[string]uint64{}
+			for name, fi := range gitWalk(t, root) {
+				out[name] = fi.Sys().(*syscall.Stat_t).Ino
+			}
+			return out
+		}
+		before := inos(m.repo("."))
+		m.unmount(t)
+		again := mountGit(t, repo)
+		assert.Equal(t, before, inos(again.repo(".")))
+		seen := map[uint64]string{}
+		for name, n := range before {
+			if other, dup := seen[n]; dup {
+				t.Errorf("%s and %s share inode %d", name, other, n)
+			}
+			seen[n] = name
+		}
+	})
+}
+
+// TestGitMountsTestThroughKernel runs the conformance suite's read side
+// with system calls against a git mount.
+func TestGitMountsTestThroughKernel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a/b"), 0o755))
+	files := map[string]string{"README.md": "# r\n", "a/b/deep.txt": "deep\n", "a/x y ü.txt": "name\n", "empty": ""}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	require.NoError(t, os.Symlink("a/b/deep.txt", filepath.Join(dir, "link")))
+	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
+	gitCmd(t, dir, gitWhen, nil, "add", "-A")
+	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "one")
+	m := mountGit(t, &gitRepo{dir: dir})
+	mountstest.RunOS(t, m.repo("."), mountstest.Caps(mounts.CapXattr|mounts.CapStatFS),
+		mountstest.Expect(files), mountstest.ExpectSymlinks(map[string]string{"link": "a/b/deep.txt"}))
+}
+
+func gitBlobID(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func gitXattr(path, name string) (string, error) {
+	buf := make([]byte, 256)
+	n, err := unix.Getxattr(path, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}

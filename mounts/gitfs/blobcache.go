@@ -1,0 +1,299 @@
+package gitfs
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// blobCache holds decoded blob content for every open file of a mount, in
+// LRU order, bounded to max bytes in all. Content of spillAt bytes or more
+// lives in a temporary file under dir, unlinked as soon as it is created so
+// that nothing is left behind, smaller content in memory; when no file can be created
+// there the content stays in memory. An entry is pinned while a file has
+// it open, so a blob larger than the whole cache still decodes once per
+// open, and is dropped when its last file closes.
+type blobCache struct {
+	max     int64
+	spillAt int64
+	dir     string
+	// onSpillError is told, once, why content could not spill to disk.
+	onSpillError func(error)
+	spillOnce    sync.Once
+
+	// loads counts decodes, so tests can tell a hit from a miss.
+	loads atomic.Int64
+
+	mu     sync.Mutex
+	used   int64
+	ll     list.List // unpinned ready entries, most recent at the front
+	m      map[plumbing.Hash]*blob
+	closed bool
+}
+
+// blob is one cache entry. ready is closed when the content is loaded or
+// failed (err); after that mem, file and size never change.
+type blob struct {
+	hash  plumbing.Hash
+	ready chan struct{}
+	err   error
+	size  int64
+	mem   []byte
+	file  *os.File
+	refs  int           // open files using it
+	el    *list.Element // in ll while unpinned
+	gone  bool          // removed from m (evicted, failed, or cache closed)
+}
+
+// loader opens the content of a blob and returns its size as the object
+// header announces it; fill checks the content against that size.
+type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
+
+func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
+	return &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError,
+		m: make(map[plumbing.Hash]*blob)}
+}
+
+var errCacheClosed = errors.New("blob cache closed")
+
+// acquire returns the pinned entry for h, loading it with load on a miss.
+// Concurrent acquires of one blob share one load. A load that failed
+// because its caller's context ended is retried by the next caller.
+func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errCacheClosed
+		}
+		b, ok := c.m[h]
+		if ok {
+			b.refs++
+			if b.el != nil {
+				c.ll.Remove(b.el)
+				b.el = nil
+			}
+			c.mu.Unlock()
+			select {
+			case <-b.ready:
+			case <-ctx.Done():
+				c.release(b)
+				return nil, ctx.Err()
+			}
+			if b.err != nil {
+				c.release(b)
+				if isContextErr(b.err) && ctx.Err() == nil {
+					continue // the loader's caller gave up; try again
+				}
+				return nil, b.err
+			}
+			return b, nil
+		}
+		b = &blob{hash: h, ready: make(chan struct{}), refs: 1}
+		c.m[h] = b
+		c.mu.Unlock()
+
+		b.err = c.fill(ctx, b, load)
+		c.mu.Lock()
+		if b.err != nil {
+			delete(c.m, h)
+			b.gone = true
+		} else {
+			c.used += b.size
+		}
+		c.mu.Unlock()
+		close(b.ready)
+		if b.err != nil {
+			c.release(b)
+			return nil, b.err
+		}
+		return b, nil
+	}
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// fill decodes the blob into memory or a spill file.
+func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
+	c.loads.Add(1)
+	r, size, err := load(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	b.size = size
+	if size >= c.spillAt && c.dir != "" {
+		f, err := c.spillFile()
+		if err == nil {
+			if err := copyExact(ctx, f, r, size); err != nil {
+				f.Close()
+				return err
+			}
+			b.file = f
+			return nil
+		}
+		c.spillOnce.Do(func() {
+			if c.onSpillError != nil {
+				c.onSpillError(err)
+			}
+		})
+	}
+	buf := make([]byte, size)
+	if err := copyExact(ctx, &sliceWriter{buf: buf}, r, size); err != nil {
+		return err
+	}
+	b.mem = buf
+	return nil
+}
+
+// spillFile creates an unlinked temporary file in c.dir.
+func (c *blobCache) spillFile() (*os.File, error) {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(c.dir, "blob-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// copyChunk is how much is decoded between two checks of the context.
+const copyChunk = 1 << 20
+
+// copyExact copies exactly size bytes from r to w and fails if r holds
+// more or fewer: the header and the content disagree only in a corrupt
+// object.
+func copyExact(ctx context.Context, w io.Writer, r io.Reader, size int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if wt, ok := r.(io.WriterTo); ok && size <= copyChunk {
+		// A small object go-git decoded in memory: one copy, no buffer.
+		// A longer content overflows w (errSizeMismatch).
+		n, err := wt.WriteTo(w)
+		if err == nil && n != size {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	buf := make([]byte, min(size+1, 64<<10))
+	var done int64
+	for done < size {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := io.CopyBuffer(w, io.LimitReader(r, min(copyChunk, size-done)), buf)
+		done += n
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrUnexpectedEOF
+		}
+	}
+	if n, _ := r.Read(buf[:1]); n > 0 {
+		return errSizeMismatch
+	}
+	return nil
+}
+
+// sliceWriter writes into a preallocated slice.
+type sliceWriter struct {
+	buf []byte
+	off int
+}
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	if len(p) > len(w.buf)-w.off {
+		return 0, errSizeMismatch
+	}
+	w.off += copy(w.buf[w.off:], p)
+	return len(p), nil
+}
+
+// release unpins b, and evicts the least recently used unpinned entries
+// while the cache is over its bound.
+func (c *blobCache) release(b *blob) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.refs--
+	if b.refs > 0 {
+		return
+	}
+	if b.gone {
+		b.drop()
+		return
+	}
+	b.el = c.ll.PushFront(b)
+	for c.used > c.max && c.ll.Len() > 0 {
+		old := c.ll.Remove(c.ll.Back()).(*blob)
+		old.el = nil
+		old.gone = true
+		delete(c.m, old.hash)
+		c.used -= old.size
+		old.drop()
+	}
+}
+
+// drop frees the content of an entry nobody uses any more.
+func (b *blob) drop() {
+	if b.file != nil {
+		b.file.Close()
+	}
+	b.mem = nil
+}
+
+// readAt reads from loaded content with io.ReaderAt semantics.
+func (b *blob) readAt(p []byte, off int64) (int, error) {
+	if off >= b.size {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := b.size - off; int64(len(want)) > rest {
+		want = want[:rest]
+	}
+	var n int
+	if b.file != nil {
+		var err error
+		if n, err = b.file.ReadAt(want, off); err != nil && err != io.EOF {
+			return n, err
+		}
+	} else {
+		n = copy(want, b.mem[off:])
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// close drops every unpinned entry and refuses new ones; pinned entries are
+// dropped when their files close.
+func (c *blobCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for h, b := range c.m {
+		b.gone = true
+		delete(c.m, h)
+		if b.el != nil {
+			c.ll.Remove(b.el)
+			b.el = nil
+			c.used -= b.size
+			b.drop()
+		}
+	}
+}

@@ -1,0 +1,82 @@
+// Package gitfs serves one commit of a git repository as a read-only
+// [mounts.FS], lazily, straight from git objects. It is the only package
+// that imports go-git.
+//
+// # Pinning
+//
+// [Open] resolves the revision once, to a full commit SHA, and the mount
+// serves that commit for its whole life: a branch that moves later changes
+// nothing. The SHA is [FS.Commit], it is in [FS.Describe], and it is readable
+// from inside the tree as the extended attribute user.git.commit on the root.
+// Every entry carries user.git.oid (its blob or tree id); a submodule entry
+// (gitlink) carries user.git.submodule, the commit it pins.
+//
+// # Laziness
+//
+// Opening reads the commit and the root tree (and the trees down to Subdir).
+// A lookup reads only the trees on its path, decoded once into a small
+// bounded cache. Stat takes a blob's size from its object header: for a
+// deltified object in a pack that means inflating the delta's instruction
+// stream to read the target size in its header, never resolving the delta
+// chain. Blob content is read on Open only. Neither the time to mount nor
+// the memory held grows with the number of files in the commit.
+//
+// # Reads
+//
+// Decoded blob content goes into a bounded LRU cache shared by every open
+// file of the mount: small blobs in memory, blobs past a threshold in an
+// unlinked temporary file. A large deltified blob read at random offsets is
+// decoded once, not once per read. An open file pins its content; a blob
+// larger than the whole cache still decodes once per open.
+//
+// # A faithful tree
+//
+//   - Modes come from git: 0644 for files, 0755 for executables and
+//     directories, symlinks with their stored target.
+//   - Submodules (gitlinks) are empty directories.
+//   - Every time (atime, mtime, ctime) is the commit's committer time, so a
+//     remount gives build tools the same timestamps.
+//   - Owners are the mounting user; a directory's link count is 2 plus its
+//     subdirectories.
+//   - Inode numbers are derived from the object id and the path in the
+//     commit, 56 bits wide (the union keeps the top 8 bits for the mount
+//     index), nonzero, and the same on every remount.
+//   - Tree entries whose names cannot be served (".", "..", ".git", "/",
+//     control characters, over 255 bytes, or an unknown mode) are hidden
+//     and logged once. A name with a ".git" component is refused with
+//     fs.ErrInvalid, as [mounts.CheckPath] refuses other invalid names.
+//
+// # Errors
+//
+// Bad input to [Open] wraps [ErrBadSource], [ErrBadRev] or [ErrBadSubdir]
+// and names the source or the revision: the CLI exits 2 on them. A corrupt
+// or missing object met while serving fails that one call with syscall.EIO
+// in a *fs.PathError and is logged once; the mount stays up.
+//
+// # Sources
+//
+// A source is a local repository (bare, non-bare, or a linked worktree whose
+// .git is a file) or a URL (file://, https://, http://, ssh://, git://, or
+// scp-like user@host:path). A URL is cloned once, bare, into
+// CacheDir/git/<hash of the URL>.git, under a file lock, and reused by later
+// mounts; it is fetched again only when the revision is not in the clone, and
+// never when Offline is set.
+//
+// # A live source
+//
+// A local source may change under the mount: new commits change nothing
+// served, and a repack (git gc) that moves the pinned commit's objects into
+// new packs is noticed on the first miss (the pack directory changed) and
+// the pack indexes are read again.
+//
+// # Limitations
+//
+//   - go-git reads every pack index into memory on first use, so a
+//     repository with millions of objects costs their index at mount.
+//   - Object access is serialised by one lock (go-git's storage is not safe
+//     for concurrent use); the decoding of large blobs runs outside it.
+//   - Decoding is go-git's (compress/flate): a full read of a commit costs
+//     about three times what git archive spends on the same objects.
+//   - A revision missing from a cached clone is fetched with the clone's
+//     branches and tags; a commit no branch or tag reaches is not fetched.
+package gitfs

@@ -1,0 +1,575 @@
+package gitfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// Defaults of Options.
+const (
+	// DefaultCacheSize bounds the decoded blob cache.
+	DefaultCacheSize = 256 << 20
+	// spillAt is the blob size from which decoded content goes to disk
+	// rather than memory (or CacheSize/8 when that is smaller).
+	spillAt = 4 << 20
+	// treeCacheSize bounds the decoded trees kept for lookups.
+	treeCacheSize = 32 << 20
+)
+
+// Options say what to serve and how.
+type Options struct {
+	// Src is a local repository (bare or not, or a worktree whose .git is
+	// a file) or a URL (file://, https://, ssh://, ...).
+	Src string
+	// Rev is anything go-git resolves to a commit: a full or short SHA, a
+	// branch, a tag, HEAD~3. Default "HEAD".
+	Rev string
+	// Subdir serves a subtree of the commit ("" or "." for all of it).
+	Subdir string
+	// CacheDir holds URL clones (and spilled blob content). Default
+	// $XDG_CACHE_HOME/vfsmount, or ~/.cache/vfsmount.
+	CacheDir string
+	// Offline never fetches: a URL must already be in the cache, with
+	// the revision.
+	Offline bool
+	// CacheSize bounds the decoded blob cache, in bytes, memory and
+	// spilled content together. Default DefaultCacheSize.
+	CacheSize int64
+	// Progress receives clone and fetch progress when non-nil.
+	Progress io.Writer
+	// Logger receives the mount's log lines; nil is silent.
+	Logger *slog.Logger
+}
+
+// FS is one commit of a repository, read-only. It implements mounts.FS,
+// mounts.XattrFS, mounts.StatFSer and mounts.Describer, and nothing that
+// writes. It is safe for concurrent use.
+type FS struct {
+	commit plumbing.Hash
+	root   node
+	subdir string // the served subtree, "" for the whole commit
+	when   time.Time
+	uid    uint32
+	gid    uint32
+
+	obj    *objects
+	trees  *treeCache
+	blobs  *blobCache
+	log    *slog.Logger
+	logged sync.Map // keys already logged once
+	closed atomic.Bool
+}
+
+var (
+	_ mounts.FS        = (*FS)(nil)
+	_ mounts.XattrFS   = (*FS)(nil)
+	_ mounts.StatFSer  = (*FS)(nil)
+	_ mounts.Describer = (*FS)(nil)
+)
+
+// node is a resolved name.
+type node struct {
+	kind kind
+	hash plumbing.Hash
+	path string // in the commit (subdir included), for inode numbers
+	e    *entry // nil for the root
+}
+
+// Open opens opts.Src and pins opts.Rev. Bad input fails with an error that
+// wraps ErrBadSource, ErrBadRev or ErrBadSubdir and names the source or
+// revision; a context that ends fails with its error.
+func Open(ctx context.Context, opts Options) (*FS, error) {
+	if opts.Src == "" {
+		return nil, badSource("", errors.New("empty"))
+	}
+	rev := opts.Rev
+	if rev == "" {
+		rev = "HEAD"
+	}
+	cacheDir := opts.CacheDir
+	if cacheDir == "" {
+		d, err := defaultCacheDir()
+		if err != nil && isURL(opts.Src) {
+			return nil, badSource(opts.Src, fmt.Errorf("no cache directory: %w", err))
+		}
+		cacheDir = d
+	}
+	subdir, err := cleanSubdir(opts.Subdir)
+	if err != nil {
+		return nil, err
+	}
+
+	path := opts.Src
+	remote := isURL(opts.Src)
+	if remote {
+		c, err := lockClone(ctx, opts.Src, cacheDir, opts.Offline, opts.Progress)
+		if err != nil {
+			return nil, err
+		}
+		defer c.unlock()
+		path = c.dir
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, badSource(opts.Src, unwrapPath(err))
+	}
+
+	obj, repo, err := openStorage(path)
+	if err != nil {
+		return nil, badSource(opts.Src, err)
+	}
+	commit, err := resolveRev(repo, obj.st, rev)
+	if err != nil && remote && !opts.Offline && errors.Is(err, ErrBadRev) {
+		// The clone may predate the revision: fetch once and retry.
+		if ferr := fetch(ctx, repo, opts.Progress); ferr != nil {
+			obj.close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, badSource(opts.Src, fmt.Errorf("fetch: %w", ferr))
+		}
+		obj.close()
+		if obj, repo, err = openStorage(path); err != nil {
+			return nil, badSource(opts.Src, err)
+		}
+		commit, err = resolveRev(repo, obj.st, rev)
+	}
+	if err != nil {
+		obj.close()
+		return nil, err
+	}
+	c, err := repo.CommitObject(commit)
+	if err != nil {
+		obj.close()
+		return nil, fmt.Errorf("gitfs: rev %q: %w: %w", rev, ErrBadRev, err)
+	}
+
+	f := &FS{
+		commit: commit,
+		subdir: subdir,
+		when:   c.Committer.When,
+		uid:    uint32(os.Getuid()),
+		gid:    uint32(os.Getgid()),
+		obj:    obj,
+		trees:  newTreeCache(treeCacheSize),
+		log:    opts.Logger,
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	size := opts.CacheSize
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	spillDir := "" // without a cache directory, decoded content stays in memory
+	if cacheDir != "" {
+		spillDir = filepath.Join(cacheDir, "spill")
+	}
+	f.blobs = newBlobCache(size, min(spillAt, max(size/8, 1)), spillDir, func(err error) {
+		f.log.Warn("gitfs: decoded content stays in memory: cannot spill to disk", "err", unwrapPath(err))
+	})
+
+	f.root = node{kind: kindDir, hash: c.TreeHash, path: "."}
+	if subdir != "" {
+		n, err := f.resolve(ctx, "open", subdir)
+		if err != nil || !n.kind.isDir() || n.kind == kindGitlink {
+			f.Close()
+			cause := error(errors.New("not a directory"))
+			if err != nil {
+				cause = errors.Unwrap(err)
+			}
+			return nil, fmt.Errorf("gitfs: subdir %q at %s: %w: %w", subdir, commit, ErrBadSubdir, cause)
+		}
+		f.root = n
+	}
+	// The root tree is the one object a mount reads up front, so that a
+	// broken repository fails here rather than on the first ls.
+	if _, err := f.tree(f.root.hash); err != nil {
+		f.Close()
+		return nil, badSource(opts.Src, fmt.Errorf("root tree %s: %w", f.root.hash, err))
+	}
+	return f, nil
+}
+
+// cleanSubdir validates Subdir and returns it clean, "" for the root.
+func cleanSubdir(s string) (string, error) {
+	s = strings.Trim(s, "/")
+	if s == "" || s == "." {
+		return "", nil
+	}
+	if err := checkName("open", s); err != nil {
+		return "", fmt.Errorf("gitfs: subdir %q: %w: %w", s, ErrBadSubdir, errors.Unwrap(err))
+	}
+	return s, nil
+}
+
+// Commit returns the full SHA of the pinned commit.
+func (f *FS) Commit() string { return f.commit.String() }
+
+// Describe says what the mount is: "git@" and the short SHA, and the subdir
+// when only a subtree is served.
+func (f *FS) Describe() mounts.Description {
+	src := "git@" + f.commit.String()[:12]
+	if f.subdir != "" {
+		src += ":" + f.subdir
+	}
+	return mounts.Description{Type: "git", Source: src, Immutable: true}
+}
+
+// Close releases the repository and the caches. Files still open keep
+// their content until they close.
+func (f *FS) Close() error {
+	if f.closed.Swap(true) {
+		return nil
+	}
+	f.blobs.close()
+	return f.obj.close()
+}
+
+// checkName applies mounts.CheckPath plus the git rule: no ".git" component.
+func checkName(op, name string) error {
+	if err := mounts.CheckPath(op, name); err != nil {
+		return err
+	}
+	for rest := name; rest != ""; {
+		elem, tail, _ := strings.Cut(rest, "/")
+		if elem == ".git" {
+			return mounts.PathErr(op, name, fs.ErrInvalid)
+		}
+		rest = tail
+	}
+	return nil
+}
+
+// tree returns the decoded tree h, from the cache or the repository.
+func (f *FS) tree(h plumbing.Hash) (*tree, error) {
+	if t := f.trees.get(h); t != nil {
+		return t, nil
+	}
+	raw, err := f.obj.readAll(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	t, bad, err := parseTree(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bad {
+		f.logOnce("hidden:"+h.String()+"\x00"+b.name, "gitfs: tree entry hidden",
+			"tree", h.String(), "name", fmt.Sprintf("%q", b.name), "reason", b.reason)
+	}
+	return f.trees.put(h, t), nil
+}
+
+// resolve walks name from the root, reading only the trees on its path.
+func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
+	if err := checkName(op, name); err != nil {
+		return node{}, err
+	}
+	if f.closed.Load() {
+		return node{}, mounts.PathErr(op, name, fs.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return node{}, mounts.PathErr(op, name, err)
+	}
+	n := f.root
+	if name == "." {
+		return n, nil
+	}
+	for rest := name; rest != ""; {
+		elem, tail, _ := strings.Cut(rest, "/")
+		rest = tail
+		switch {
+		case n.kind == kindGitlink:
+			return node{}, mounts.PathErr(op, name, fs.ErrNotExist)
+		case !n.kind.isDir():
+			return node{}, mounts.PathErr(op, name, mounts.ErrNotDir)
+		}
+		t, err := f.tree(n.hash)
+		if err != nil {
+			return node{}, f.eio(op, name, n.hash, err)
+		}
+		e := t.find(elem)
+		if e == nil {
+			return node{}, mounts.PathErr(op, name, fs.ErrNotExist)
+		}
+		n = node{kind: e.kind, hash: e.hash, path: mounts.Join(n.path, elem), e: e}
+	}
+	return n, nil
+}
+
+// eio logs a corrupt or missing object once and returns EIO for name.
+func (f *FS) eio(op, name string, h plumbing.Hash, err error) error {
+	if isContextErr(err) {
+		return mounts.PathErr(op, name, err)
+	}
+	f.logOnce("eio:"+h.String(), "gitfs: cannot read object", "object", h.String(), "path", name, "err", unwrapPath(err))
+	return mounts.PathErr(op, name, syscall.EIO)
+}
+
+func (f *FS) logOnce(key, msg string, args ...any) {
+	if _, seen := f.logged.LoadOrStore(key, true); !seen {
+		f.log.Warn(msg, args...)
+	}
+}
+
+// ino derives a stable inode number from an object id and a path in the
+// commit: 56 bits (the union puts its mount index in the top 8), nonzero.
+func ino(h plumbing.Hash, path string) uint64 {
+	d := fnv.New64a()
+	d.Write(h[:])
+	d.Write([]byte(path))
+	n := d.Sum64() & (1<<56 - 1)
+	if n == 0 {
+		n = 1
+	}
+	return n
+}
+
+// attr builds the attributes of a resolved node. Directories read their own
+// tree for the link count; files read their object header for the size.
+func (f *FS) attr(op, name string, n node) (mounts.Attr, error) {
+	a := mounts.Attr{
+		Ino: ino(n.hash, n.path), Nlink: 1, Uid: f.uid, Gid: f.gid,
+		Atime: f.when, Mtime: f.when, Ctime: f.when,
+	}
+	switch n.kind {
+	case kindDir:
+		t, err := f.tree(n.hash)
+		if err != nil {
+			return mounts.Attr{}, f.eio(op, name, n.hash, err)
+		}
+		a.Mode = fs.ModeDir | 0o755
+		a.Nlink = 2 + t.subdirs
+	case kindGitlink:
+		a.Mode = fs.ModeDir | 0o755
+		a.Nlink = 2
+	default:
+		size, err := f.size(n)
+		if err != nil {
+			return mounts.Attr{}, f.eio(op, name, n.hash, err)
+		}
+		a.Size = size
+		switch n.kind {
+		case kindExec:
+			a.Mode = 0o755
+		case kindSymlink:
+			a.Mode = fs.ModeSymlink | 0o777
+		default:
+			a.Mode = 0o644
+		}
+	}
+	return a, nil
+}
+
+// size returns a blob's size from its header, remembered in its entry.
+func (f *FS) size(n node) (int64, error) {
+	if n.e != nil {
+		if s := n.e.loadSize(); s >= 0 {
+			return s, nil
+		}
+	}
+	s, err := f.obj.size(n.hash)
+	if err != nil {
+		return 0, err
+	}
+	if n.e != nil {
+		n.e.storeSize(s)
+	}
+	return s, nil
+}
+
+// Stat returns the attributes of name; symlinks are not followed.
+func (f *FS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	n, err := f.resolve(ctx, "stat", name)
+	if err != nil {
+		return mounts.Attr{}, err
+	}
+	return f.attr("stat", name, n)
+}
+
+// ReadDir lists a directory sorted by name. A submodule lists empty.
+func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	n, err := f.resolve(ctx, "readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n.kind == kindGitlink:
+		return []mounts.DirEntry{}, nil
+	case !n.kind.isDir():
+		return nil, mounts.PathErr("readdir", name, mounts.ErrNotDir)
+	}
+	t, err := f.tree(n.hash)
+	if err != nil {
+		return nil, f.eio("readdir", name, n.hash, err)
+	}
+	out := make([]mounts.DirEntry, len(t.entries))
+	for i := range t.entries {
+		e := &t.entries[i]
+		out[i] = mounts.DirEntry{Name: e.name, Type: typeOf(e.kind), Ino: ino(e.hash, mounts.Join(n.path, e.name))}
+	}
+	return out, nil
+}
+
+func typeOf(k kind) fs.FileMode {
+	switch k {
+	case kindDir, kindGitlink:
+		return fs.ModeDir
+	case kindSymlink:
+		return fs.ModeSymlink
+	}
+	return 0
+}
+
+// ReadLink returns a symlink's target as stored.
+func (f *FS) ReadLink(ctx context.Context, name string) (string, error) {
+	n, err := f.resolve(ctx, "readlink", name)
+	if err != nil {
+		return "", err
+	}
+	if n.kind != kindSymlink {
+		return "", mounts.PathErr("readlink", name, fs.ErrInvalid)
+	}
+	b, err := f.obj.readAll(plumbing.BlobObject, n.hash)
+	if err != nil {
+		return "", f.eio("readlink", name, n.hash, err)
+	}
+	return string(b), nil
+}
+
+// Open opens a regular file; its content is decoded here, once, into the
+// shared cache.
+func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
+	n, err := f.resolve(ctx, "open", name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n.kind.isDir():
+		return nil, mounts.PathErr("open", name, mounts.ErrIsDir)
+	case n.kind == kindSymlink:
+		return nil, mounts.PathErr("open", name, mounts.ErrLoop)
+	}
+	a, err := f.attr("open", name, n)
+	if err != nil {
+		return nil, err
+	}
+	b, err := f.blobs.acquire(ctx, n.hash, func(context.Context) (io.ReadCloser, int64, error) {
+		return f.obj.read(plumbing.BlobObject, n.hash)
+	})
+	switch {
+	case errors.Is(err, errCacheClosed):
+		return nil, mounts.PathErr("open", name, fs.ErrClosed)
+	case err != nil:
+		return nil, f.eio("open", name, n.hash, err)
+	case b.size != a.Size:
+		f.blobs.release(b)
+		return nil, f.eio("open", name, n.hash, errSizeMismatch)
+	}
+	return &file{fs: f, name: name, attr: a, b: b}, nil
+}
+
+// file is an open regular file; its content is pinned in the blob cache.
+type file struct {
+	fs     *FS
+	name   string
+	attr   mounts.Attr
+	b      *blob
+	mu     sync.RWMutex // guards closed against ReadAt racing Close
+	closed bool
+}
+
+func (fl *file) ReadAt(p []byte, off int64) (int, error) {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	if fl.closed {
+		return 0, mounts.PathErr("read", fl.name, fs.ErrClosed)
+	}
+	if off < 0 {
+		return 0, mounts.PathErr("read", fl.name, fs.ErrInvalid)
+	}
+	n, err := fl.b.readAt(p, off)
+	if err != nil && err != io.EOF {
+		return n, fl.fs.eio("read", fl.name, fl.b.hash, err)
+	}
+	return n, err
+}
+
+func (fl *file) Stat() (mounts.Attr, error) { return fl.attr, nil }
+
+func (fl *file) Close() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.closed {
+		return mounts.PathErr("close", fl.name, fs.ErrClosed)
+	}
+	fl.closed = true
+	fl.fs.blobs.release(fl.b)
+	return nil
+}
+
+// Extended attributes.
+const (
+	xattrCommit    = "user.git.commit"
+	xattrOID       = "user.git.oid"
+	xattrSubmodule = "user.git.submodule"
+)
+
+// GetXattr reads user.git.commit (on the root), user.git.oid (everywhere)
+// and user.git.submodule (on a gitlink). Anything else is ErrNoAttr.
+func (f *FS) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
+	n, err := f.resolve(ctx, "getxattr", name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case attr == xattrOID:
+		return []byte(n.hash.String()), nil
+	case attr == xattrCommit && name == ".":
+		return []byte(f.commit.String()), nil
+	case attr == xattrSubmodule && n.kind == kindGitlink:
+		return []byte(n.hash.String()), nil
+	}
+	return nil, mounts.PathErr("getxattr", name, mounts.ErrNoAttr)
+}
+
+// ListXattr lists the attributes GetXattr serves for name.
+func (f *FS) ListXattr(ctx context.Context, name string) ([]string, error) {
+	n, err := f.resolve(ctx, "listxattr", name)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	if name == "." {
+		out = append(out, xattrCommit)
+	}
+	out = append(out, xattrOID)
+	if n.kind == kindGitlink {
+		out = append(out, xattrSubmodule)
+	}
+	return out, nil
+}
+
+// StatFS reports a full, read-only file system, as squashfs or an ISO
+// image does: nothing is free, and names are up to 255 bytes.
+func (f *FS) StatFS(ctx context.Context) (mounts.FSStat, error) {
+	if err := ctx.Err(); err != nil {
+		return mounts.FSStat{}, mounts.PathErr("statfs", ".", err)
+	}
+	return mounts.FSStat{Bsize: 4096, NameLen: mounts.MaxNameLen}, nil
+}

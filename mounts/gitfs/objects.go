@@ -1,0 +1,210 @@
+package gitfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// objects serialises access to go-git's object storage, which is not safe
+// for concurrent use (its packfile scanners seek a shared descriptor). Only
+// header reads and small objects are decoded under the lock; the content of
+// a large blob streams from its own descriptor outside it.
+type objects struct {
+	mu    sync.Mutex
+	st    *filesystem.Storage
+	loose *looseFS
+	// packsAt is the modification time of objects/pack when the pack
+	// indexes were last read.
+	packsAt time.Time
+}
+
+func newObjects(st *filesystem.Storage, loose *looseFS) *objects {
+	o := &objects{st: st, loose: loose}
+	o.packsAt, _ = o.packsTime()
+	return o
+}
+
+func (o *objects) packsTime() (time.Time, error) {
+	fi, err := o.loose.Stat("objects/pack")
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// retry runs fn, and once more after re-reading the pack indexes and the
+// loose object listing when fn could not find the object and the packs
+// changed since they were read: a repository repacked under a live mount
+// (git gc in the source worktree) moves objects to new packs, while a
+// genuinely missing object must not cost an index reload on every read.
+// Callers hold o.mu.
+func (o *objects) retry(fn func() error) error {
+	err := fn()
+	if err == nil || !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return err
+	}
+	at, serr := o.packsTime()
+	if serr != nil || at.Equal(o.packsAt) {
+		return err
+	}
+	o.packsAt = at
+	o.st.Reindex()
+	o.loose.forget()
+	return fn()
+}
+
+// size returns the size of object h from its header, without decoding it.
+func (o *objects) size(h plumbing.Hash) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var n int64
+	err := o.retry(func() error {
+		var err error
+		n, err = o.st.EncodedObjectSize(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			// EncodedObjectSize does not look in alternates; EncodedObject
+			// does, and for a large object it still reads only headers.
+			var obj plumbing.EncodedObject
+			if obj, err = o.st.EncodedObject(plumbing.AnyObject, h); err == nil {
+				n = obj.Size()
+			}
+		}
+		return err
+	})
+	return n, err
+}
+
+// read returns the content of object h of type t and its size. For a large
+// object go-git returns a lazy handle, and the decoding happens when the
+// returned reader is read, outside the lock.
+func (o *objects) read(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, error) {
+	o.mu.Lock()
+	var obj plumbing.EncodedObject
+	err := o.retry(func() error {
+		var err error
+		obj, err = o.st.EncodedObject(t, h)
+		return err
+	})
+	o.mu.Unlock()
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, obj.Size(), nil
+}
+
+// readAll returns the whole content of a small object (a tree, a symlink
+// target), checking its length against the header.
+func (o *objects) readAll(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	r, n, err := o.read(t, h)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if extra, _ := r.Read(make([]byte, 1)); extra > 0 {
+		return nil, errSizeMismatch
+	}
+	return buf, nil
+}
+
+func (o *objects) close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.st.Close()
+}
+
+var errSizeMismatch = errors.New("object content does not match its header size")
+
+// noBlobCache is go-git's object cache without blobs. go-git keys its cache
+// by object id, which for a freshly decoded object means hashing it with
+// collision-detecting SHA-1: for a full read of a commit that was an eighth
+// of the CPU, to cache blobs our own cache already holds decoded. A blob
+// cached as a delta base would rarely be reused either: the files of one
+// commit are different files, so they share no delta chains. Trees and
+// commits are small and still cached.
+type noBlobCache struct{ cache.Object }
+
+func (c noBlobCache) Put(o plumbing.EncodedObject) {
+	if o.Type() != plumbing.BlobObject {
+		c.Object.Put(o)
+	}
+}
+
+// looseFS is the repository's file system with one shortcut: whether a
+// loose object file exists is answered from a listing of its objects/XX
+// directory, read once, rather than by an open(2) that go-billy's chroot
+// precedes with an lstat(2) of every path component. go-git looks for a
+// loose file before every packed object it sizes, so without the shortcut
+// that miss was 40% of a Stat. Objects of the pinned commit exist when the
+// listing is read; one that leaves (packed by git gc) fails its open and
+// go-git goes on to the packs; objects.retry forgets the listings when the
+// packs change.
+type looseFS struct {
+	billy.Filesystem
+	mu   sync.Mutex
+	dirs map[string]map[string]bool // "objects/ab" -> names in it
+}
+
+func newLooseFS(fsys billy.Filesystem) *looseFS {
+	return &looseFS{Filesystem: fsys, dirs: map[string]map[string]bool{}}
+}
+
+func (l *looseFS) Open(name string) (billy.File, error) {
+	if dir, file, ok := loosePath(name); ok && !l.has(dir, file) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return l.Filesystem.Open(name)
+}
+
+// loosePath splits "objects/ab/cdef..." (38 hex digits after the slash).
+func loosePath(name string) (dir, file string, ok bool) {
+	dir, file = path.Split(name)
+	dir = path.Clean(dir)
+	if len(file) != 38 || len(dir) != len("objects/ab") || dir[:len("objects/")] != "objects/" {
+		return "", "", false
+	}
+	return dir, file, true
+}
+
+func (l *looseFS) has(dir, file string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names, ok := l.dirs[dir]
+	if !ok {
+		names = map[string]bool{}
+		ents, err := l.Filesystem.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			// Unknown: let the real open decide, next time too.
+			return true
+		}
+		for _, e := range ents {
+			names[e.Name()] = true
+		}
+		l.dirs[dir] = names
+	}
+	return names[file]
+}
+
+// forget drops every listing.
+func (l *looseFS) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.dirs)
+}

@@ -1,0 +1,208 @@
+package gitfs
+
+import (
+	"bytes"
+	"container/list"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// kind is what a tree entry serves as.
+type kind uint8
+
+const (
+	kindFile kind = iota + 1
+	kindExec
+	kindDir
+	kindSymlink
+	kindGitlink // a submodule: served as an empty directory
+)
+
+func (k kind) isDir() bool { return k == kindDir || k == kindGitlink }
+
+// kindOf maps a git tree mode to a kind. Git writes only these modes;
+// 100664 is the one historical variant git itself still accepts.
+func kindOf(mode uint32) (kind, bool) {
+	switch mode {
+	case 0o100644, 0o100664:
+		return kindFile, true
+	case 0o100755:
+		return kindExec, true
+	case 0o040000:
+		return kindDir, true
+	case 0o120000:
+		return kindSymlink, true
+	case 0o160000:
+		return kindGitlink, true
+	}
+	return 0, false
+}
+
+// entry is one servable entry of a decoded tree.
+type entry struct {
+	name string
+	kind kind
+	hash plumbing.Hash
+	// size of the blob, read from its header on first Stat; -1 until then.
+	// Accessed atomically: entries are shared by every lookup.
+	size int64
+}
+
+func (e *entry) loadSize() int64   { return atomic.LoadInt64(&e.size) }
+func (e *entry) storeSize(n int64) { atomic.StoreInt64(&e.size, n) }
+
+// tree is a decoded tree object: its servable entries sorted by name (git
+// sorts a directory as if its name ended in "/", io/fs sorts by name).
+type tree struct {
+	entries []entry
+	subdirs uint32
+	cost    int64
+}
+
+func (t *tree) find(name string) *entry {
+	i, ok := slices.BinarySearchFunc(t.entries, name, func(e entry, n string) int {
+		return strings.Compare(e.name, n)
+	})
+	if !ok {
+		return nil
+	}
+	return &t.entries[i]
+}
+
+// badEntry describes an entry parseTree hides.
+type badEntry struct {
+	name, reason string
+}
+
+var errCorruptTree = errors.New("malformed tree object")
+
+// parseTree decodes the raw content of a tree object ("MODE NAME\0" then
+// the binary object id, repeated). A malformed object is an error; a
+// well-formed entry that cannot be served is hidden and reported in bad.
+func parseTree(raw []byte) (t *tree, bad []badEntry, err error) {
+	t = &tree{}
+	for len(raw) > 0 {
+		sp := bytes.IndexByte(raw, ' ')
+		if sp <= 0 {
+			return nil, nil, errCorruptTree
+		}
+		mode, perr := strconv.ParseUint(string(raw[:sp]), 8, 32)
+		if perr != nil {
+			return nil, nil, errCorruptTree
+		}
+		raw = raw[sp+1:]
+		nul := bytes.IndexByte(raw, 0)
+		if nul < 0 || len(raw) < nul+1+len(plumbing.ZeroHash) {
+			return nil, nil, errCorruptTree
+		}
+		name := string(raw[:nul])
+		var h plumbing.Hash
+		copy(h[:], raw[nul+1:])
+		raw = raw[nul+1+len(h):]
+
+		k, ok := kindOf(uint32(mode))
+		switch {
+		case !ok:
+			bad = append(bad, badEntry{name, fmt.Sprintf("unknown mode %o", mode)})
+			continue
+		case !validName(name):
+			bad = append(bad, badEntry{name, "invalid name"})
+			continue
+		}
+		t.entries = append(t.entries, entry{name: name, kind: k, hash: h, size: -1})
+		t.cost += int64(len(name)) + entryOverhead
+	}
+	cmp := func(a, b entry) int { return strings.Compare(a.name, b.name) }
+	if !slices.IsSortedFunc(t.entries, cmp) {
+		slices.SortStableFunc(t.entries, cmp)
+	}
+	// A malformed tree may repeat a name; serve the first only.
+	t.entries = slices.CompactFunc(t.entries, func(a, b entry) bool {
+		if a.name == b.name {
+			bad = append(bad, badEntry{b.name, "duplicate name"})
+			return true
+		}
+		return false
+	})
+	for i := range t.entries {
+		if t.entries[i].kind.isDir() {
+			t.subdirs++
+		}
+	}
+	t.cost += treeOverhead
+	return t, bad, nil
+}
+
+// entryOverhead and treeOverhead approximate the memory of a decoded entry
+// (beyond its name) and tree, for the cache bound.
+const (
+	entryOverhead = 64
+	treeOverhead  = 64
+)
+
+// validName reports whether a tree entry name can be served: one path
+// component that mounts.CheckPath accepts and that is not ".git".
+func validName(name string) bool {
+	if name == "." || name == ".." || name == ".git" || strings.Contains(name, "/") {
+		return false
+	}
+	return mounts.CheckPath("lookup", name) == nil
+}
+
+// treeCache is a bounded LRU of decoded trees, keyed by object id. Two
+// goroutines missing the same tree may both decode it; the result is the
+// same and the second insert is dropped, which is cheaper than making
+// every lookup wait on a flight group.
+type treeCache struct {
+	mu   sync.Mutex
+	max  int64
+	used int64
+	ll   list.List // of *treeItem, most recent at the front
+	m    map[plumbing.Hash]*list.Element
+}
+
+type treeItem struct {
+	hash plumbing.Hash
+	t    *tree
+}
+
+func newTreeCache(max int64) *treeCache {
+	return &treeCache{max: max, m: make(map[plumbing.Hash]*list.Element)}
+}
+
+func (c *treeCache) get(h plumbing.Hash) *tree {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[h]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*treeItem).t
+	}
+	return nil
+}
+
+func (c *treeCache) put(h plumbing.Hash, t *tree) *tree {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[h]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*treeItem).t
+	}
+	c.m[h] = c.ll.PushFront(&treeItem{hash: h, t: t})
+	c.used += t.cost
+	// Keep at least the newest tree even when it alone is over the bound.
+	for c.used > c.max && c.ll.Len() > 1 {
+		old := c.ll.Remove(c.ll.Back()).(*treeItem)
+		delete(c.m, old.hash)
+		c.used -= old.t.cost
+	}
+	return t
+}

@@ -52,6 +52,19 @@
 // given to [New] with mounts.Observe so that every tool write invalidates
 // the kernel's caches for the names it touched: the shell sees it at once.
 //
+// # Policy hooks
+//
+// This package enforces no policy of its own and imports none: path rules
+// and the audit of changes live in decorators of the tree it is given.
+// [Options] has the hooks a caller plugs policy into: BeforeCall (an
+// approval; an error refuses the call), AfterCall (an audit line), DryRun
+// (effectful verbs report what they would do: write the size and whether
+// it creates, edit and apply_patch the unified diff, delete what it would
+// remove; shell does not run) and [Limits]. Every call carries an id
+// ([CallInfo]: the JSON-RPC request id, or a random one) into the tree as
+// mounts.Caller{Face: "tool", CallID: id}, so each change can be traced
+// to its call.
+//
 // # Limitations
 //
 //   - grep reads every file through the tree, except the subtrees of

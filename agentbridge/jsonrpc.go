@@ -89,6 +89,7 @@ type BriefResult struct {
 // run concurrently; responses are written whole, one per line, in the order
 // they finish.
 func (w *Workspace) ServeJSONRPC(ctx context.Context, r io.Reader, wr io.Writer) error {
+	ctx = context.WithValue(ctx, connKey{}, w.rpcConns.Add(1))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -240,6 +241,9 @@ func (w *Workspace) handleOne(ctx context.Context, msg []byte) *rpcResponse {
 			resp.ID = json.RawMessage("null")
 		}
 		return resp
+	}
+	if !notify {
+		ctx = WithCallID(ctx, rpcCallID(ctx, req.ID))
 	}
 	resp.Result, resp.Error = w.dispatch(ctx, req.Method, req.Params)
 	if notify {
@@ -506,3 +510,20 @@ func decodeResultFast(line []byte, r *Result) bool {
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
+
+type connKey struct{}
+
+// rpcCallID is the call id of a JSON-RPC request: "rpc-" with the
+// connection number and the request id ("rpc-3-7").
+func rpcCallID(ctx context.Context, id json.RawMessage) string {
+	s := string(bytes.TrimSpace(id))
+	var str string
+	if json.Unmarshal(id, &str) == nil {
+		s = str
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	conn, _ := ctx.Value(connKey{}).(int64)
+	return fmt.Sprintf("rpc-%d-%s", conn, s)
+}

@@ -334,6 +334,16 @@ func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error
 		}
 		steps = append(steps, st)
 	}
+	for _, st := range steps {
+		if st.op != PatchDelete {
+			if err := w.checkSize("apply_patch:", st.shown, len(st.content)); err != nil {
+				return "", err
+			}
+		}
+	}
+	if w.dryRun {
+		return dryPatch(steps), nil
+	}
 	var done []patchStep
 	for _, st := range steps {
 		if err := w.doStep(ctx, st); err != nil {
@@ -482,4 +492,25 @@ func (w *Workspace) undoStep(ctx context.Context, st patchStep) {
 	if err != nil {
 		w.log.Error("agentbridge: apply_patch rollback failed", "path", mounts.ToSlash(st.name), "err", err)
 	}
+}
+
+// dryPatch shows the diff of every step of a patch without applying it.
+func dryPatch(steps []patchStep) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "would apply patch (%d %s) %s\n", len(steps), plural(len(steps), "file", "files"), dryRunNote)
+	for _, st := range steps {
+		from, to := mounts.ToSlash(st.name), mounts.ToSlash(st.name)
+		if st.moveTo != "" {
+			to = mounts.ToSlash(st.moveTo)
+		}
+		switch st.op {
+		case PatchAdd:
+			b.WriteString(unifiedDiff(from, to, st.old, st.content, st.existed, true))
+		case PatchDelete:
+			b.WriteString(unifiedDiff(from, to, st.old, "", true, false))
+		default:
+			b.WriteString(unifiedDiff(from, to, st.old, st.content, true, true))
+		}
+	}
+	return b.String()
 }

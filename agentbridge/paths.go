@@ -121,6 +121,11 @@ func (w *Workspace) explain(ctx context.Context, op string, p wpath, err error) 
 	switch {
 	case errors.Is(err, mounts.ErrReadOnly):
 		m, _ := w.mountFor(p.name)
+		if m.Writable {
+			// The mount can change, so a policy (a read_only prefix, a
+			// dry run) refused it.
+			return fmt.Errorf("%s %s: read-only by policy", op, where)
+		}
 		msg := fmt.Sprintf("%s %s: read-only mount", op, where)
 		if m.Prefix != "" {
 			msg += fmt.Sprintf(" %s (%s)", m.Prefix, m.Source)

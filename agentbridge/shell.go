@@ -211,7 +211,8 @@ func (w *Workspace) shellVerb(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	timeout, err := a.integer("timeout", shellDefaultTimeout, 1, shellMaxTimeout)
+	maxMs := int(w.limits.MaxShellTimeout.Milliseconds())
+	timeout, err := a.integer("timeout", min(shellDefaultTimeout, maxMs), 1, maxMs)
 	if err != nil {
 		return "", err
 	}
@@ -227,6 +228,12 @@ func (w *Workspace) shellVerb(ctx context.Context, a *args) (string, error) {
 		return "", w.explain(ctx, "shell: cwd", cwd, err)
 	} else if !attr.IsDir() {
 		return "", fmt.Errorf("shell: cwd %s is not a directory", cwd.abs())
+	}
+	if w.dryRun {
+		// Not run: a command may have effects outside the tree (the
+		// network, when it is on), and what it would change inside
+		// cannot be shown before it runs.
+		return fmt.Sprintf("would run in %s: %s %s", cwd.abs(), command, "(dry run: the command was not run)"), nil
 	}
 	names, err := w.shell.names(ctx)
 	if err != nil {

@@ -117,7 +117,13 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 			return string(out), nil
 		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte{'\n'}), []byte{'\r'})
+		mark := len(out)
 		out = appendNumbered(out, line, text)
+		if shown > 0 && len(out) > w.limits.MaxReadBytes {
+			// Over the byte limit: drop this line and say where to go on.
+			out = fmt.Appendf(out[:mark], "… output capped at %d bytes; call read with offset=%d\n", w.limits.MaxReadBytes, line)
+			return string(out), nil
+		}
 		shown++
 		if rerr != nil {
 			break

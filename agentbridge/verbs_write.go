@@ -41,6 +41,15 @@ func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
 	if exists && attr.IsDir() {
 		return "", fmt.Errorf("write %s: is a directory; give a file path", p.abs())
 	}
+	if err := w.checkSize("write", p.abs(), len(text)); err != nil {
+		return "", err
+	}
+	if w.dryRun {
+		if exists {
+			return fmt.Sprintf("would overwrite %s (%d bytes, now %d bytes) %s", p.abs(), len(text), attr.Size, dryRunNote), nil
+		}
+		return fmt.Sprintf("would create %s (%d bytes) %s", p.abs(), len(text), dryRunNote), nil
+	}
 	if err := w.writeFile(ctx, real, []byte(text)); err != nil {
 		return "", w.explain(ctx, "write", p, err)
 	}
@@ -151,6 +160,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			return "", err
 		}
 	}
+	before := content
 	var spans []span
 	for i, e := range edits {
 		where := ""
@@ -167,10 +177,17 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			return "", errors.New(msg)
 		}
 	}
+	n := len(spans)
+	if err := w.checkSize("edit", p.abs(), len(content)); err != nil {
+		return "", err
+	}
+	if w.dryRun {
+		return fmt.Sprintf("would edit %s (%d %s) %s\n%s", p.abs(), n, plural(n, "change", "changes"), dryRunNote,
+			unifiedDiff(mounts.ToSlash(real), mounts.ToSlash(real), before, content, exists, true)), nil
+	}
 	if err := w.writeFile(ctx, real, []byte(content)); err != nil {
 		return "", w.explain(ctx, "edit", p, err)
 	}
-	n := len(spans)
 	return fmt.Sprintf("edited %s (%d %s)\n%s", p.abs(), n, plural(n, "change", "changes"), snippet(content, spans)), nil
 }
 
@@ -386,6 +403,9 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 	if err := w.checkWritable("delete", wpath{given: p.given, name: real}); err != nil {
 		return "", err
 	}
+	if w.dryRun {
+		return w.dryDelete(ctx, p, real, attr, recursive)
+	}
 	if !attr.IsDir() {
 		if err := mounts.Unlink(ctx, w.fsys, real); err != nil {
 			return "", w.explain(ctx, "delete", p, err)
@@ -404,4 +424,34 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 		return "", w.explain(ctx, "delete", p, err)
 	}
 	return fmt.Sprintf("deleted %s and %d %s below it", p.abs(), n, plural(n, "entry", "entries")), nil
+}
+
+// dryDelete says what delete would remove, after the same checks.
+func (w *Workspace) dryDelete(ctx context.Context, p wpath, real string, attr mounts.Attr, recursive bool) (string, error) {
+	if !attr.IsDir() {
+		return fmt.Sprintf("would delete %s (%s, %d bytes) %s", p.abs(), kindOf(attr.Mode), attr.Size, dryRunNote), nil
+	}
+	ents, err := w.fsys.ReadDir(ctx, real)
+	if err != nil {
+		return "", w.explain(ctx, "delete", p, err)
+	}
+	if len(ents) == 0 {
+		return fmt.Sprintf("would delete empty directory %s %s", p.abs(), dryRunNote), nil
+	}
+	if !recursive {
+		return "", w.explain(ctx, "delete", p, mounts.ErrNotEmpty)
+	}
+	n := 0
+	_ = w.walk(ctx, real, func(string, string, mounts.DirEntry) error { n++; return nil }, nil)
+	return fmt.Sprintf("would delete %s and %d %s below it %s", p.abs(), n, plural(n, "entry", "entries"), dryRunNote), nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "special file"
 }

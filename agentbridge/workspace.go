@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -48,6 +49,26 @@ type Options struct {
 	// Logger receives one line per call at debug level and start-up
 	// notes (why there is no shell); nil is silent.
 	Logger *slog.Logger
+
+	// BeforeCall, when set, runs before a known tool's arguments are
+	// acted on (after they parse); an error refuses the call, and its
+	// text ends the tool error ("write: not approved: …"). Policy
+	// (approvals) plugs in here; this package knows nothing of it.
+	BeforeCall func(ctx context.Context, c *CallInfo) error
+	// AfterCall, when set, runs after every call, with its result and
+	// duration (the audit log's tool-call line).
+	AfterCall func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
+	// DryRun makes effectful verbs report what they would do and change
+	// nothing: write says what it would create or overwrite, edit and
+	// apply_patch show the unified diff, delete what it would remove,
+	// and shell does not run the command. The caller should also give a
+	// tree that refuses every change (policy.Freeze) and mount the
+	// kernel face read-only. What a dry run reports is not checked
+	// against path rules or approvals: a change it describes may still
+	// be refused when made for real.
+	DryRun bool
+	// Limits bound single calls; the zero value is the defaults.
+	Limits Limits
 }
 
 // Workspace serves the tool verbs over one tree. It holds no per-call state
@@ -60,6 +81,13 @@ type Workspace struct {
 	log    *slog.Logger
 	// resolveMount is Options.Resolve.
 	resolveMount func(name string) (prefix string, fsys mounts.FS, rel string, ok bool)
+	before       func(ctx context.Context, c *CallInfo) error
+	after        func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
+	dryRun       bool
+	limits       Limits
+	// rpcConns numbers JSON-RPC connections, so that the call ids of two
+	// clients that both count from 1 stay apart in an audit log.
+	rpcConns atomic.Int64
 }
 
 // Result is the outcome of one tool call. A tool error is a Result with
@@ -109,7 +137,8 @@ type verb struct {
 // New builds the tool face over fsys. It fails when opts.Tools names an
 // unknown verb or one the tree cannot serve.
 func New(fsys mounts.FS, opts Options) (*Workspace, error) {
-	w := &Workspace{fsys: fsys, log: opts.Logger, resolveMount: opts.Resolve}
+	w := &Workspace{fsys: fsys, log: opts.Logger, resolveMount: opts.Resolve,
+		before: opts.BeforeCall, after: opts.AfterCall, dryRun: opts.DryRun, limits: opts.Limits.withDefaults()}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -205,8 +234,14 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 
 // Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
 // Every failure, including bad input, is a Result with IsError set.
+//
+// The call gets an id (the transport's, see [WithCallID], or a random
+// one), and the tree sees it through mounts.Caller (Face "tool"), so an
+// audit log can tie each change to its call.
 func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.RawMessage) (res Result) {
 	start := time.Now()
+	info := &CallInfo{ID: callID(ctx), Dialect: dialect, Tool: tool, DryRun: w.dryRun}
+	ctx = mounts.WithCaller(ctx, toolCaller(info.ID))
 	defer func() {
 		if p := recover(); p != nil {
 			// A bug must not take the server down with it; the model
@@ -214,7 +249,12 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 			w.log.Error("agentbridge: panic in tool call", "tool", tool, "panic", fmt.Sprint(p))
 			res = Result{Text: fmt.Sprintf("%s: internal error; the call was not completed", tool), IsError: true}
 		}
-		w.log.Debug("agentbridge: call", "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", time.Since(start))
+		res.Text = capOutput(res.Text, w.limits.MaxOutputBytes)
+		elapsed := time.Since(start)
+		w.log.Debug("agentbridge: call", "id", info.ID, "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", elapsed)
+		if w.after != nil {
+			w.after(ctx, info, res, elapsed)
+		}
 	}()
 	d, err := lookupDialect(dialect)
 	if err != nil {
@@ -224,9 +264,17 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
 	}
+	info.Verb = t.verb
 	a, err := parseArgs(t, raw)
 	if err != nil {
 		return Result{Text: err.Error(), IsError: true}
+	}
+	info.Args, info.Paths = a.m, a.paths()
+	if w.before != nil {
+		if err := w.before(ctx, info); err != nil {
+			info.Refused = err.Error()
+			return Result{Text: fmt.Sprintf("%s: %v; nothing was changed", tool, err), IsError: true}
+		}
 	}
 	text, err := w.verbs[t.verb].run(w, ctx, a)
 	if err != nil {

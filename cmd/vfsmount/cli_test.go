@@ -49,7 +49,7 @@ func TestBadInput(t *testing.T) {
 	typeErr := filepath.Join(dir, "typeerr.yaml")
 	writeFile(t, typeErr, "# workspace\nmounts: memory\n")
 	unknownKey := filepath.Join(dir, "unknownkey.yaml")
-	writeFile(t, unknownKey, "mounts:\n  - type: memory\n    dst: /m\n    persist: ./m.db\n")
+	writeFile(t, unknownKey, "mounts:\n  - type: memory\n    dst: /m\n    colour: blue\n")
 	dupDst := filepath.Join(dir, "dup.yaml")
 	writeFile(t, dupDst, "mounts:\n  - {type: memory, dst: /memory}\n")
 
@@ -70,10 +70,10 @@ func TestBadInput(t *testing.T) {
 			`--mount "type=memory,dst=/m": dst "/m" is already mounted by --mount "type=memory,dst=/m"`},
 		{"duplicate dst across config and flag", []string{"mount", "--config", dupDst, "--mount", "type=memory,dst=/memory", mnt},
 			`--mount "type=memory,dst=/memory": dst "/memory" is already mounted by ` + dupDst + `:2`},
-		{"unknown option key", []string{"mount", "--mount", "type=memory,dst=/m,persist=./m.db", mnt},
-			`--mount "type=memory,dst=/m,persist=./m.db": unknown key "persist" for type memory (allowed: type, dst)`},
+		{"unknown option key", []string{"mount", "--mount", "type=memory,dst=/m,colour=blue", mnt},
+			`--mount "type=memory,dst=/m,colour=blue": unknown key "colour" for type memory (allowed: type, dst, max_bytes, max_files, persist)`},
 		{"unknown option key in config", []string{"mount", "--config", unknownKey, mnt},
-			unknownKey + `:2: unknown key "persist" for type memory (allowed: type, dst)`},
+			unknownKey + `:2: unknown key "colour" for type memory (allowed: type, dst, max_bytes, max_files, persist)`},
 		{"mountpoint missing", []string{"mount", filepath.Join(dir, "nope")},
 			"mountpoint " + filepath.Join(dir, "nope") + ": no such directory (create it: mkdir -p " + filepath.Join(dir, "nope") + ")"},
 		{"mountpoint is a file", []string{"mount", file},

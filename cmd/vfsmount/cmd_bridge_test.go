@@ -118,7 +118,7 @@ func TestCallCommand(t *testing.T) {
 
 	code, out, _ = runTool(ctx, callCommand(), append(mem, "--dry-run", "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
 	assert.Equal(t, 0, code)
-	assert.Equal(t, "dry run: write changes the workspace and was not run\n", out)
+	assert.Equal(t, "would create /memory/a.txt (2 bytes) (dry run: nothing was changed)\n", out)
 
 	code, _, _ = runTool(ctx, callCommand(), append(mem, "read")...)
 	assert.Equal(t, 2, code, "a missing argument is a usage error")

@@ -26,9 +26,12 @@ With --server ADDR (unix:PATH or tcp:HOST:PORT) the call goes to a running
 "vfsmount serve". Otherwise the workspace is built for this one call, with a
 private kernel mount when the tool is the shell.
 
-With --dry-run the call is checked (the tool exists in this workspace and
-dialect, the arguments are a JSON object) and run only if the tool is
-read-only; a tool that would change something is not run.
+With --dry-run the workspace changes nothing: a read-only tool runs, an
+effectful one reports what it would do (write: the size and whether it
+creates; edit and apply_patch: the unified diff; delete: what it would
+remove; shell: the command, not run). With --server, where the server's
+workspace is not in a dry run, --dry-run only checks the call (the tool
+exists, the arguments are a JSON object) and runs it if it is read-only.
 
 Example:
   $ vfsmount call --mount type=memory,dst=/memory write '{"path": "/memory/a.txt", "fileText": "hi"}'
@@ -38,18 +41,22 @@ Example:
 			var bf bridgeFlags
 			bf.register(fs, true)
 			var server string
-			var dryRun bool
 			fs.StringVar(&server, "server", "", "call a running vfsmount serve at `ADDR` (unix:PATH or tcp:HOST:PORT)")
-			fs.BoolVar(&dryRun, "dry-run", false, "check the call; run it only if the tool is read-only")
 			return func(ctx context.Context, a *app, args []string) error {
 				tool, raw := args[0], json.RawMessage(args[1])
+				dryRun := bf.ws.Policy.DryRun
 				if server != "" {
 					if fs.Changed("config") || fs.Changed("mount") || fs.Changed("tools") {
 						return usageErrorf("call: --server uses the server's workspace; drop --config, --mount and --tools")
 					}
+					for _, f := range []string{"audit", "deny-read", "deny-write", "read-only", "approval", "approval-on", "approval-timeout"} {
+						if fs.Changed(f) {
+							return usageErrorf("call: --server uses the server's policy; drop --%s", f)
+						}
+					}
 					return callRemote(ctx, a, server, bf.dialect, tool, raw, dryRun)
 				}
-				return callLocal(ctx, a, &bf, tool, raw, dryRun)
+				return callLocal(ctx, a, &bf, tool, raw)
 			}
 		},
 	}
@@ -67,9 +74,9 @@ func printResult(a *app, res agentbridge.Result) error {
 	return nil
 }
 
-func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw json.RawMessage, dryRun bool) error {
+func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw json.RawMessage) error {
 	mode := noKernel
-	if isShellTool(bf.dialect, tool) && !dryRun {
+	if isShellTool(bf.dialect, tool) {
 		mode = privateKernel
 	}
 	b, err := openBridge(ctx, a, bf, mode, "")
@@ -81,15 +88,7 @@ func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw js
 			a.logger.Warn("closing the workspace", "err", err)
 		}
 	}()
-	if dryRun {
-		defs, err := b.tools.Tools(bf.dialect)
-		if err != nil {
-			return usageError(err)
-		}
-		return printResult(a, dryRunResult(defs, tool, raw, func() agentbridge.Result {
-			return b.tools.Call(ctx, bf.dialect, tool, raw)
-		}))
-	}
+	// In a dry run the workspace itself reports instead of changing.
 	return printResult(a, b.tools.Call(ctx, bf.dialect, tool, raw))
 }
 

@@ -38,11 +38,20 @@ A mount SPEC is comma-separated key=value pairs (Docker style); a bare key
 means true. Every type takes type= and dst= (an absolute, clean path in the
 workspace). Mount types:
 ` + mountTypes().help() + `
+Policy binds the kernel face and the tool face alike (see README "Policy"):
+--deny-read and --deny-write take gitignore-style patterns on workspace
+paths (a denied read or write is EACCES; the entry stays listed),
+--read-only PREFIX makes a subtree EROFS, --audit FILE appends a JSON Lines
+line per change (with the writer's pid and uid), and --dry-run mounts the
+workspace read-only.
+
 The config file says the same in YAML (unknown keys are errors):
   mounts:
     - {type: memory, dst: /memory}
     - type: memory
       dst: /scratch
+  policy: {deny_read: ["*.env"], deny_write: ["/repo/.git/"], read_only: [/repo]}
+  audit: {path: audit.jsonl, max_bytes: 64MiB}
 
 Example:
   $ mkdir -p mnt
@@ -109,6 +118,10 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, mountpoint string
 		Debug:      a.globals.Debug,
 		AllowOther: a.globals.AllowOther,
 		FSName:     "vfsmount",
+		// Read-only twice: a workspace no mount can change (or a dry
+		// run) is also mounted read-only, so the kernel refuses writes
+		// itself.
+		ReadOnly: ws.kernelReadOnly(),
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)

@@ -87,10 +87,15 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 	for _, m := range ws.Brief {
 		opts.Mounts = append(opts.Mounts, agentbridge.MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
 	}
-	fsys := ws.FS
-	if ws.Union != nil && ws.FS == mounts.FS(ws.Union) {
-		// grep may read a mount directly only when nothing (a policy
-		// decorator) sits between the union and the faces.
+	opts.DryRun = ws.Policy != nil && ws.Policy.DryRun
+	if ws.Policy != nil {
+		opts.Limits = ws.Policy.Limits
+	}
+	opts.BeforeCall, opts.AfterCall = ws.toolHooks()
+	fsys := ws.toolFS()
+	if ws.Union != nil && ws.readsBypassOK() {
+		// grep may read a mount directly only when no decorator between
+		// the union and the faces refuses reads.
 		opts.Resolve = ws.Union.Resolve
 	}
 	switch mode {
@@ -113,11 +118,11 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
-		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount"})
+		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.kernelReadOnly()})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}
-		fsys = mounts.Observe(ws.FS, b.srv.Invalidate)
+		fsys = mounts.Observe(fsys, b.srv.Invalidate)
 		env := []string{}
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)

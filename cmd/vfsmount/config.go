@@ -26,6 +26,15 @@ type configFile struct {
 	// Tools is the tool face's allowlist (canonical names); it may only
 	// narrow what the mounts offer. nil: every tool they can serve.
 	Tools []string `yaml:"tools"`
+	// Policy, Audit, Approval and DryRun are the policy sections (see
+	// policy.go in this package).
+	Policy   *configPolicy   `yaml:"policy"`
+	Audit    *configAudit    `yaml:"audit"`
+	Approval *configApproval `yaml:"approval"`
+	DryRun   bool            `yaml:"dry_run"`
+
+	// baseDir resolves relative host paths of the policy sections.
+	baseDir string
 }
 
 // configMount is one entry of mounts:, kept as raw key/value pairs so that
@@ -126,6 +135,7 @@ func parseConfig(data []byte, origin, baseDir string) (*configFile, []rawSpec, e
 		}
 		return nil, nil, usageErrorf("%s:%d: a config file holds one YAML document", origin, line)
 	}
+	cfg.baseDir = baseDir
 	raws := make([]rawSpec, 0, len(cfg.Mounts))
 	for _, m := range cfg.Mounts {
 		r := m.raw
@@ -146,7 +156,15 @@ var (
 		"!!timestamp": "a timestamp",
 	}
 	goTypeNames = map[string]string{
-		"main.configFile": "a mapping with keys: mounts", "[]main.configMount": "a list of mounts",
+		"main.configFile":     "a mapping with keys: mounts, tools, policy, audit, approval, dry_run",
+		"[]main.configMount":  "a list of mounts",
+		"main.configPolicy":   "a mapping with keys: deny_read, deny_write, read_only, limits",
+		"main.configLimits":   "a mapping with keys: max_file_bytes, max_read_bytes, max_shell_timeout, max_output_bytes",
+		"main.configAudit":    "a mapping with keys: path, max_bytes",
+		"main.configApproval": "a mapping with keys: command, on, timeout",
+		"[]string":            "a list of strings",
+		"string":              "a string",
+		"bool":                "true or false",
 	}
 )
 

@@ -72,10 +72,17 @@ func errorLine(err error) string {
 type specError struct {
 	origin string
 	msg    string
+	cause  error
 }
 
 func (e *specError) Error() string { return e.origin + ": " + e.msg }
 
+// Unwrap keeps the cause (a %w argument) for errors.Is.
+func (e *specError) Unwrap() error { return e.cause }
+
+// specErrorf is a usage error about one spec. Like fmt.Errorf, a %w verb
+// keeps its argument as the cause.
 func specErrorf(origin, format string, args ...any) error {
-	return &exitError{code: exitUsage, err: &specError{origin: origin, msg: fmt.Sprintf(format, args...)}}
+	wrapped := fmt.Errorf(format, args...)
+	return &exitError{code: exitUsage, err: &specError{origin: origin, msg: wrapped.Error(), cause: errors.Unwrap(wrapped)}}
 }

@@ -48,7 +48,9 @@ type buildEnv struct {
 	// Uid and Gid own what a mount creates on its own behalf (the root of
 	// a memory mount): the user running vfsmount.
 	Uid, Gid uint32
-	onClose  []func() error
+	// Git holds the workspace-wide git settings (cache, offline).
+	Git     gitSettings
+	onClose []func() error
 }
 
 // OnClose registers f to run when the workspace closes, after the kernel
@@ -62,6 +64,7 @@ type registry map[string]mountType
 func mountTypes() registry {
 	reg := registry{}
 	for _, mt := range []mountType{
+		gitType(),
 		memoryType(),
 		hostType(),
 		skillsType(),

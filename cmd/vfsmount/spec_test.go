@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -89,8 +91,8 @@ func TestParseAndValidateSpec(t *testing.T) {
 			errMsg: `dst "//m" is not clean (did you mean "/m"?)`},
 		{name: "control character in dst", spec: "type=memory,dst=/a\x01b",
 			errMsg: `dst "/a\x01b" holds an invalid name (control character or empty component)`},
-		{name: "unknown key", spec: "type=memory,dst=/m,persist=./mem.db",
-			errMsg: `unknown key "persist" for type memory (allowed: type, dst)`},
+		{name: "unknown key", spec: "type=memory,dst=/m,colour=blue",
+			errMsg: `unknown key "colour" for type memory (allowed: type, dst, max_bytes, max_files, persist)`},
 		{name: "unknown key lists allowed", spec: "type=demo,src=.,dst=/d,size=1",
 			errMsg: `unknown key "size" for type demo (allowed: type, dst, rev, ro, src, url)`},
 		{name: "duplicate key", spec: "type=memory,dst=/a,dst=/b",
@@ -203,7 +205,7 @@ mounts:
 		{name: "mounts not a list", yaml: "mounts: memory\n",
 			errMsg: "ws.yaml:1: want a list of mounts, got a string (memory)"},
 		{name: "document not a mapping", yaml: "- {type: memory, dst: /m}\n",
-			errMsg: "ws.yaml:1: want a mapping with keys: mounts, got a list"},
+			errMsg: "ws.yaml:1: want a mapping with keys: mounts, tools, policy, audit, approval, dry_run, got a list"},
 		{name: "entry not a mapping", yaml: "mounts:\n  - memory\n",
 			errMsg: `ws.yaml:2: a mount must be a mapping such as {type: memory, dst: /memory}, got the value "memory"`},
 		{name: "nested value", yaml: "mounts:\n  - type: memory\n    dst:\n      - /a\n",
@@ -220,8 +222,8 @@ mounts:
 			errMsg: `ws.yaml:2: unknown mount type "nope" (known: {known})`},
 		{name: "relative dst", yaml: "mounts:\n  - {type: memory, dst: memory}\n",
 			errMsg: `ws.yaml:2: dst "memory" must be an absolute path (start with /)`},
-		{name: "unknown key", yaml: "mounts:\n  - {type: memory, dst: /m, persist: ./x.db}\n",
-			errMsg: `ws.yaml:2: unknown key "persist" for type memory (allowed: type, dst)`},
+		{name: "unknown key", yaml: "mounts:\n  - {type: memory, dst: /m, colour: blue}\n",
+			errMsg: `ws.yaml:2: unknown key "colour" for type memory (allowed: type, dst, max_bytes, max_files, persist)`},
 		{name: "bool type error", yaml: "mounts:\n  - {type: demo, src: ., dst: /d, ro: maybe}\n",
 			errMsg: `ws.yaml:2: key "ro": want true or false, got "maybe"`},
 		{name: "duplicate dst", yaml: "mounts:\n  - {type: memory, dst: /m}\n  - {type: memory, dst: /m}\n",
@@ -330,18 +332,69 @@ func TestBuildWorkspace(t *testing.T) {
 }
 
 func TestDefaultMounts(t *testing.T) {
-	var wf workspaceFlags
-	cfg, err := wf.load(context.Background(), nil)
-	require.NoError(t, err)
-	require.Len(t, cfg.Mounts, 1)
-	assert.Equal(t, "memory", cfg.Mounts[0].Type)
-	assert.Equal(t, "/memory", cfg.Mounts[0].Dst)
+	ctx := context.Background()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
 
-	wf.Mounts = []string{"type=memory,dst=/scratch"}
-	cfg, err = wf.load(context.Background(), nil)
-	require.NoError(t, err)
-	require.Len(t, cfg.Mounts, 1, "flags replace the default")
-	assert.Equal(t, "/scratch", cfg.Mounts[0].Dst)
+	t.Run("outside a repository: memory only", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		var wf workspaceFlags
+		cfg, err := wf.load(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, cfg.Mounts, 1)
+		assert.Equal(t, "memory", cfg.Mounts[0].Type)
+		assert.Equal(t, "/memory", cfg.Mounts[0].Dst)
+	})
+
+	t.Run("inside a repository: its HEAD on /repo, memory on /memory", func(t *testing.T) {
+		top := t.TempDir()
+		git(top, "init", "-q")
+		require.NoError(t, os.MkdirAll(filepath.Join(top, "sub", "deeper"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(top, "sub", "f.txt"), []byte("hello\n"), 0o644))
+		git(top, "add", ".")
+		git(top, "commit", "-qm", "one")
+		t.Chdir(filepath.Join(top, "sub", "deeper"))
+
+		var wf workspaceFlags
+		cfg, err := wf.load(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, cfg.Mounts, 2)
+		assert.Equal(t, "git", cfg.Mounts[0].Type)
+		assert.Equal(t, "/repo", cfg.Mounts[0].Dst)
+		assert.Equal(t, "memory", cfg.Mounts[1].Type)
+
+		ws, err := buildWorkspace(ctx, cfg, nil)
+		require.NoError(t, err)
+		defer ws.Close()
+		data, err := mounts.ReadFile(ctx, ws.FS, "repo/sub/f.txt")
+		require.NoError(t, err, "the repository's top is served, not the working directory")
+		assert.Equal(t, "hello\n", string(data))
+		require.Len(t, ws.Brief, 2)
+		assert.Equal(t, "/repo", ws.Brief[1].Prefix)
+		assert.False(t, ws.Brief[1].Writable, "/repo is read-only")
+
+		wf.Mounts = []string{"type=memory,dst=/scratch"}
+		cfg, err = wf.load(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, cfg.Mounts, 1, "flags replace the default")
+		assert.Equal(t, "/scratch", cfg.Mounts[0].Dst)
+	})
+
+	t.Run("a repository without commits: /repo is left out", func(t *testing.T) {
+		top := t.TempDir()
+		git(top, "init", "-q")
+		t.Chdir(top)
+		var wf workspaceFlags
+		ws, err := wf.open(ctx, nil)
+		require.NoError(t, err)
+		defer ws.Close()
+		require.Len(t, ws.Brief, 1)
+		assert.Equal(t, "/memory", ws.Brief[0].Prefix)
+	})
 }
 
 func TestOpenWorkspace(t *testing.T) {

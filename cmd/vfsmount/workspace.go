@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/policy"
 	"github.com/vfsmount/vfsmount/union"
 )
 
@@ -19,6 +21,21 @@ import (
 type workspaceFlags struct {
 	Config string
 	Mounts []string
+	Git    gitSettings
+	Policy policyFlags
+}
+
+// gitSettings apply to every git mount of a workspace.
+type gitSettings struct {
+	// CacheDir holds bare clones of URL sources ("" = the default under
+	// $XDG_CACHE_HOME/vfsmount).
+	CacheDir string
+	// Offline never fetches: a URL must already be cloned, a revision
+	// already present.
+	Offline bool
+	// CacheSize bounds each git mount's cache of decoded blobs, in bytes
+	// (0 = gitfs.DefaultCacheSize).
+	CacheSize int64
 }
 
 // register adds the workspace flags to fs.
@@ -26,6 +43,10 @@ func (w *workspaceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&w.Config, "config", "c", "", "YAML config `FILE` (mounts: [...]); --mount flags add to it")
 	// StringArray, not StringSlice: a spec is itself comma-separated.
 	fs.StringArrayVarP(&w.Mounts, "mount", "m", nil, "add a mount, Docker style: `SPEC` such as type=memory,dst=/memory (repeatable)")
+	fs.StringVar(&w.Git.CacheDir, "cache-dir", "", "where git mounts clone URL sources (`DIR`; default $XDG_CACHE_HOME/vfsmount)")
+	fs.BoolVar(&w.Git.Offline, "offline", false, "git mounts never fetch: URLs must be cloned and revisions present already")
+	fs.Int64Var(&w.Git.CacheSize, "cache-size", 0, "bound of each git mount's decoded-blob cache in `BYTES` (default 256 MiB)")
+	w.Policy.register(fs)
 }
 
 // workspaceConfig is the merged, validated configuration of a workspace:
@@ -37,13 +58,20 @@ type workspaceConfig struct {
 	// Types builds the mounts; nil means [mountTypes]. Tests swap in
 	// types of their own.
 	Types registry
+	// Git applies to every git mount.
+	Git gitSettings
+	// Policy is the merged policy of the config file and the flags.
+	Policy *policyConfig
 }
 
 // load reads the config file, parses the flags, falls back to
 // [defaultMounts] when neither names a mount, and validates the lot. Every
 // error is a usage error naming the spec, key or file at fault.
 func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*workspaceConfig, error) {
-	cfg := &workspaceConfig{Types: mountTypes()}
+	if w.Git.CacheSize < 0 {
+		return nil, usageErrorf("--cache-size: must not be negative, got %d", w.Git.CacheSize)
+	}
+	cfg := &workspaceConfig{Types: mountTypes(), Git: w.Git}
 	var raws []rawSpec
 	if w.Config != "" {
 		file, specs, err := loadConfig(w.Config)
@@ -78,6 +106,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 		return nil, err
 	}
 	cfg.Mounts = specs
+	if cfg.Policy, err = loadPolicy(cfg.File, &w.Policy); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -93,17 +124,41 @@ func (w *workspaceFlags) open(ctx context.Context, logger *slog.Logger) (*worksp
 
 // defaultWorkspace describes [defaultMounts] for help output; change the
 // two together.
-const defaultWorkspace = "a memory mount on /memory"
+const defaultWorkspace = "the git repository of the working directory at HEAD on /repo, and a memory mount on /memory"
+
+// defaultGitOrigin names the default workspace's git mount in messages. A
+// repository whose HEAD has no commit yet is dropped from the default
+// workspace with a log line instead of failing it.
+const defaultGitOrigin = "default git mount"
 
 // defaultMounts is the workspace when neither a config file nor a flag
-// names a mount. DESIGN §5 gives the final default (the git repository of
-// the working directory at HEAD on /repo, plus memory on /memory); until the
-// git mount exists it is memory alone.
+// names a mount (DESIGN §5): the repository containing the working
+// directory at HEAD on /repo, and memory on /memory. Outside a repository
+// it is memory alone, and a log line says why.
 func defaultMounts(ctx context.Context, logger *slog.Logger) ([]rawSpec, error) {
-	return []rawSpec{{
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	mem := rawSpec{
 		Origin: "default mount",
 		Items:  []rawItem{{Key: "type", Value: "memory"}, {Key: "dst", Value: "/memory"}},
-	}}, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	top, err := gitfs.Discover(cwd)
+	if err != nil {
+		logger.Info("default workspace: no git repository here, so no /repo", "dir", cwd)
+		return []rawSpec{mem}, nil
+	}
+	git := rawSpec{
+		Origin:  defaultGitOrigin,
+		BaseDir: cwd,
+		Items: []rawItem{{Key: "type", Value: "git"}, {Key: "src", Value: top},
+			{Key: "rev", Value: "HEAD"}, {Key: "dst", Value: "/repo"}},
+	}
+	return []rawSpec{git, mem}, nil
 }
 
 // workspace is a built workspace: the union of its mounts, ready for the
@@ -112,11 +167,16 @@ type workspace struct {
 	Config *workspaceConfig
 	// Union composes the mounts.
 	Union *union.Union
-	// FS is what the faces serve. It is the union today; policy
-	// decorators will wrap it here, below both faces.
+	// FS is what the faces serve: the union wrapped in the policy
+	// decorators (path rules, then audit), below both faces.
 	FS mounts.FS
-	// Brief is the mount table as the tool face shows it.
+	// Brief is the mount table as the tool face shows it; a mount under
+	// a read_only prefix is shown read-only.
 	Brief []union.MountInfo
+	// Policy is the workspace's policy (nil: none); Audit its open audit
+	// log (nil: none), closed by Close after everything else.
+	Policy *policyConfig
+	Audit  *policy.AuditLog
 
 	cleanup []func() error
 }
@@ -152,6 +212,17 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			}
 		}
 	}()
+	if cfg.Policy != nil && cfg.Policy.Audit != nil {
+		// Opened first, so it is closed last, after every mount; and a
+		// path that cannot be opened is bad input, found before any
+		// mount is built.
+		opts := *cfg.Policy.Audit
+		opts.Logger = logger
+		if ws.Audit, err = policy.OpenAudit(opts); err != nil {
+			return nil, usageError(err)
+		}
+		ws.cleanup = append(ws.cleanup, ws.Audit.Close)
+	}
 	table := make(map[string]mounts.FS, len(cfg.Mounts))
 	for i := range cfg.Mounts {
 		spec := &cfg.Mounts[i]
@@ -163,9 +234,14 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			Logger: logger.With("mount", spec.Dst),
 			Uid:    uint32(os.Getuid()),
 			Gid:    uint32(os.Getgid()),
+			Git:    cfg.Git,
 		}
 		fsys, err := mt.Build(ctx, spec, env)
 		ws.cleanup = append(ws.cleanup, env.onClose...)
+		if err != nil && spec.Origin == defaultGitOrigin && errors.Is(err, gitfs.ErrBadRev) {
+			logger.Info("default workspace: the repository has no commit at HEAD yet, so no /repo", "err", err)
+			continue
+		}
 		if err != nil {
 			var ee *exitError
 			if errors.As(err, &ee) {
@@ -182,5 +258,6 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	ws.Union = u
 	ws.FS = u
 	ws.Brief = u.Brief()
+	ws.applyPolicy(cfg.Policy)
 	return ws, nil
 }

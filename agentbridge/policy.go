@@ -1,0 +1,396 @@
+package agentbridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// Default limits (see [Limits]).
+const (
+	DefaultMaxFileBytes    = 16 << 20
+	DefaultMaxReadBytes    = 1 << 20
+	DefaultMaxShellTimeout = shellMaxTimeout * time.Millisecond
+	DefaultMaxOutputBytes  = 2 << 20
+)
+
+// Limits bound what one tool call may do. A zero field takes its default.
+type Limits struct {
+	// MaxFileBytes is the largest file write, edit and apply_patch may
+	// leave behind (default 16 MiB).
+	MaxFileBytes int64
+	// MaxReadBytes is the most file text one read returns, line numbers
+	// included (default 1 MiB); a footer says where to continue.
+	MaxReadBytes int
+	// MaxShellTimeout is the longest timeout a shell call may ask for
+	// (default 10 minutes, the TOOLS.md maximum, which it may not raise).
+	MaxShellTimeout time.Duration
+	// MaxOutputBytes is the longest result text of any call (default
+	// 2 MiB); a longer one is cut with a note.
+	MaxOutputBytes int
+}
+
+// withDefaults fills zero fields and clamps the shell timeout to the
+// TOOLS.md maximum.
+func (l Limits) withDefaults() Limits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if l.MaxReadBytes <= 0 {
+		l.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if l.MaxShellTimeout <= 0 || l.MaxShellTimeout > DefaultMaxShellTimeout {
+		l.MaxShellTimeout = DefaultMaxShellTimeout
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return l
+}
+
+// CallInfo describes one tool call to the [Options] hooks.
+type CallInfo struct {
+	// ID identifies the call in the audit log and in mounts.Caller:
+	// the JSON-RPC request id when the call came over JSON-RPC ("rpc-7"),
+	// else a random one ("call-1a2b3c4d5e6f").
+	ID string `json:"id"`
+	// Dialect and Tool are as called; Verb is the canonical verb, ""
+	// when the tool is unknown.
+	Dialect string `json:"dialect,omitempty"`
+	Tool    string `json:"tool"`
+	Verb    string `json:"verb,omitempty"`
+	// Args are the arguments under their canonical names, in full
+	// (file contents included).
+	Args map[string]json.RawMessage `json:"args,omitempty"`
+	// Paths are the workspace paths the call names (path, cwd, the
+	// files of a patch), as given.
+	Paths []string `json:"paths,omitempty"`
+	// DryRun is set when the workspace only reports what it would do.
+	DryRun bool `json:"dryRun,omitempty"`
+	// Refused is the error of a BeforeCall that refused the call, for
+	// AfterCall; "" when it ran.
+	Refused string `json:"-"`
+}
+
+// contentKeys are the canonical arguments that carry file contents.
+var contentKeys = []string{"fileText", "oldText", "newText", "patchContent"}
+
+// Summary returns the arguments as a JSON object with file contents
+// replaced by their lengths ({"bytes": N}): what an audit log may keep.
+func (c *CallInfo) Summary() json.RawMessage {
+	out := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		switch {
+		case slices.Contains(contentKeys, k):
+			out[k] = lengthOf(v)
+		case k == "edits":
+			var edits []map[string]json.RawMessage
+			if err := json.Unmarshal(v, &edits); err != nil {
+				out[k] = map[string]int{"bytes": len(v)}
+				continue
+			}
+			sum := make([]map[string]any, len(edits))
+			for i, e := range edits {
+				sum[i] = map[string]any{}
+				for ek, ev := range e {
+					if r, ok := canonicalEditKey(ek); ok && slices.Contains(contentKeys, r) {
+						sum[i][ek] = lengthOf(ev)
+					} else {
+						sum[i][ek] = ev
+					}
+				}
+			}
+			out[k] = sum
+		default:
+			out[k] = v
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// canonicalEditKey maps the key of one edits[] object, in any dialect, to
+// its canonical name.
+func canonicalEditKey(k string) (string, bool) {
+	switch k {
+	case "oldText", "old_string":
+		return "oldText", true
+	case "newText", "new_string":
+		return "newText", true
+	}
+	return k, false
+}
+
+// lengthOf summarises a JSON value: a string by its byte length, anything
+// else by the length of its encoding.
+func lengthOf(v json.RawMessage) map[string]int {
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return map[string]int{"bytes": len(s)}
+	}
+	return map[string]int{"bytes": len(v)}
+}
+
+// paths collects the workspace paths the arguments name.
+func (a *args) paths() []string {
+	var out []string
+	for _, k := range []string{"path", "cwd"} {
+		if s, err := a.str(k, false); err == nil && s != "" {
+			out = append(out, s)
+		}
+	}
+	if s, err := a.str("patchContent", false); err == nil && s != "" {
+		if fps, err := ParsePatch(s); err == nil {
+			for _, fp := range fps {
+				out = append(out, fp.Path)
+				if fp.MoveTo != "" {
+					out = append(out, fp.MoveTo)
+				}
+			}
+		}
+	}
+	return out
+}
+
+type callIDKey struct{}
+
+// WithCallID returns a context carrying the id a transport gave a call
+// (a JSON-RPC request id); [Workspace.Call] uses it instead of a random
+// one.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+func callID(ctx context.Context) string {
+	if id, ok := ctx.Value(callIDKey{}).(string); ok && id != "" {
+		return id
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "call-" + hex.EncodeToString(b[:])
+}
+
+// toolCaller is the mounts.Caller of a tool call: this process's ids (new
+// files belong to whoever runs the tool face) and the call id.
+func toolCaller(id string) mounts.Caller {
+	return mounts.Caller{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Face: "tool", CallID: id}
+}
+
+// capOutput cuts text to max bytes at a rune boundary, with a note.
+func capOutput(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s\n… [output truncated: %d of %d bytes shown]", text[:cut], cut, len(text))
+}
+
+// checkSize refuses content over the file size limit.
+func (w *Workspace) checkSize(op, shown string, n int) error {
+	if int64(n) > w.limits.MaxFileBytes {
+		return fmt.Errorf("%s %s: %d bytes is over the limit of %d bytes per file; nothing was changed", op, shown, n, w.limits.MaxFileBytes)
+	}
+	return nil
+}
+
+// dryRunNote ends every dry-run result.
+const dryRunNote = "(dry run: nothing was changed)"
+
+// unifiedDiff renders the change from old to new as a unified diff with
+// three lines of context, git style: a/ and b/ prefixes on workspace
+// paths, /dev/null for a side that does not exist.
+func unifiedDiff(oldName, newName, old, new string, oldExists, newExists bool) string {
+	a, b := splitLines(old), splitLines(new)
+	from, to := "a"+oldName, "b"+newName
+	if !oldExists {
+		from = "/dev/null"
+	}
+	if !newExists {
+		to = "/dev/null"
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", from, to)
+	ops := diffLines(a, b)
+	const margin = 3
+	// Group the ops into hunks: runs of changes with up to 2*margin
+	// equal lines between them.
+	for i := 0; i < len(ops); {
+		for i < len(ops) && ops[i].kind == ' ' {
+			i++
+		}
+		if i == len(ops) {
+			break
+		}
+		start := max(0, i-margin)
+		end := i
+		for j := i; j < len(ops); j++ {
+			if ops[j].kind != ' ' {
+				end = j + 1
+				continue
+			}
+			if j-end >= 2*margin {
+				break
+			}
+		}
+		end = min(len(ops), end+margin)
+		h := ops[start:end]
+		aStart, bStart := 0, 0
+		for _, op := range ops[:start] {
+			if op.kind != '+' {
+				aStart++
+			}
+			if op.kind != '-' {
+				bStart++
+			}
+		}
+		aLen, bLen := 0, 0
+		for _, op := range h {
+			if op.kind != '+' {
+				aLen++
+			}
+			if op.kind != '-' {
+				bLen++
+			}
+		}
+		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		for _, op := range h {
+			line := op.text
+			out.WriteByte(op.kind)
+			out.WriteString(strings.TrimSuffix(line, "\n"))
+			out.WriteByte('\n')
+			if !strings.HasSuffix(line, "\n") {
+				out.WriteString("\\ No newline at end of file\n")
+			}
+		}
+		i = end
+	}
+	return out.String()
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	if n == 1 {
+		return fmt.Sprint(start + 1)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}
+
+// splitLines splits s after each "\n", keeping it.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// diffOp is one line of an edit script: ' ' kept, '-' removed, '+' added;
+// a and b are its 0-based positions in the old and new text.
+type diffOp struct {
+	kind byte
+	text string
+	a, b int
+}
+
+// maxDiffCells bounds the LCS table; beyond it the changed middle is
+// shown as removed and added whole (correct, only less minimal).
+const maxDiffCells = 4 << 20
+
+// diffLines returns an edit script from a to b: the common head and tail
+// are kept, the middle is diffed by longest common subsequence.
+func diffLines(a, b []string) []diffOp {
+	var ops []diffOp
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		ops = append(ops, diffOp{' ', a[pre], pre, pre})
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	if len(ma)*len(mb) > maxDiffCells {
+		for i, l := range ma {
+			ops = append(ops, diffOp{'-', l, pre + i, pre})
+		}
+		for j, l := range mb {
+			ops = append(ops, diffOp{'+', l, pre + len(ma), pre + j})
+		}
+	} else {
+		ops = append(ops, lcsOps(ma, mb, pre)...)
+	}
+	for k := 0; k < suf; k++ {
+		i, j := len(a)-suf+k, len(b)-suf+k
+		ops = append(ops, diffOp{' ', a[i], i, j})
+	}
+	return ops
+}
+
+// lcsOps diffs a against b by dynamic programming; off is their position
+// in the whole texts.
+func lcsOps(a, b []string, off int) []diffOp {
+	n, m := len(a), len(b)
+	t := make([]int32, (n+1)*(m+1)) // t[i*(m+1)+j]: LCS of a[i:], b[j:]
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				t[i*(m+1)+j] = t[(i+1)*(m+1)+j+1] + 1
+			} else {
+				t[i*(m+1)+j] = max(t[(i+1)*(m+1)+j], t[i*(m+1)+j+1])
+			}
+		}
+	}
+	var ops []diffOp
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && a[i] == b[j]:
+			ops = append(ops, diffOp{' ', a[i], off + i, off + j})
+			i++
+			j++
+		case j < m && (i == n || t[i*(m+1)+j+1] >= t[(i+1)*(m+1)+j]):
+			ops = append(ops, diffOp{'+', b[j], off + i, off + j})
+			j++
+		default:
+			ops = append(ops, diffOp{'-', a[i], off + i, off + j})
+			i++
+		}
+	}
+	// Show removals before additions within a run of changes, as diff
+	// does.
+	for s := 0; s < len(ops); {
+		if ops[s].kind == ' ' {
+			s++
+			continue
+		}
+		e := s
+		for e < len(ops) && ops[e].kind != ' ' {
+			e++
+		}
+		sort.SliceStable(ops[s:e], func(x, y int) bool { return ops[s+x].kind == '-' && ops[s+y].kind == '+' })
+		s = e
+	}
+	return ops
+}

@@ -12,7 +12,7 @@ FUZZTIME  ?= 60s
 BENCHTIME ?= 200ms
 
 .DEFAULT_GOAL := help
-.PHONY: help build test race bench lint run clean fuzz
+.PHONY: help build test race bench lint run clean fuzz stress
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,10 +46,16 @@ clean: ## unmount ./mnt if mounted (live or stale), remove bin/ (and mnt/ when e
 	rm -rf bin
 	@rmdir $(MNT) 2>/dev/null || true
 
-fuzz: ## run every fuzz target for FUZZTIME (60s) each
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "== $$pkg $$target"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+fuzz: ## run every Fuzz target of the repo for FUZZTIME (60s) each; a crasher lands in testdata/fuzz
+	@set -e; list=$$(mktemp); trap 'rm -f $$list' EXIT; \
+	$(GO) test -list '^Fuzz' ./... > $$list || { cat $$list; exit 1; }; \
+	targets=$$(awk '/^Fuzz/ { t = t " " $$1; next } /^ok / { n = split(t, a, " "); for (i = 1; i <= n; i++) print $$2 ":" a[i]; t = "" }' $$list); \
+	test -n "$$targets" || { echo "no fuzz targets found"; exit 1; }; \
+	failed=; for pt in $$targets; do \
+		echo "== $${pt%%:*} $${pt##*:} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${pt##*:}$$" -fuzztime $(FUZZTIME) $${pt%%:*} || failed="$$failed $$pt"; \
+	done; \
+	test -z "$$failed" || { echo "fuzz failures (inputs saved under testdata/fuzz):$$failed"; exit 1; }
+
+stress: ## hammer memory, persistent and host mounts through the kernel with a -race daemon, then check the tree (STRESS_OPS=1500)
+	$(GO) test -tags stress -count=1 -v -timeout $(TIMEOUT) ./stress

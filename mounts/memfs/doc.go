@@ -46,6 +46,9 @@
 // # Persistence
 //
 // The tree reports every change to an optional [Store] as inode-level
-// records, in order of effect, before the change is acknowledged. Without a
-// store the tree lives as long as the process.
+// records, in order of effect, before the change is acknowledged; a store
+// that batches them ([Syncer]) is synced on fsync and on the close of a
+// handle that wrote. [Restore] starts a tree from what a store saved.
+// Without a store the tree lives as long as the process. Package boltstore
+// is the persistent store.
 package memfs

@@ -18,6 +18,9 @@ type handle struct {
 	name     string // as opened, for errors
 	readable bool
 	closed   atomic.Bool
+	// changed is set by the first write or truncate through the
+	// handle: closing it then syncs the store.
+	changed atomic.Bool
 }
 
 // writable is a file opened for writing; it is a distinct type so that
@@ -69,14 +72,20 @@ func (h *handle) Close() error {
 	}
 	n := h.n
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.opens--
-	if n.nlink > 0 || n.opens > 0 {
-		return nil
+	var err error
+	if n.nlink == 0 && n.opens == 0 {
+		j := h.f.journal("close")
+		h.f.release(j, n)
+		err = h.f.commit(j, h.name)
 	}
-	j := h.f.journal("close")
-	h.f.release(j, n)
-	return h.f.commit(j, h.name)
+	n.mu.Unlock()
+	if err == nil && h.changed.Load() {
+		// Close after write is where editors and tools consider a
+		// file saved; make it so, as NFS's close-to-open does.
+		err = h.f.sync("close", h.name)
+	}
+	return err
 }
 
 // WriteAt writes p at off, or at the end when the file was opened with
@@ -104,6 +113,7 @@ func (w *writable) WriteAt(p []byte, off int64) (int, error) {
 	if !w.f.reserveBytes(n.data.growth(off, len(p))) {
 		return 0, pathErr(op, w.name, mounts.ErrNoSpace)
 	}
+	w.changed.Store(true)
 	n.data.writeAt(p, off)
 	n.changed(w.f.now(), true)
 	j := w.f.journal(op)
@@ -120,14 +130,16 @@ func (w *writable) Truncate(size int64) error {
 	if w.closed.Load() {
 		return pathErr("truncate", w.name, fs.ErrClosed)
 	}
+	w.changed.Store(true)
 	return w.f.truncate(w.n, w.name, size)
 }
 
-// Sync has nothing to flush: every change reached the store, if any, before
-// its call returned.
+// Sync makes every change of the whole tree made so far durable, when the
+// store is a [Syncer]; otherwise every change reached the store, if any,
+// before its call returned, and there is nothing to do.
 func (w *writable) Sync() error {
 	if w.closed.Load() {
 		return pathErr("sync", w.name, fs.ErrClosed)
 	}
-	return nil
+	return w.f.sync("sync", w.name)
 }

@@ -1,8 +1,11 @@
 package memfs
 
 import (
+	"context"
 	"io/fs"
 	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // Store is the hook a persistent memory mount plugs into. When
@@ -30,12 +33,23 @@ import (
 // The root (inode 1) is created by New without a record; its first record
 // comes with its first change. A store without one uses New's root.
 //
-// The default is no store: the tree lives and dies with the process. Loading
-// a saved tree back is the persistent store's part and comes with it: a
-// constructor that rebuilds the nodes from the records, keeping their inode
-// numbers.
+// The default is no store: the tree lives and dies with the process. A
+// persistent store loads a saved tree back with [Restore], which rebuilds
+// the nodes from the records, keeping their inode numbers.
 type Store interface {
 	Commit(m *Mutation) error
+}
+
+// Syncer is a [Store] that may acknowledge a Commit before it is durable
+// (one that batches commits into fewer disk flushes). The tree calls Sync
+// where POSIX promises durability: on [mounts.WritableFile.Sync] (fsync and
+// fdatasync through the kernel), and when a handle that changed its file is
+// closed. Sync returns once every Commit made before the call is durable.
+// Like Commit, it must not call back into the FS; unlike Commit, it is
+// called with no lock of the tree held.
+type Syncer interface {
+	Store
+	Sync() error
 }
 
 // Mutation is one change of the tree. A store applies its parts in field
@@ -165,4 +179,28 @@ func (f *FS) commit(j *journal, name string) error {
 		return pathErr(j.m.Op, name, err)
 	}
 	return nil
+}
+
+// sync asks a [Syncer] store to make every change so far durable.
+func (f *FS) sync(op, name string) error {
+	s, ok := f.store.(Syncer)
+	if !ok {
+		return nil
+	}
+	if err := s.Sync(); err != nil {
+		f.log.Error("memfs: store sync failed", "op", op, "name", name, "err", err)
+		return pathErr(op, name, err)
+	}
+	return nil
+}
+
+// Sync makes every change made so far durable, when the store is a
+// [Syncer] (mounts.SyncFS): the whole-mount counterpart of fsync, for a
+// kernel face's directory fsync or syncfs(2), whatever name it is given.
+// Without such a store it has nothing to do.
+func (f *FS) Sync(ctx context.Context, name string) error {
+	if err := mounts.CheckPath("sync", name); err != nil {
+		return err
+	}
+	return f.sync("sync", name)
 }

@@ -27,21 +27,29 @@
 // The policy is chosen per mount, from [mounts.DescribeAt] of the name:
 //
 //   - Immutable mounts (a git commit) never change, so entries and
-//     attributes are cached for an hour, and files are opened with
-//     FOPEN_KEEP_CACHE so the page cache survives close and reopen.
+//     attributes are cached for an hour, files are opened with
+//     FOPEN_KEEP_CACHE so the page cache survives close and reopen, and
+//     directories with FOPEN_CACHE_DIR so listings are cached too.
 //   - External mounts (a host directory other programs edit) use one-second
 //     entry and attribute timeouts and drop the page cache on every open,
 //     the trade-off libfuse makes by default: nothing tells us about their
 //     changes, so staleness is bounded by time.
 //   - Everything else (the memory mount) changes only through this process,
 //     either through the kernel (which then knows) or through the library
-//     API used by the tool face. The timeouts are the same one second, and
-//     the tool face makes its changes visible at once by calling
-//     [Server.Invalidate] after each of them (mounts.Observe wires that up).
-//     Invalidation, not a zero timeout, is the mechanism: a zero timeout
-//     would turn every path walk into a LOOKUP per component and halve the
-//     speed of a warm stat walk, while the tool face knows exactly which
-//     names it touched.
+//     API used by the tool face, which calls [Server.Invalidate] after each
+//     change (mounts.Observe wires that up). So it is cached like immutable
+//     content — KEEP_CACHE, CACHE_DIR — with 30-second timeouts that only
+//     bound the damage should an invalidation ever be missed. Invalidation,
+//     not a zero timeout, is the mechanism: a zero timeout would turn every
+//     path walk into a LOOKUP per component, while the tool face knows
+//     exactly which names it touched.
+//
+// A cached listing is checked by the kernel against the directory's mtime
+// whenever a program rewinds to its start, so a listing never outlives a
+// change made through the kernel; Invalidate drops it for library changes.
+//
+// FLUSH is answered with ENOSYS, which makes the kernel stop sending it:
+// writes reach the mount as they are made, so close(2) has nothing to push.
 //
 // Failed lookups are never cached (negative timeout 0), so a file created
 // through the library API is found by the next lookup even without

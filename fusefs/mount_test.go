@@ -241,6 +241,12 @@ func TestDirectories(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ".\n..\nB\n_\na\nb\nc\nsub\n", string(ls))
 
+	// fsync of a directory succeeds (git, SQLite and rsync rely on it).
+	df, err := os.Open(d)
+	require.NoError(t, err)
+	assert.NoError(t, df.Sync(), "fsync of a directory")
+	require.NoError(t, df.Close())
+
 	assert.ErrorIs(t, syscall.Rmdir(d), syscall.ENOTEMPTY)
 	assert.ErrorIs(t, syscall.Rmdir(filepath.Join(d, "a")), syscall.ENOTDIR)
 	assert.ErrorIs(t, syscall.Unlink(filepath.Join(d, "sub")), syscall.EISDIR)

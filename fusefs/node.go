@@ -552,3 +552,90 @@ func (n *node) Removexattr(ctx context.Context, attr string) (errno syscall.Errn
 	}
 	return n.t.errs.errno("removexattr", mounts.RemoveXattr(n.t.ctx(ctx), n.t.fsys, name, attr))
 }
+
+// dirHandle is an open directory. Its listing is read lazily, at the first
+// READDIR, as go-fuse's own handle does; it exists so OPENDIR can ask the
+// kernel to cache listings (FOPEN_CACHE_DIR) for mounts whose changes the
+// kernel hears about (see "# Caching").
+type dirHandle struct {
+	n  *node
+	ds gofs.DirStream
+}
+
+var (
+	_ = (gofs.NodeOpendirHandler)((*node)(nil))
+	_ = (gofs.FileReaddirenter)((*dirHandle)(nil))
+	_ = (gofs.FileSeekdirer)((*dirHandle)(nil))
+	_ = (gofs.FileReleasedirer)((*dirHandle)(nil))
+	_ = (gofs.FileFsyncdirer)((*dirHandle)(nil))
+)
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
+	defer n.t.rescue("opendir", &errno)
+	if n.pol.cacheDir {
+		// The kernel checks a cached listing against the directory's
+		// mtime on every rewind, and Invalidate drops it for changes
+		// made through the library.
+		fuseFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	}
+	return &dirHandle{n: n}, fuseFlags, 0
+}
+
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if d.ds == nil {
+		ds, errno := d.n.Readdir(ctx)
+		if errno != 0 {
+			return nil, errno
+		}
+		d.ds = ds
+	}
+	if !d.ds.HasNext() {
+		return nil, 0
+	}
+	e, errno := d.ds.Next()
+	return &e, errno
+}
+
+// Seekdir to 0 (rewinddir) reads the directory afresh; other offsets are
+// the stream's own.
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if off == 0 {
+		if d.ds != nil {
+			d.ds.Close()
+		}
+		d.ds = nil
+		return 0
+	}
+	if d.ds == nil {
+		ds, errno := d.n.Readdir(ctx)
+		if errno != 0 {
+			return errno
+		}
+		d.ds = ds
+	}
+	if sd, ok := d.ds.(gofs.FileSeekdirer); ok {
+		return sd.Seekdir(ctx, off)
+	}
+	return syscall.ENOTSUP
+}
+
+// Fsyncdir makes the directory durable where its mount can (git, SQLite
+// and rsync fsync directories after renames); elsewhere it succeeds, as on
+// tmpfs.
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) (errno syscall.Errno) {
+	defer d.n.t.rescue("fsyncdir", &errno)
+	name, ok := d.n.name()
+	if !ok {
+		return 0 // the directory is gone: nothing left to make durable
+	}
+	if err := mounts.Sync(d.n.t.ctx(ctx), d.n.t.fsys, name); err != nil {
+		return d.n.t.errs.errno("fsyncdir", err)
+	}
+	return 0
+}
+
+func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) {
+	if d.ds != nil {
+		d.ds.Close()
+	}
+}

@@ -36,7 +36,10 @@ type Options struct {
 // Cache lifetimes (see "# Caching" in the package doc).
 const (
 	immutableTimeout = time.Hour
-	mutableTimeout   = time.Second
+	// internalTimeout bounds staleness should an invalidation ever be
+	// missed; every change the library makes is invalidated explicitly.
+	internalTimeout = 30 * time.Second
+	externalTimeout = time.Second
 )
 
 // maxWrite is the largest WRITE request the kernel sends (go-fuse's cap).
@@ -196,7 +199,10 @@ func (t *tree) notify(errno syscall.Errno, what, name string) {
 // node (see "# Caching" in the package doc).
 type cachePolicy struct {
 	entry, attr time.Duration
-	keepCache   bool
+	// keepCache keeps a file's pages across close and open
+	// (FOPEN_KEEP_CACHE); cacheDir keeps a directory's listing
+	// (FOPEN_CACHE_DIR), checked against the directory's mtime.
+	keepCache, cacheDir bool
 }
 
 // policy returns the caching policy of the mount serving name. The mount
@@ -204,10 +210,14 @@ type cachePolicy struct {
 // nodes compute it once.
 func (t *tree) policy(name string) cachePolicy {
 	d := mounts.DescribeAt(t.fsys, name)
-	if d.Immutable {
-		return cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true}
+	switch {
+	case d.Immutable:
+		return cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
+	case d.External:
+		return cachePolicy{entry: externalTimeout, attr: externalTimeout}
+	default:
+		return cachePolicy{entry: internalTimeout, attr: internalTimeout, keepCache: true, cacheDir: true}
 	}
-	return cachePolicy{entry: mutableTimeout, attr: mutableTimeout}
 }
 
 // ctx puts the FUSE caller into ctx, for owners of new files and the audit

@@ -237,3 +237,12 @@ type Description struct {
 type Describer interface {
 	Describe() Description
 }
+
+// SyncFS makes changes durable by name: fsync of a directory (and syncfs)
+// through the kernel face. A mount that cannot sync less than everything
+// syncs everything. A mount with nothing to make durable need not
+// implement it; [Sync] then succeeds, as fsync does on tmpfs.
+type SyncFS interface {
+	FS
+	Sync(ctx context.Context, name string) error
+}

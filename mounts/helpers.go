@@ -53,7 +53,10 @@ func ReadFile(ctx context.Context, fsys FS, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, a.Size)
+	// The size only sizes the first allocation, within reason: a sparse
+	// file may claim an exabyte, and a mount may report 0 for content it
+	// has not decoded yet.
+	buf := make([]byte, 0, min(max(a.Size, 0), 64<<20))
 	var off int64
 	chunk := make([]byte, 64<<10)
 	for {
@@ -284,4 +287,15 @@ func StatFS(ctx context.Context, fsys FS) (FSStat, error) {
 		return s.StatFS(ctx)
 	}
 	return FSStat{}, PathErr("statfs", ".", ErrNotSupported)
+}
+
+// Sync makes name durable where the mount can (SyncFS). Without SyncFS
+// there is nothing to make durable: it checks that name exists and
+// succeeds.
+func Sync(ctx context.Context, fsys FS, name string) error {
+	if s, ok := fsys.(SyncFS); ok {
+		return s.Sync(ctx, name)
+	}
+	_, err := fsys.Stat(ctx, name)
+	return err
 }

@@ -60,6 +60,7 @@ var (
 	_ XattrFS            = (*observed)(nil)
 	_ SetXattrFS         = (*observed)(nil)
 	_ StatFSer           = (*observed)(nil)
+	_ SyncFS             = (*observed)(nil)
 	_ CapabilityReporter = (*observed)(nil)
 	_ Describer          = (*observed)(nil)
 	_ PathDescriber      = (*observed)(nil)
@@ -170,6 +171,8 @@ func (o *observed) RemoveXattr(ctx context.Context, name, attr string) error {
 }
 
 func (o *observed) StatFS(ctx context.Context) (FSStat, error) { return StatFS(ctx, o.fsys) }
+
+func (o *observed) Sync(ctx context.Context, name string) error { return Sync(ctx, o.fsys, name) }
 
 // observedFile reports its name once written, on Sync and Close.
 type observedFile struct {

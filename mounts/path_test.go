@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -261,7 +262,7 @@ func FuzzFromSlash(f *testing.F) {
 			return
 		}
 		climbs := got == ".." || strings.HasPrefix(got, "../")
-		control := strings.ContainsFunc(got, func(r rune) bool { return r < 0x20 || r == 0x7f })
+		control := strings.ContainsFunc(got, unicode.IsControl)
 		if !climbs && !control && utf8.ValidString(got) {
 			t.Fatalf("FromSlash(%q) = %q: invalid for no reason in the input", p, got)
 		}

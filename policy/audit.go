@@ -54,6 +54,7 @@ var (
 	_ mounts.XattrFS            = (*audited)(nil)
 	_ mounts.SetXattrFS         = (*audited)(nil)
 	_ mounts.StatFSer           = (*audited)(nil)
+	_ mounts.SyncFS             = (*audited)(nil)
 	_ mounts.CapabilityReporter = (*audited)(nil)
 	_ mounts.Describer          = (*audited)(nil)
 	_ mounts.PathDescriber      = (*audited)(nil)
@@ -205,6 +206,11 @@ func (a *audited) RemoveXattr(ctx context.Context, name, attr string) error {
 
 func (a *audited) StatFS(ctx context.Context) (mounts.FSStat, error) {
 	return mounts.StatFS(ctx, a.fsys)
+}
+
+// Sync changes nothing, so it is not a line of the log.
+func (a *audited) Sync(ctx context.Context, name string) error {
+	return mounts.Sync(ctx, a.fsys, name)
 }
 
 // auditedFile counts the bytes written through one handle and logs them

@@ -131,6 +131,7 @@ var (
 	_ mounts.XattrFS            = (*guard)(nil)
 	_ mounts.SetXattrFS         = (*guard)(nil)
 	_ mounts.StatFSer           = (*guard)(nil)
+	_ mounts.SyncFS             = (*guard)(nil)
 	_ mounts.CapabilityReporter = (*guard)(nil)
 	_ mounts.Describer          = (*guard)(nil)
 	_ mounts.PathDescriber      = (*guard)(nil)
@@ -349,4 +350,9 @@ func (g *guard) RemoveXattr(ctx context.Context, name, attr string) error {
 
 func (g *guard) StatFS(ctx context.Context) (mounts.FSStat, error) {
 	return mounts.StatFS(ctx, g.fsys)
+}
+
+// Sync reveals and changes nothing, so no rule applies to it.
+func (g *guard) Sync(ctx context.Context, name string) error {
+	return mounts.Sync(ctx, g.fsys, name)
 }

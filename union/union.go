@@ -103,6 +103,7 @@ var (
 	_ mounts.XattrFS            = (*Union)(nil)
 	_ mounts.SetXattrFS         = (*Union)(nil)
 	_ mounts.StatFSer           = (*Union)(nil)
+	_ mounts.SyncFS             = (*Union)(nil)
 	_ mounts.CapabilityReporter = (*Union)(nil)
 	_ mounts.Describer          = (*Union)(nil)
 	_ mounts.PathDescriber      = (*Union)(nil)
@@ -813,6 +814,22 @@ func (u *Union) Chtimes(ctx context.Context, name string, atime, mtime time.Time
 		return err
 	}
 	return t.m.rewrite("chtimes", name, mounts.Chtimes(ctx, t.m.fsys, t.rel, atime, mtime))
+}
+
+// Sync makes name durable in the mount that serves it. A synthetic
+// directory holds nothing to sync.
+func (u *Union) Sync(ctx context.Context, name string) error {
+	if err := mounts.CheckPath("sync", name); err != nil {
+		return err
+	}
+	t := u.locate(name)
+	switch t.kind {
+	case synthetic:
+		return nil
+	case missing:
+		return fail("sync", name, fs.ErrNotExist)
+	}
+	return t.m.rewrite("sync", name, mounts.Sync(ctx, t.m.fsys, t.rel))
 }
 
 // GetXattr reads an extended attribute. Synthetic directories have none.

@@ -625,3 +625,22 @@ func (f *ReadOnlyFS) StatFS(ctx context.Context) (mounts.FSStat, error) {
 		NameLen: uint32(st.Namelen),
 	}, nil
 }
+
+var _ mounts.SyncFS = (*ReadOnlyFS)(nil)
+
+// Sync fsyncs name on the host: a directory's entries or a file's data
+// (fsync of a directory through the kernel face, which git, SQLite and
+// rsync rely on). A symlink is not followed; there is nothing to sync.
+func (f *ReadOnlyFS) Sync(ctx context.Context, name string) error {
+	return f.inParent("sync", name, func(dirfd int, base string) error {
+		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ELOOP) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Fsync(fd)
+	})
+}

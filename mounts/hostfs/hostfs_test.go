@@ -451,3 +451,17 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, err, "files opened before Close stay usable")
 	assert.Equal(t, "x", string(buf))
 }
+
+func TestSync(t *testing.T) {
+	dir := t.TempDir()
+	fsys := openRW(t, dir)
+	ctx := context.Background()
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "f", []byte("x"), 0o644))
+	require.NoError(t, fsys.Symlink(ctx, "/etc", "link"))
+	for _, name := range []string{".", "f", "link"} {
+		assert.NoError(t, mounts.Sync(ctx, fsys, name), name)
+	}
+	err := mounts.Sync(ctx, fsys, "missing")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorIs(t, mounts.Sync(ctx, fsys, "../x"), fs.ErrInvalid)
+}

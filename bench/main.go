@@ -59,7 +59,8 @@ type options struct {
 	sizeMiB int
 	files   int
 	reps    int
-	dropped bool // the page cache was dropped before a read phase
+	suites  string // which tables to run
+	dropped bool   // the page cache was dropped before a read phase
 	dropErr error
 }
 
@@ -79,6 +80,7 @@ func main() {
 	flag.IntVar(&o.files, "files", 10000, "number of files for the stat walk and create workloads")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
+	flag.StringVar(&o.suites, "suites", "memory,host,git", "comma-separated `LIST` of tables to run: memory, host, git")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -97,7 +99,27 @@ func run(o *options, verbose bool) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build: %w", err)
 	}
+	suites := map[string]func(*options, string, bool) error{
+		"memory": runMemory, "host": runHost, "git": runGit,
+	}
+	for i, name := range strings.Split(o.suites, ",") {
+		suite, ok := suites[strings.TrimSpace(name)]
+		if !ok {
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git)", name)
+		}
+		if i > 0 {
+			fmt.Println()
+		}
+		if err := suite(o, bin, verbose); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
+// runMemory mounts a memory workspace with bin and measures workloads
+// against tmpfs.
+func runMemory(o *options, bin string, verbose bool) error {
 	mnt, err := os.MkdirTemp("", "vfsmount-bench-mnt-")
 	if err != nil {
 		return err
@@ -175,12 +197,7 @@ func run(o *options, verbose bool) error {
 	if err := stop(); err != nil {
 		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
 	}
-	fmt.Println()
-	if err := runHost(o, bin, verbose); err != nil {
-		return err
-	}
-	fmt.Println()
-	return runGit(o, bin, verbose)
+	return nil
 }
 
 // measure runs w alternately on both sides, reps times, each time in a

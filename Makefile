@@ -15,7 +15,7 @@ BENCHTIME ?= 200ms
 .PHONY: help build test race bench lint run clean fuzz stress
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/vfsmount
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vfsmount
@@ -59,3 +59,21 @@ fuzz: ## run every Fuzz target of the repo for FUZZTIME (60s) each; a crasher la
 
 stress: ## hammer memory, persistent and host mounts through the kernel with a -race daemon, then check the tree (STRESS_OPS=1500)
 	$(GO) test -tags stress -count=1 -v -timeout $(TIMEOUT) ./stress
+
+# install: where `make install` puts things; DESTDIR stages a package.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+.PHONY: install uninstall
+
+install: build ## install bin/vfsmount into PREFIX/bin (PREFIX=/usr/local), with bash, zsh and fish completions
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/vfsmount
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vfsmount
+	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_vfsmount
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/vfsmount.fish
+
+uninstall: ## remove what make install installed
+	rm -f $(DESTDIR)$(PREFIX)/bin/vfsmount \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/vfsmount \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_vfsmount \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/vfsmount.fish

@@ -42,6 +42,7 @@ func commands() []*command {
 		serveCommand(),
 		mcpCommand(),
 		execCommand(),
+		completionCommand(),
 		versionCommand(),
 		helpCommand(),
 	}

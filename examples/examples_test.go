@@ -6,10 +6,10 @@ package examples_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -73,23 +73,8 @@ func mountsUnder(t *testing.T, dir string) []string {
 	return out
 }
 
-// lockedBuffer collects a child's stderr while it runs and the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer = testutil.Buffer
 
 // mcpConfig is the part of a harness's MCP configuration file both Claude
 // Code (.mcp.json) and Cursor (.cursor/mcp.json) share.

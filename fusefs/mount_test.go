@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,23 +52,8 @@ func mountMem(t *testing.T) (*memfs.FS, string) {
 	return m, dir
 }
 
-// syncBuffer is a log sink the serving goroutines write to concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer = testutil.Buffer
 
 func statT(t *testing.T, path string) *syscall.Stat_t {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,23 +68,8 @@ func vfsmountBinary(t testing.TB) string {
 	return binPath
 }
 
-// lockedBuffer collects a child's stderr while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer = testutil.Buffer
 
 // daemon is a running `vfsmount mount`.
 type daemon struct {

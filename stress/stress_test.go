@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -54,23 +55,8 @@ func raceBinary(t *testing.T) string {
 	return bin
 }
 
-// syncBuffer collects the daemon's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer = testutil.Buffer
 
 type daemon struct {
 	cmd    *exec.Cmd

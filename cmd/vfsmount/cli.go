@@ -190,8 +190,12 @@ Usage:
 
 Commands:
 `)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.Name, c.Summary)
+		width = max(width, len(c.Name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.Name, c.Summary)
 	}
 	b.WriteString("\nGlobal flags (also accepted after COMMAND):\n")
 	g := defaultGlobals()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,23 +62,8 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-// syncBuffer collects a child's stderr while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer = testutil.Buffer
 
 // child is a running `vfsmount mount`.
 type child struct {

@@ -28,6 +28,9 @@ func kernelWorkspace(t testing.TB, repoFiles map[string]string) *Workspace {
 	t.Helper()
 	fusetest.Need(t)
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		if fusetest.Required() {
+			t.Fatalf("bubblewrap is required with VFSMOUNT_REQUIRE_FUSE=1 (.ci/run installs it): %v", err)
+		}
 		t.Skip("bubblewrap not installed")
 	}
 	ctx := context.Background()

@@ -330,3 +330,41 @@ func TestE2EBadInputNothingMounted(t *testing.T) {
 		})
 	}
 }
+
+// mountOptions returns the options column of dir's line in /proc/mounts.
+func mountOptions(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/mounts")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[1] == dir {
+			return f[3]
+		}
+	}
+	t.Fatalf("%s is not in /proc/mounts", dir)
+	return ""
+}
+
+// TestE2EReadOnlyTwice: a workspace nothing in can change is also mounted
+// read-only, so the kernel refuses writes before they reach us; one
+// writable mount makes the kernel mount read-write.
+func TestE2EReadOnlyTwice(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644))
+
+	dir := t.TempDir()
+	c := startMount(t, dir, "--mount", "type=host,src="+src+",dst=/data,ro")
+	assert.Contains(t, strings.Split(mountOptions(t, dir), ","), "ro")
+	err := os.WriteFile(filepath.Join(dir, "data", "g"), nil, 0o644)
+	assert.ErrorIs(t, err, syscall.EROFS)
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, c.exitCode(t, 15*time.Second), "stderr:\n%s", c.stderr)
+
+	dir = t.TempDir()
+	c = startMount(t, dir, "--mount", "type=host,src="+src+",dst=/data,ro", "--mount", "type=memory,dst=/memory")
+	assert.Contains(t, strings.Split(mountOptions(t, dir), ","), "rw")
+	assert.ErrorIs(t, os.WriteFile(filepath.Join(dir, "data", "g"), nil, 0o644), syscall.EROFS)
+	assert.NoError(t, os.WriteFile(filepath.Join(dir, "memory", "g"), nil, 0o644))
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, c.exitCode(t, 15*time.Second), "stderr:\n%s", c.stderr)
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,10 @@ func TestPolicyBadInput(t *testing.T) {
 		{"approval-on alone", []string{"--approval-on", "write"}, "need an approval command"},
 		{"bad read-only", []string{"--read-only", "memory"}, `read_only: invalid prefix "memory"`},
 		{"bad dry_run", []string{"--config", writeConfig(t, "dry_run: maybe\n")}, ":3: want true or false, got a string (maybe)"},
+		{"bad size flag", []string{"--max-file-bytes", "lots"}, "--max-file-bytes: "},
+		{"zero size flag", []string{"--max-read-bytes", "0"}, `--max-read-bytes: invalid size "0"`},
+		{"shell timeout flag over max", []string{"--max-shell-timeout", "1h"}, "--max-shell-timeout: at most 10m0s"},
+		{"audit size without audit", []string{"--audit-max-bytes", "1MiB"}, "--audit-max-bytes needs an audit log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +98,14 @@ dry_run: true
 	assert.False(t, pc.Approver.Applies("delete"))
 	assert.True(t, pc.Rules.DeniesReads())
 	assert.True(t, pc.Rules.ReadOnlyAt("/memory/ro/x"))
+
+	// The limit flags replace the file's values.
+	wf.Policy.MaxFileBytes, wf.Policy.MaxReadBytes, wf.Policy.MaxOutputBytes = "2MiB", "1K", "4096"
+	wf.Policy.MaxShellTimeout, wf.Policy.AuditMaxBytes = time.Minute, "8MiB"
+	cfg, err = wf.load(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, agentbridge.Limits{MaxFileBytes: 2 << 20, MaxReadBytes: 1 << 10, MaxShellTimeout: time.Minute, MaxOutputBytes: 4096}, cfg.Policy.Limits)
+	assert.Equal(t, int64(8<<20), cfg.Policy.Audit.MaxBytes)
 }
 
 func hashDir(t *testing.T, dir string) string {

@@ -29,8 +29,14 @@ import (
 // asks, whatever -size says for the memory rows.
 const hostSizeMiB = 1024
 
-// hostWorkloads lists the host mount's rows.
-func hostWorkloads() []workload {
+// hostWorkloads lists the host mount's rows. The sequential rows' targets
+// depend on whether FUSE passthrough serves them (the issue asks 0.9x with
+// it, 0.7x without).
+func hostWorkloads(passthrough bool) []workload {
+	seqTarget := 0.7
+	if passthrough {
+		seqTarget = 0.9
+	}
 	big := func(run func(string, *options) (float64, error)) func(string, *options) (float64, error) {
 		return func(dir string, o *options) (float64, error) {
 			oo := *o
@@ -41,15 +47,26 @@ func hostWorkloads() []workload {
 		}
 	}
 	return []workload{
-		{Name: "host: sequential write 1 GiB, 1 MiB blocks", Unit: "MB/s", HigherIsBetter: true, Target: 0.7, Run: big(seqWrite)},
-		{Name: "host: sequential read 1 GiB, 1 MiB blocks", Unit: "MB/s", HigherIsBetter: true, Target: 0.7, Run: big(seqRead)},
+		{Name: "host: sequential write 1 GiB, 1 MiB blocks", Unit: "MB/s", HigherIsBetter: true, Target: seqTarget, Run: big(seqWrite)},
+		{Name: "host: sequential read 1 GiB, 1 MiB blocks", Unit: "MB/s", HigherIsBetter: true, Target: seqTarget, Run: big(seqRead)},
 		{Name: "host: untar 10 000 files", Unit: "ms", Target: 3, Run: untar},
 		{Name: "host: git status, 10 000 files", Unit: "ms", Target: 2, Run: gitStatus},
 	}
 }
 
-// runHost mounts SRC on /host with bin and measures hostWorkloads.
+// runHost measures hostWorkloads twice: with FUSE passthrough (the
+// default of vfsmount mount) and with --no-passthrough.
 func runHost(o *options, bin string, verbose bool) error {
+	for _, passthrough := range []bool{true, false} {
+		if err := runHostMode(o, bin, verbose, passthrough); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runHostMode mounts SRC on /host with bin and measures hostWorkloads.
+func runHostMode(o *options, bin string, verbose bool, passthrough bool) error {
 	src, err := os.MkdirTemp("/var/tmp", "vfsmount-bench-host-")
 	if err != nil {
 		return err
@@ -62,7 +79,13 @@ func runHost(o *options, bin string, verbose bool) error {
 	defer os.Remove(mnt)
 
 	var log bytes.Buffer
-	child := exec.Command(bin, "mount", "--mount", "type=host,src="+src+",dst=/host", mnt)
+	args := []string{"mount", "--mount", "type=host,src=" + src + ",dst=/host", mnt}
+	mode := "with passthrough"
+	if !passthrough {
+		args = append(args, "--no-passthrough")
+		mode = "--no-passthrough"
+	}
+	child := exec.Command(bin, args...)
 	child.Stderr = &log
 	if verbose {
 		child.Stderr = os.Stderr
@@ -87,12 +110,12 @@ func runHost(o *options, bin string, verbose bool) error {
 		return fmt.Errorf("%w; vfsmount log:\n%s", err, log.String())
 	}
 
-	fmt.Printf("\nvfsmount on %s (host mount of %s) vs the same directory directly; best of %d\n\n", mnt, src, o.reps)
+	fmt.Printf("\nvfsmount %s on %s (host mount of %s) vs the same directory directly; best of %d\n\n", mode, mnt, src, o.reps)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, "workload\t vfsmount\t baseline (host dir)\t ratio")
 	fmt.Fprintln(tw, "--------\t --------\t -------------------\t -----")
 	var failed []string
-	for _, w := range hostWorkloads() {
+	for _, w := range hostWorkloads(passthrough) {
 		v, b, err := measure(w, o, filepath.Join(mnt, "host"), src)
 		if err != nil {
 			_ = stop()
@@ -105,12 +128,20 @@ func runHost(o *options, bin string, verbose bool) error {
 		fmt.Fprintf(tw, "%s\t %s\t %s\t %s\n", w.Name, value(v, w.Unit), value(b, w.Unit), cell)
 	}
 	tw.Flush()
-	fmt.Println("\nno FUSE passthrough: every read and write goes through the vfsmount process")
-	if len(failed) > 0 {
-		fmt.Printf("below target: %s\n", strings.Join(failed, "; "))
-	}
+	// The log is complete once the child has exited.
 	if err := stop(); err != nil {
 		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
+	}
+	switch {
+	case verbose:
+		// The log went to stderr; it says which it was.
+	case strings.Contains(log.String(), "passthrough active"):
+		fmt.Println("\nFUSE passthrough active: the kernel reads and writes host files itself")
+	default:
+		fmt.Println("\nno FUSE passthrough: every read and write goes through the vfsmount process")
+	}
+	if len(failed) > 0 {
+		fmt.Printf("below target: %s\n", strings.Join(failed, "; "))
 	}
 	return nil
 }

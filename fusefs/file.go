@@ -17,6 +17,32 @@ import (
 type handle struct {
 	n *node
 	f mounts.File
+	// passthrough is set when the kernel reads and writes the host file
+	// itself (see "# Passthrough" in the package doc); such a handle is
+	// wrapped in a ptHandle.
+	passthrough bool
+}
+
+// ptHandle is a handle whose file is a host file the kernel may read and
+// write directly. go-fuse registers the descriptor at the first open of
+// the node and shares it with every later open until the last is released.
+type ptHandle struct {
+	*handle
+	fd int
+}
+
+// PassthroughFd hands the host descriptor to go-fuse (fs.FilePassthroughFder).
+func (h *ptHandle) PassthroughFd() (int, bool) { return h.fd, true }
+
+// asHandle returns the handle behind a go-fuse file handle, or nil.
+func asHandle(f gofs.FileHandle) *handle {
+	switch h := f.(type) {
+	case *handle:
+		return h
+	case *ptHandle:
+		return h.handle
+	}
+	return nil
 }
 
 var (
@@ -25,6 +51,8 @@ var (
 	_ = (gofs.FileFsyncer)((*handle)(nil))
 	_ = (gofs.FileReleaser)((*handle)(nil))
 	_ = (gofs.FileFlusher)((*handle)(nil))
+
+	_ = (gofs.FilePassthroughFder)((*ptHandle)(nil))
 )
 
 // Flush answers ENOSYS, which tells the kernel never to send FLUSH again on
@@ -34,16 +62,26 @@ var (
 // RELEASE.
 func (h *handle) Flush(ctx context.Context) syscall.Errno { return syscall.ENOSYS }
 
-// addHandle registers a new open file of n.
-func (n *node) addHandle(f mounts.File) *handle {
+// addHandle registers a new open file of n and returns what go-fuse gets:
+// a ptHandle when the kernel should read and write the host file itself,
+// the plain handle otherwise.
+func (n *node) addHandle(f mounts.File) gofs.FileHandle {
 	h := &handle{n: n, f: f}
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.open == nil {
 		n.open = make(map[*handle]struct{})
 	}
+	fdf, hasFd := f.(mounts.FDFile)
+	// The kernel refuses (EIO) to mix passthrough and plain opens of one
+	// inode: the first open decides, later ones follow it.
+	h.passthrough = hasFd && n.t.passthrough.Load() && (len(n.open) == 0 || n.ptOpen > 0)
 	n.open[h] = struct{}{}
-	n.mu.Unlock()
-	return h
+	if !h.passthrough {
+		return h
+	}
+	n.ptOpen++
+	return &ptHandle{handle: h, fd: int(fdf.Fd())}
 }
 
 // anyHandle returns one open handle of n, or nil.
@@ -106,6 +144,9 @@ func (h *handle) Release(ctx context.Context) (errno syscall.Errno) {
 	defer h.n.t.rescue("release", &errno)
 	h.n.mu.Lock()
 	delete(h.n.open, h)
+	if h.passthrough {
+		h.n.ptOpen--
+	}
 	h.n.mu.Unlock()
 	return h.n.t.errs.errno("release", h.f.Close())
 }

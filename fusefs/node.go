@@ -27,6 +27,10 @@ type node struct {
 	// open holds the node's open handles, so fstat keeps working after
 	// the last name is gone (unlink of an open file).
 	open map[*handle]struct{}
+	// ptOpen counts the handles of open that are passthrough ones (see
+	// "# Passthrough" in the package doc): while there are any, every
+	// new open must be one too, and while there are plain ones, none may.
+	ptOpen int
 	// last is what the mount last said about the node, answered (with
 	// no links) when a stat races with the removal or replacement of its
 	// last name, as a local file system answers for an unlinked inode.
@@ -170,7 +174,7 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	defer n.t.rescue("getattr", &errno)
 	var a mounts.Attr
 	var err error
-	h, _ := f.(*handle)
+	h := asHandle(f)
 	name, ok := n.name()
 	switch {
 	case h != nil:
@@ -205,7 +209,7 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno) {
 	defer n.t.rescue("setattr", &errno)
 	ctx = n.t.ctx(ctx)
-	h, _ := f.(*handle)
+	h := asHandle(f)
 	name, named := n.name()
 	if !named && h == nil {
 		return syscall.ENOENT

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,11 @@ type Options struct {
 	ReadOnly bool
 	// FSName is the source shown in /proc/mounts; "vfsmount" when empty.
 	FSName string
+	// Passthrough lets the kernel read and write host files itself (FUSE
+	// passthrough) when it can; see "# Passthrough" in the package doc.
+	// Where the kernel refuses (not root, a kernel before 6.9) the mount
+	// falls back to serving every read and write, and says so in the log.
+	Passthrough bool
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -58,6 +64,11 @@ type tree struct {
 	log  *slog.Logger
 	errs errLog
 	root *node
+	// passthrough is set when Options.Passthrough asked for it and the
+	// kernel accepted a backing file at mount. It is set after the
+	// handshake, when requests may already be served, hence atomic;
+	// opens before it is set are plain ones.
+	passthrough atomic.Bool
 }
 
 // Mount serves fsys at mountpoint (DirectMount, falling back to fusermount)
@@ -107,6 +118,14 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 		mo.Options = append(mo.Options, "ro")
 		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_RDONLY
 	}
+	if opts.Passthrough {
+		// A backing file may live on a stacked file system (an
+		// overlayfs /var in a container); with go-fuse's depth of 1
+		// registering it fails with ELOOP and go-fuse turns
+		// passthrough off for the whole mount. The price: this mount
+		// cannot itself be a layer of an overlayfs.
+		mo.MaxStackDepth = 2
+	}
 	if opts.Logger != nil {
 		mo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
 	}
@@ -127,6 +146,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
+	t.setupPassthrough(srv, opts.Passthrough, mountpoint)
 	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "readonly", opts.ReadOnly)
 	return &Server{srv: srv, mountpoint: mountpoint, t: t}, nil
 }

@@ -30,9 +30,11 @@ import (
 //     Symlink, Chmod, Chown, Chtimes, SetXattr, RemoveXattr: one line each.
 //
 // Reads are not logged. The wrapper reports fsys's capabilities and
-// descriptions; read-only opens return fsys's file unchanged (so a host
-// file keeps its descriptor for FUSE passthrough), writable ones are
-// wrapped to count bytes and therefore never offer mounts.FDFile.
+// descriptions. Writable opens are wrapped to count bytes and therefore
+// never offer mounts.FDFile (FUSE passthrough would write behind the
+// count's back). Read-only opens hide it too: the kernel serves every open
+// of a file the same way, passthrough or not, so a reader holding a
+// passthrough open would force the writer that follows into one.
 func Audit(fsys mounts.FS, l *AuditLog) mounts.FS {
 	if l == nil {
 		return fsys
@@ -79,7 +81,21 @@ func (a *audited) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, 
 }
 
 func (a *audited) Open(ctx context.Context, name string) (mounts.File, error) {
-	return a.fsys.Open(ctx, name)
+	return hideFd(a.fsys.Open(ctx, name))
+}
+
+// readFile is a file opened for reading through the audit: fsys's file
+// without its host descriptor (see Audit).
+type readFile struct{ mounts.File }
+
+func hideFd(f mounts.File, err error) (mounts.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := f.(mounts.FDFile); !ok {
+		return f, nil
+	}
+	return readFile{f}, nil
 }
 
 func (a *audited) ReadLink(ctx context.Context, name string) (string, error) {
@@ -110,7 +126,7 @@ func octal(m fs.FileMode) string {
 
 func (a *audited) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
 	if !mounts.WantsWrite(flag) {
-		return a.fsys.Open(ctx, name)
+		return a.Open(ctx, name)
 	}
 	existed := flag&os.O_EXCL == 0 // O_EXCL succeeds only by creating
 	if flag&os.O_CREATE != 0 && existed {
@@ -136,7 +152,7 @@ func (a *audited) OpenFile(ctx context.Context, name string, flag int, perm fs.F
 	}
 	w, ok := f.(mounts.WritableFile)
 	if !ok {
-		return f, nil
+		return hideFd(f, nil)
 	}
 	// The caller of the open is the one to blame for the writes: a
 	// kernel handle is written and released by later requests.

@@ -9,6 +9,9 @@ import (
 var (
 	_ mounts.File         = (*file)(nil)
 	_ mounts.WritableFile = (*writableFile)(nil)
+	_ mounts.FDFile       = (*fdFile)(nil)
+	_ mounts.FDFile       = (*fdWritableFile)(nil)
+	_ mounts.WritableFile = (*fdWritableFile)(nil)
 )
 
 // file is a mount's open file seen through the union: Stat reports the
@@ -21,10 +24,21 @@ type file struct {
 
 // wrapFile wraps f. A file opened for writing stays a WritableFile; one
 // opened for reading does not become one, whatever the mount's type offers.
+// A host descriptor (mounts.FDFile) is offered exactly when f offers one:
+// the union changes names and inode numbers, not content, so it need not
+// see the reads and writes the kernel would then make itself.
 func wrapFile(f mounts.File, m *mount, name string, forWriting bool) mounts.File {
 	base := file{f: f, m: m, name: name}
+	fd, hasFd := f.(mounts.FDFile)
 	if w, ok := f.(mounts.WritableFile); ok && forWriting {
-		return &writableFile{file: base, w: w}
+		wf := writableFile{file: base, w: w}
+		if hasFd {
+			return &fdWritableFile{writableFile: wf, fd: fd}
+		}
+		return &wf
+	}
+	if hasFd {
+		return &fdFile{file: base, fd: fd}
 	}
 	return &base
 }
@@ -67,3 +81,19 @@ func (f *writableFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *writableFile) Truncate(size int64) error { return f.fix(f.w.Truncate(size)) }
 
 func (f *writableFile) Sync() error { return f.fix(f.w.Sync()) }
+
+// fdFile and fdWritableFile are file and writableFile over a mount file
+// that has a host descriptor, which they forward.
+type fdFile struct {
+	file
+	fd mounts.FDFile
+}
+
+func (f *fdFile) Fd() uintptr { return f.fd.Fd() }
+
+type fdWritableFile struct {
+	writableFile
+	fd mounts.FDFile
+}
+
+func (f *fdWritableFile) Fd() uintptr { return f.fd.Fd() }

@@ -63,14 +63,16 @@ Example:
 		Setup: func(fs *pflag.FlagSet) runFunc {
 			var wf workspaceFlags
 			wf.register(fs)
+			var noPassthrough bool
+			registerNoPassthrough(fs, &noPassthrough)
 			return func(ctx context.Context, a *app, args []string) error {
-				return runMount(ctx, a, &wf, args[0])
+				return runMount(ctx, a, &wf, !noPassthrough, args[0])
 			}
 		},
 	}
 }
 
-func runMount(ctx context.Context, a *app, wf *workspaceFlags, mountpoint string) error {
+func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool, mountpoint string) error {
 	log := a.logger
 	// Order matters: everything that can reject bad input runs before
 	// anything changes on the machine, so bad input leaves nothing mounted
@@ -121,7 +123,8 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, mountpoint string
 		// Read-only twice: a workspace no mount can change (or a dry
 		// run) is also mounted read-only, so the kernel refuses writes
 		// itself.
-		ReadOnly: ws.kernelReadOnly(),
+		ReadOnly:    ws.kernelReadOnly(),
+		Passthrough: passthrough,
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)
@@ -221,4 +224,10 @@ func inspectMountpoint(mountpoint string) (abs string, state fusefs.State, err e
 		return "", fusefs.StateNone, usageErrorf("mountpoint %s: %v", mountpoint, statErr)
 	}
 	return abs, state, nil
+}
+
+// registerNoPassthrough adds --no-passthrough to a command that serves the
+// workspace through the kernel.
+func registerNoPassthrough(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "no-passthrough", false, "serve every read and write of host files through vfsmount instead of letting the kernel do them (FUSE passthrough, used when root on Linux 6.9+)")
 }

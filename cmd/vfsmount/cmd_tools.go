@@ -22,6 +22,8 @@ type bridgeFlags struct {
 	ws      workspaceFlags
 	dialect string
 	tools   []string
+	// noPassthrough turns FUSE passthrough off in the kernel face.
+	noPassthrough bool
 }
 
 func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
@@ -29,6 +31,7 @@ func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
 	if withDialect {
 		fs.StringVar(&b.dialect, "dialect", agentbridge.DialectCursor, "tool names and arguments of `D`: "+strings.Join(agentbridge.Dialects, ", "))
 	}
+	registerNoPassthrough(fs, &b.noPassthrough)
 	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell); naming one the workspace cannot serve is an error")
 }
 
@@ -118,7 +121,8 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
-		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.kernelReadOnly()})
+		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.kernelReadOnly(),
+			Passthrough: !f.noPassthrough})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}

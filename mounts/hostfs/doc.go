@@ -65,6 +65,9 @@
 // # Fast path
 //
 // Files implement [mounts.FDFile]: the kernel face may hand their descriptor
-// to the kernel (FUSE passthrough) so large reads and writes bypass this
-// process.
+// to the kernel (FUSE passthrough) so reads and writes bypass this process.
+// Confinement holds: the kernel reopens the descriptor's own path (the
+// dentry this package resolved, not a name), with the flags of each open
+// through the mount, so a read-only descriptor backs writers too and no
+// second descriptor is needed.
 package hostfs

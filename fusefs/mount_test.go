@@ -688,3 +688,28 @@ func TestProbeStale(t *testing.T) {
 	_, err = os.ReadDir(dir)
 	require.NoError(t, err, "the directory is usable again")
 }
+
+// TestOpenOfNameRemovedBehindTheKernel: a name removed from the mount
+// without telling the kernel (its entry still cached) is looked up again on
+// open: O_CREAT creates it, a plain open fails with ENOENT, never ESTALE.
+func TestOpenOfNameRemovedBehindTheKernel(t *testing.T) {
+	m, dir := mountMem(t)
+	ctx := context.Background()
+	name := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(name, []byte("old"), 0o644))
+	_, err := os.Stat(name) // the kernel caches the entry (30 s)
+	require.NoError(t, err)
+
+	require.NoError(t, m.Unlink(ctx, "f")) // behind the kernel's back
+	_, err = os.ReadFile(name)
+	assert.ErrorIs(t, err, syscall.ENOENT)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte("x"), 0o644))
+	_, err = os.Stat(filepath.Join(dir, "g"))
+	require.NoError(t, err)
+	require.NoError(t, m.Unlink(ctx, "g"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte("new"), 0o644), "O_CREAT recreates the name")
+	data, err := mounts.ReadFile(ctx, m, "g")
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(data))
+}

@@ -315,6 +315,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 		return nil, 0, syscall.ENOENT
 	}
 	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The kernel's cached entry outlived the name, removed behind
+		// its back (a host directory edited directly, a library change
+		// not yet invalidated). ESTALE makes the VFS look the name up
+		// again and retry once: an O_CREAT open then creates the file,
+		// any other fails with ENOENT, as on a local file system.
+		return nil, 0, syscall.ESTALE
+	}
 	if err != nil {
 		return nil, 0, n.t.errs.errno("open", err)
 	}

@@ -33,7 +33,14 @@
 //   - External mounts (a host directory other programs edit) use one-second
 //     entry and attribute timeouts and drop the page cache on every open,
 //     the trade-off libfuse makes by default: nothing tells us about their
-//     changes, so staleness is bounded by time.
+//     changes, so staleness is bounded by time. Their listings are cached
+//     too (FOPEN_CACHE_DIR): the kernel refreshes a directory's expired
+//     attributes when a program starts reading it and drops the cached
+//     listing when the mtime moved, so a listing is as fresh as a stat —
+//     and git status in a 10,000-file checkout costs about what it does
+//     natively instead of five times as much. (On a host file system with
+//     coarse mtimes, a change within the same tick as the cached listing
+//     shows only with the directory's next change.)
 //   - Everything else (the memory mount) changes only through this process,
 //     either through the kernel (which then knows) or through the library
 //     API used by the tool face, which calls [Server.Invalidate] after each

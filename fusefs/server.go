@@ -234,7 +234,7 @@ func (t *tree) policy(name string) cachePolicy {
 	case d.Immutable:
 		return cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
 	case d.External:
-		return cachePolicy{entry: externalTimeout, attr: externalTimeout}
+		return cachePolicy{entry: externalTimeout, attr: externalTimeout, cacheDir: true}
 	default:
 		return cachePolicy{entry: internalTimeout, attr: internalTimeout, keepCache: true, cacheDir: true}
 	}

@@ -530,3 +530,40 @@ func TestSkillsThroughKernel(t *testing.T) {
 	assert.Contains(t, string(cat), "Path: /agent/skills/csv/SKILL.md\n")
 	assert.Contains(t, string(cat), "Path: /agent/skills/pdf/SKILL.md\n", "the catalog is whole, not cut at an old size")
 }
+
+// TestHostListingsFollowOutsideChanges: host listings are cached by the
+// kernel (FOPEN_CACHE_DIR), but a change made to the host directory behind
+// the mount shows in the next listing once the one-second attribute
+// timeout has passed — at the mount's own top directory and below it, for
+// creations and removals — without anything stat'ing the directory first.
+func TestHostListingsFollowOutsideChanges(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(src, "d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "d", "a"), nil, 0o644))
+	w := newHostWorkspace(t, src)
+
+	names := func(dir string) []string {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	for _, sub := range []string{"", "d"} {
+		dir := w.host(sub)
+		before := names(dir)
+		require.Equal(t, before, names(dir), "a listing read twice is the same")
+
+		outside := filepath.Join(src, sub, "new")
+		require.NoError(t, os.WriteFile(outside, nil, 0o644))
+		time.Sleep(1100 * time.Millisecond)
+		assert.Contains(t, names(dir), "new", "%s: a file created behind the mount is listed", dir)
+
+		require.NoError(t, os.Remove(outside))
+		time.Sleep(1100 * time.Millisecond)
+		assert.NotContains(t, names(dir), "new", "%s: a file removed behind the mount is gone", dir)
+	}
+}

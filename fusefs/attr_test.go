@@ -33,10 +33,10 @@ func TestUnixMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := unixMode(tt.mode)
+			got := mounts.UnixMode(tt.mode)
 			assert.Equal(t, tt.want, got, "got %o, want %o", got, tt.want)
 			// The permission part round-trips through permMode.
-			assert.Equal(t, tt.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), permMode(got))
+			assert.Equal(t, tt.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), mounts.PermMode(got))
 		})
 	}
 }

@@ -115,7 +115,7 @@ func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fu
 	// contract), and node ids are go-fuse's, so the kernel never sees an
 	// (ino, generation) pair reused for another file.
 	ch := n.NewInode(ctx, &node{t: n.t, pol: pol},
-		gofs.StableAttr{Mode: typeBits(a.Mode), Ino: ino, Gen: 1})
+		gofs.StableAttr{Mode: mounts.TypeBits(a.Mode), Ino: ino, Gen: 1})
 	// With a hard link, ch is the existing node of the same number.
 	ch.Operations().(*node).remember(a)
 	return ch
@@ -224,7 +224,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	if m, ok := in.GetMode(); ok {
 		if errno := byName("chmod", func() error {
-			return mounts.Chmod(ctx, n.t.fsys, name, permMode(m))
+			return mounts.Chmod(ctx, n.t.fsys, name, mounts.PermMode(m))
 		}); errno != 0 {
 			return errno
 		}
@@ -294,7 +294,7 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
 		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: up})
 	for _, e := range ents {
-		list = append(list, fuse.DirEntry{Name: e.Name, Mode: typeBits(e.Type), Ino: e.Ino})
+		list = append(list, fuse.DirEntry{Name: e.Name, Mode: mounts.TypeBits(e.Type), Ino: e.Ino})
 	}
 	return gofs.NewListDirStream(list), 0
 }
@@ -340,7 +340,7 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)|os.O_CREATE, permMode(mode))
+	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)|os.O_CREATE, mounts.PermMode(mode))
 	if err != nil {
 		return nil, nil, 0, n.t.errs.errno("create", err)
 	}
@@ -362,7 +362,7 @@ func (n *node) Mkdir(ctx context.Context, elem string, mode uint32, out *fuse.En
 		return nil, errno
 	}
 	ctx = n.t.ctx(ctx)
-	if err := mounts.Mkdir(ctx, n.t.fsys, name, permMode(mode)); err != nil {
+	if err := mounts.Mkdir(ctx, n.t.fsys, name, mounts.PermMode(mode)); err != nil {
 		return nil, n.t.errs.errno("mkdir", err)
 	}
 	return n.statChild(ctx, "mkdir", name, out)

@@ -321,7 +321,7 @@ func (f *ReadOnlyFS) ino(dev, ino uint64) uint64 {
 
 func (f *ReadOnlyFS) attr(st *unix.Stat_t) mounts.Attr {
 	return mounts.Attr{
-		Mode:   modeOf(st.Mode),
+		Mode:   mounts.FileModeOf(st.Mode),
 		Size:   st.Size,
 		Ino:    f.ino(st.Dev, st.Ino),
 		Nlink:  uint32(st.Nlink),
@@ -333,50 +333,6 @@ func (f *ReadOnlyFS) attr(st *unix.Stat_t) mounts.Attr {
 		Blocks: st.Blocks,
 		Rdev:   uint32(st.Rdev),
 	}
-}
-
-// modeOf converts st_mode to an fs.FileMode, as os does.
-func modeOf(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	}
-	if m&unix.S_ISUID != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&unix.S_ISGID != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&unix.S_ISVTX != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
-}
-
-// unixMode converts permission and special bits to st_mode bits.
-func unixMode(m fs.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= unix.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= unix.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= unix.S_ISVTX
-	}
-	return u
 }
 
 // Stat returns the attributes of name without following a final symlink.
@@ -464,7 +420,7 @@ func readDir(ctx context.Context, fd int) ([]mounts.DirEntry, error) {
 					}
 					return nil, err
 				}
-				mode = modeOf(st.Mode).Type()
+				mode = mounts.FileModeOf(st.Mode).Type()
 			}
 			out = append(out, mounts.DirEntry{Name: name, Type: mode})
 		}
@@ -536,7 +492,7 @@ func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, pe
 	}
 	var out *file
 	err := f.inParent(op, name, func(dirfd int, base string) error {
-		fd, created, err := openat(dirfd, base, flag, unixMode(perm))
+		fd, created, err := openat(dirfd, base, flag, mounts.UnixPerm(perm))
 		if err != nil {
 			return err
 		}
@@ -555,7 +511,7 @@ func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, pe
 			return mounts.ErrNotSupported
 		}
 		if created {
-			if want := unixMode(perm); st.Mode&0o7777 != want {
+			if want := mounts.UnixPerm(perm); st.Mode&0o7777 != want {
 				if err := unix.Fchmod(fd, want); err != nil {
 					unix.Close(fd)
 					return err

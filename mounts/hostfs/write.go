@@ -65,7 +65,7 @@ func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 // parent passes down, as on Linux).
 func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 	return f.inParent("mkdir", name, func(dirfd int, base string) error {
-		want := unixMode(perm)
+		want := mounts.UnixPerm(perm)
 		if err := unix.Mkdirat(dirfd, base, want); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (f *FS) Link(ctx context.Context, oldname, newname string) error {
 // fails with ErrNotSupported.
 func (f *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
 	return f.inParent("chmod", name, func(dirfd int, base string) error {
-		return chmodat(dirfd, base, unixMode(mode))
+		return chmodat(dirfd, base, mounts.UnixPerm(mode))
 	})
 }
 

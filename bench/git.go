@@ -30,7 +30,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -255,28 +254,14 @@ func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) 
 		return 0, err
 	}
 	defer os.Remove(mnt)
-	var log bytes.Buffer
-	child := exec.Command(bin, "mount", "--mount", "type=git,src="+src+",rev="+rev+",dst=/repo", mnt)
-	child.Stderr = &log
-	if verbose {
-		child.Stderr = os.Stderr
-	}
 	start := time.Now()
-	if err := child.Start(); err != nil {
+	d, err := startDaemon(bin, mnt, verbose, "--mount", "type=git,src="+src+",rev="+rev+",dst=/repo")
+	if err != nil {
 		return 0, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	stop := func() error {
-		_ = child.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(30 * time.Second):
-			_ = child.Process.Kill()
-			return errors.New("vfsmount did not exit after SIGINT")
-		}
-	}
+	defer d.stop()
+	// Ready means a first listing of /repo answers: what an agent waits
+	// for, so it is polled every millisecond rather than by waitReady.
 	repo := filepath.Join(mnt, "repo")
 	var ready time.Duration
 	for {
@@ -285,21 +270,22 @@ func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) 
 			break
 		}
 		select {
-		case err := <-done:
-			return 0, fmt.Errorf("vfsmount exited before the mount was ready (%v):\n%s", err, log.String())
+		case err := <-d.done:
+			d.done <- err
+			return 0, fmt.Errorf("vfsmount exited before the mount was ready (%v):\n%s", err, d.log.String())
 		case <-time.After(time.Millisecond):
 		}
 		if time.Since(start) > 60*time.Second {
-			_ = child.Process.Kill()
-			return 0, fmt.Errorf("not mounted after a minute:\n%s", log.String())
+			_ = d.cmd.Process.Kill()
+			return 0, fmt.Errorf("not mounted after a minute:\n%s", d.log.String())
 		}
 	}
 	var ferr error
 	if fn != nil {
-		ferr = fn(mnt, child.Process.Pid)
+		ferr = fn(mnt, d.cmd.Process.Pid)
 	}
-	if err := stop(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("unmount: %w:\n%s", err, log.String())
+	if err := d.stop(); err != nil && ferr == nil {
+		ferr = fmt.Errorf("unmount: %w", err)
 	}
 	return ms(ready), ferr
 }

@@ -20,8 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 )
 
@@ -78,93 +76,45 @@ func runHostMode(o *options, bin string, verbose bool, passthrough bool) error {
 	}
 	defer os.Remove(mnt)
 
-	var log bytes.Buffer
-	args := []string{"mount", "--mount", "type=host,src=" + src + ",dst=/host", mnt}
+	args := []string{"--mount", "type=host,src=" + src + ",dst=/host"}
 	mode := "with passthrough"
 	if !passthrough {
 		args = append(args, "--no-passthrough")
 		mode = "--no-passthrough"
 	}
-	child := exec.Command(bin, args...)
-	child.Stderr = &log
-	if verbose {
-		child.Stderr = os.Stderr
-	}
-	if err := child.Start(); err != nil {
+	d, err := startDaemon(bin, mnt, verbose, args...)
+	if err != nil {
 		return err
 	}
-	stop := func() error {
-		_ = child.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- child.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(30 * time.Second):
-			_ = child.Process.Kill()
-			return errors.New("vfsmount did not exit after SIGINT")
-		}
-	}
-	if err := waitMountedAt(mnt, "host", 15*time.Second); err != nil {
-		_ = child.Process.Kill()
-		return fmt.Errorf("%w; vfsmount log:\n%s", err, log.String())
+	defer d.stop()
+	if err := d.waitReady("host", 15*time.Second); err != nil {
+		return err
 	}
 
 	fmt.Printf("\nvfsmount %s on %s (host mount of %s) vs the same directory directly; best of %d\n\n", mode, mnt, src, o.reps)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "workload\t vfsmount\t baseline (host dir)\t ratio")
-	fmt.Fprintln(tw, "--------\t --------\t -------------------\t -----")
-	var failed []string
-	for _, w := range hostWorkloads(passthrough) {
-		v, b, err := measure(w, o, filepath.Join(mnt, "host"), src)
-		if err != nil {
-			_ = stop()
-			return fmt.Errorf("%s: %w", w.Name, err)
-		}
-		cell, ok := ratioCell(w, v/b)
-		if !ok {
-			failed = append(failed, w.Name)
-		}
-		fmt.Fprintf(tw, "%s\t %s\t %s\t %s\n", w.Name, value(v, w.Unit), value(b, w.Unit), cell)
-	}
-	tw.Flush()
-	// The log is complete once the child has exited.
-	if err := stop(); err != nil {
-		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
+	failed, err := table(o, "baseline (host dir)", hostWorkloads(passthrough), filepath.Join(mnt, "host"), src)
+	if err != nil {
+		return err
 	}
 	switch {
-	case verbose:
-		// The log went to stderr; it says which it was.
-	case strings.Contains(log.String(), "passthrough active"):
-		fmt.Println("\nFUSE passthrough active: the kernel reads and writes host files itself")
-	default:
-		fmt.Println("\nno FUSE passthrough: every read and write goes through the vfsmount process")
+	case o.dropped:
+		fmt.Println("\npage cache dropped before each cold phase (echo 3 > /proc/sys/vm/drop_caches)")
+	case o.dropErr != nil:
+		fmt.Printf("\npage cache NOT dropped (%v): cold rows are warm for the kernel\n", o.dropErr)
+	}
+	// The log is complete once the child has exited.
+	if err := d.stop(); err != nil {
+		return err
+	}
+	if strings.Contains(d.log.String(), "passthrough active") {
+		fmt.Println("FUSE passthrough active: the kernel reads and writes host files itself")
+	} else {
+		fmt.Println("no FUSE passthrough: every read and write goes through the vfsmount process")
 	}
 	if len(failed) > 0 {
 		fmt.Printf("below target: %s\n", strings.Join(failed, "; "))
 	}
 	return nil
-}
-
-// waitMountedAt waits until mnt is a FUSE mount whose sub directory answers.
-func waitMountedAt(mnt, sub string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		data, err := os.ReadFile("/proc/mounts")
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 2 && f[1] == mnt && strings.HasPrefix(f[2], "fuse") {
-				if _, err := os.Stat(filepath.Join(mnt, sub)); err == nil {
-					return nil
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not mounted after %v", mnt, timeout)
 }
 
 // untar extracts an archive of o.files small files (in directories of 100,

@@ -36,7 +36,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 )
 
@@ -131,59 +130,28 @@ func runMemory(o *options, bin string, verbose bool) error {
 	}
 	defer os.RemoveAll(base)
 
-	var log bytes.Buffer
-	child := exec.Command(bin, "mount", "--mount", "type=memory,dst=/memory", mnt)
-	child.Stderr = &log
-	if verbose {
-		child.Stderr = os.Stderr
-	}
-	if err := child.Start(); err != nil {
+	d, err := startDaemon(bin, mnt, verbose, "--mount", "type=memory,dst=/memory")
+	if err != nil {
 		return err
 	}
-	stop := func() error {
-		_ = child.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- child.Wait() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(30 * time.Second):
-			_ = child.Process.Kill()
-			return errors.New("vfsmount did not exit after SIGINT")
-		}
-	}
+	defer d.stop()
 	// Ctrl-C of the bench must not leave the mount behind.
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	go func() {
 		<-ctx.Done()
-		_ = stop()
+		_ = d.stop()
 	}()
-	if err := waitMounted(mnt, 15*time.Second); err != nil {
-		_ = child.Process.Kill()
-		return fmt.Errorf("%w; vfsmount log:\n%s", err, log.String())
+	if err := d.waitReady("memory", 15*time.Second); err != nil {
+		return err
 	}
-	vfs := filepath.Join(mnt, "memory")
 
 	fmt.Printf("vfsmount on %s (memory mount) vs tmpfs %s; best of %d; %d MiB file, %d files\n\n",
 		mnt, base, o.reps, o.sizeMiB, o.files)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "workload\t vfsmount\t baseline (tmpfs)\t ratio")
-	fmt.Fprintln(tw, "--------\t --------\t ----------------\t -----")
-	var failed []string
-	for _, w := range workloads() {
-		v, b, err := measure(w, o, vfs, base)
-		if err != nil {
-			_ = stop()
-			return fmt.Errorf("%s: %w", w.Name, err)
-		}
-		cell, ok := ratioCell(w, v/b)
-		if !ok {
-			failed = append(failed, w.Name)
-		}
-		fmt.Fprintf(tw, "%s\t %s\t %s\t %s\n", w.Name, value(v, w.Unit), value(b, w.Unit), cell)
+	failed, err := table(o, "baseline (tmpfs)", workloads(), filepath.Join(mnt, "memory"), base)
+	if err != nil {
+		return err
 	}
-	tw.Flush()
 	fmt.Println()
 	switch {
 	case o.dropped:
@@ -194,10 +162,7 @@ func runMemory(o *options, bin string, verbose bool) error {
 	if len(failed) > 0 {
 		fmt.Printf("below target: %s\n", strings.Join(failed, "; "))
 	}
-	if err := stop(); err != nil {
-		return fmt.Errorf("unmount: %w; vfsmount log:\n%s", err, log.String())
-	}
-	return nil
+	return d.stop()
 }
 
 // measure runs w alternately on both sides, reps times, each time in a
@@ -398,28 +363,6 @@ func dropCaches(o *options) {
 		return
 	}
 	o.dropped = true
-}
-
-// waitMounted waits until mnt is a FUSE mount in /proc/mounts whose memory
-// mount answers.
-func waitMounted(mnt string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		data, err := os.ReadFile("/proc/mounts")
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 2 && f[1] == mnt && strings.HasPrefix(f[2], "fuse") {
-				if _, err := os.Stat(filepath.Join(mnt, "memory")); err == nil {
-					return nil
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not mounted after %v", mnt, timeout)
 }
 
 func moduleRoot() (string, error) {

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,36 +26,12 @@ import (
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
 
 // vfsmountBinary builds cmd/vfsmount once per run, outside any FUSE mount.
 func vfsmountBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "vfsmount-examples-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "vfsmount")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/vfsmount/vfsmount/cmd/vfsmount").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
+	return testutil.Binary(t)
 }
 
 // mountsUnder lists the mount points in /proc/mounts below dir.

@@ -1,12 +1,7 @@
 package integration
 
 import (
-	"os"
-	"sort"
 	"testing"
-
-	"github.com/hanwen/go-fuse/v2/posixtest"
-	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts/mountstest"
 )
@@ -41,19 +36,5 @@ var posixUnsupported = map[string]string{
 // fresh directory of its own.
 func TestPOSIX(t *testing.T) {
 	w := newWorkspace(t)
-	names := make([]string, 0, len(posixtest.All))
-	for name := range posixtest.All {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			if why, ok := posixUnsupported[name]; ok {
-				t.Skip(why)
-			}
-			dir := w.path("memory/posix-" + name)
-			require.NoError(t, os.Mkdir(dir, 0o755))
-			posixtest.All[name](t, dir)
-		})
-	}
+	runPOSIX(t, func(check string) string { return w.path("memory/posix-" + check) }, posixUnsupported)
 }

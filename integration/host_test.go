@@ -18,12 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/posixtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/vfsmount/vfsmount/fusefs"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
@@ -52,19 +50,7 @@ func newHostWorkspace(t *testing.T, src string) *hostWorkspace {
 	t.Cleanup(func() { h.(*hostfs.FS).Close() })
 	u, err := union.New(map[string]mounts.FS{"/host": h, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
-	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{})
-	if err != nil {
-		fusetest.MountFailed(t, err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-			if st, _ := fusefs.Probe(dir); st != fusefs.StateNone {
-				assert.NoError(t, fusefs.ForceUnmount(dir))
-			}
-		}
-	})
+	dir, _ := mountKernel(t, u)
 	return &hostWorkspace{dir: dir, src: src}
 }
 
@@ -92,21 +78,7 @@ var hostPOSIXUnsupported = map[string]string{
 // TestHostPOSIX runs go-fuse's POSIX checks on a writable host mount.
 func TestHostPOSIX(t *testing.T) {
 	w := newHostWorkspace(t, t.TempDir())
-	names := make([]string, 0, len(posixtest.All))
-	for name := range posixtest.All {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			if why, ok := hostPOSIXUnsupported[name]; ok {
-				t.Skip(why)
-			}
-			dir := w.host("posix-" + name)
-			require.NoError(t, os.Mkdir(dir, 0o755))
-			posixtest.All[name](t, dir)
-		})
-	}
+	runPOSIX(t, func(check string) string { return w.host("posix-" + check) }, hostPOSIXUnsupported)
 }
 
 // escapeLayout builds parent/{src,outside}: a secret outside, and links in
@@ -498,19 +470,7 @@ func TestSkillsThroughKernel(t *testing.T) {
 	t.Cleanup(func() { sk.Close() })
 	u, err := union.New(map[string]mounts.FS{"/agent/skills": sk, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
-	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{})
-	if err != nil {
-		fusetest.MountFailed(t, err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-			if st, _ := fusefs.Probe(dir); st != fusefs.StateNone {
-				assert.NoError(t, fusefs.ForceUnmount(dir))
-			}
-		}
-	})
+	dir, _ := mountKernel(t, u)
 	at := func(name string) string { return filepath.Join(dir, "agent", "skills", filepath.FromSlash(name)) }
 
 	cat, err := os.ReadFile(at("SKILLS.md"))

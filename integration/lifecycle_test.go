@@ -32,40 +32,13 @@ import (
 // callers killed mid-request, a tree too large for the kernel's caches. The
 // test process only ever looks at the mount through system calls.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
 
 // vfsmountBinary builds cmd/vfsmount once per test run, or returns
 // $VFSMOUNT_BINARY: a release candidate to test as it is.
 func vfsmountBinary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("VFSMOUNT_BINARY"); p != "" {
-		return p
-	}
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "vfsmount-integration-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "vfsmount")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/vfsmount/vfsmount/cmd/vfsmount").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
+	return testutil.Binary(t)
 }
 
 // lockedBuffer collects a child's output while the test reads it.

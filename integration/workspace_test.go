@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"github.com/hanwen/go-fuse/v2/posixtest"
+	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,10 +41,20 @@ func newWorkspace(t *testing.T) *workspace {
 		"/agent/notes": memfs.New(memfs.Options{}),
 	})
 	require.NoError(t, err)
-	dir := t.TempDir()
 	// The kernel face gets the union itself; only the library API goes
 	// through the observer (see "# Deadlocks" in package fusefs).
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{})
+	dir, srv := mountKernel(t, u)
+	return &workspace{dir: dir, union: u, lib: mounts.Observe(u, srv.Invalidate), srv: srv}
+}
+
+// mountKernel mounts fsys through the kernel at a fresh directory for the
+// rest of the test, and unmounts it at the end (forcing it if it is busy,
+// which is an error of the test).
+func mountKernel(t testing.TB, fsys mounts.FS) (string, *fusefs.Server) {
+	t.Helper()
+	fusetest.Need(t)
+	dir := t.TempDir()
+	srv, err := fusefs.Mount(dir, fsys, fusefs.Options{})
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}
@@ -53,7 +66,27 @@ func newWorkspace(t *testing.T) *workspace {
 			}
 		}
 	})
-	return &workspace{dir: dir, union: u, lib: mounts.Observe(u, srv.Invalidate), srv: srv}
+	return dir, srv
+}
+
+// runPOSIX runs go-fuse's POSIX checks, each in a fresh directory that
+// dir names, skipping those that unsupported explains.
+func runPOSIX(t *testing.T, dir func(check string) string, unsupported map[string]string) {
+	names := make([]string, 0, len(posixtest.All))
+	for name := range posixtest.All {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			if why, ok := unsupported[name]; ok {
+				t.Skip(why)
+			}
+			d := dir(name)
+			require.NoError(t, os.Mkdir(d, 0o755))
+			posixtest.All[name](t, d)
+		})
+	}
 }
 
 var bg = context.Background()

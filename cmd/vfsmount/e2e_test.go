@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,20 +24,7 @@ import (
 // would, and look at the mount from this process through os calls. The
 // test process never serves the mount, so it may use it freely.
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	binErr    error
-	binDir    string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
 
 // e2eVersion is stamped into the test binary the way the Makefile stamps
 // releases.
@@ -47,19 +33,7 @@ const e2eVersion = "v0.0.0-e2e"
 // binary builds the vfsmount binary once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "vfsmount-e2e-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "vfsmount")
-		out, err := exec.Command("go", "build", "-ldflags", "-X main.version="+e2eVersion, "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, binErr, "go build")
-	return binPath
+	return testutil.Binary(t, "-ldflags", "-X main.version="+e2eVersion)
 }
 
 // syncBuffer collects a child's output while the test reads it.

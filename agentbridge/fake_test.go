@@ -130,14 +130,6 @@ func (u *testUnion) Symlink(ctx context.Context, target, name string) error {
 	return rewrite(mounts.Symlink(ctx, f, target, rest), name)
 }
 
-// readOnly hides every capability of a mount: only the read side is left.
-type readOnly struct{ f mounts.FS }
-
-func (r readOnly) Stat(ctx context.Context, n string) (mounts.Attr, error) { return r.f.Stat(ctx, n) }
-func (r readOnly) ReadDir(ctx context.Context, n string) ([]mounts.DirEntry, error) {
-	return r.f.ReadDir(ctx, n)
-}
-func (r readOnly) Open(ctx context.Context, n string) (mounts.File, error) { return r.f.Open(ctx, n) }
-func (r readOnly) ReadLink(ctx context.Context, n string) (string, error) {
-	return r.f.ReadLink(ctx, n)
-}
+// readOnly hides every capability of a mount: embedding the interface
+// promotes only the read side.
+type readOnly struct{ mounts.FS }

@@ -23,22 +23,10 @@ var ctx = context.Background()
 
 func newMem() *memfs.FS { return memfs.New(memfs.Options{}) }
 
-// readOnly hides every capability of the FS it wraps: what a git or skills
-// mount offers.
-type readOnly struct{ inner mounts.FS }
+// readOnly hides every capability of the FS it wraps, what a git or skills
+// mount offers: embedding the interface promotes only the read side.
+type readOnly struct{ mounts.FS }
 
-func (r readOnly) Stat(ctx context.Context, name string) (mounts.Attr, error) {
-	return r.inner.Stat(ctx, name)
-}
-func (r readOnly) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
-	return r.inner.ReadDir(ctx, name)
-}
-func (r readOnly) Open(ctx context.Context, name string) (mounts.File, error) {
-	return r.inner.Open(ctx, name)
-}
-func (r readOnly) ReadLink(ctx context.Context, name string) (string, error) {
-	return r.inner.ReadLink(ctx, name)
-}
 func (r readOnly) Describe() mounts.Description {
 	return mounts.Description{Type: "ro", Source: "ro@1234567", Immutable: true}
 }

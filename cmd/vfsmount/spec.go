@@ -46,6 +46,11 @@ type rawSpec struct {
 	// BaseDir resolves relative host paths: the working directory for
 	// flags, the config file's directory for config entries.
 	BaseDir string
+	// Optional marks a mount of the default workspace: when its source
+	// has nothing to serve (a spec error while building it, such as a
+	// repository without a commit), it is left out with a log line
+	// instead of failing the workspace.
+	Optional bool
 }
 
 // keyAliases maps the Docker spellings onto the canonical keys, so
@@ -107,7 +112,9 @@ func parseSpec(s, baseDir string) (rawSpec, error) {
 // its typed options.
 type mountSpec struct {
 	Origin string
-	Type   string
+	// Optional as in rawSpec.
+	Optional bool
+	Type     string
 	// Dst is absolute and clean: "/memory", "/agent/skills".
 	Dst string
 	// values holds the options other than type and dst, typed as the
@@ -138,7 +145,7 @@ func (s *mountSpec) Has(key string) bool {
 // Every error is a *specError naming raw.Origin and, where one is at fault,
 // the key.
 func validateSpec(reg registry, raw rawSpec) (mountSpec, error) {
-	spec := mountSpec{Origin: raw.Origin, values: map[string]any{}}
+	spec := mountSpec{Origin: raw.Origin, Optional: raw.Optional, values: map[string]any{}}
 	seen := map[string]bool{}
 	var items []rawItem
 	for _, it := range raw.Items {

@@ -126,11 +126,6 @@ func (w *workspaceFlags) open(ctx context.Context, logger *slog.Logger) (*worksp
 // two together.
 const defaultWorkspace = "the git repository of the working directory at HEAD on /repo, and a memory mount on /memory"
 
-// defaultGitOrigin names the default workspace's git mount in messages. A
-// repository whose HEAD has no commit yet is dropped from the default
-// workspace with a log line instead of failing it.
-const defaultGitOrigin = "default git mount"
-
 // defaultMounts is the workspace when neither a config file nor a flag
 // names a mount (DESIGN §5): the repository containing the working
 // directory at HEAD on /repo, and memory on /memory. Outside a repository
@@ -153,8 +148,9 @@ func defaultMounts(ctx context.Context, logger *slog.Logger) ([]rawSpec, error) 
 		return []rawSpec{mem}, nil
 	}
 	git := rawSpec{
-		Origin:  defaultGitOrigin,
-		BaseDir: cwd,
+		Origin:   "default git mount",
+		BaseDir:  cwd,
+		Optional: true, // a repository without a commit yet has no /repo
 		Items: []rawItem{{Key: "type", Value: "git"}, {Key: "src", Value: top},
 			{Key: "rev", Value: "HEAD"}, {Key: "dst", Value: "/repo"}},
 	}
@@ -238,8 +234,9 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 		}
 		fsys, err := mt.Build(ctx, spec, env)
 		ws.cleanup = append(ws.cleanup, env.onClose...)
-		if err != nil && spec.Origin == defaultGitOrigin && errors.Is(err, gitfs.ErrBadRev) {
-			logger.Info("default workspace: the repository has no commit at HEAD yet, so no /repo", "err", err)
+		if err != nil && spec.Optional && exitCode(err) == exitUsage {
+			logger.Info("default workspace: left out a mount whose source has nothing to serve",
+				"mount", spec.Dst, "err", err)
 			continue
 		}
 		if err != nil {

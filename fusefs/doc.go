@@ -67,6 +67,36 @@
 // to update atime, and drops a file's cached pages when it sees its size or
 // mtime change (FUSE_AUTO_INVAL_DATA).
 //
+// # Immutable mounts
+//
+// Even with every entry, attribute and page cached, each open(2) of a file
+// costs an OPEN and a RELEASE round trip, and for a full read of a
+// repository (tar, a build) those round trips were most of the time: about
+// 30 µs a file where a local file system takes 6. FUSE lets a server answer
+// OPEN with ENOSYS, after which the kernel opens and closes every file of
+// the connection by itself, keeps their pages across opens as with
+// FOPEN_KEEP_CACHE, and sends READs without a handle. That holds for the
+// whole connection, and writable mounts need their handles (unlink of an
+// open file, passthrough, the audit log's per-open accounting), so each
+// directory of [Options.ImmutableRoots] — a git mount with nothing mounted
+// below it — is served on a connection of its own, mounted read-only on
+// top of the directory the main connection shows at that name. Such a
+// connection answers OPEN with ENOSYS; a READ without a handle goes through
+// a small cache of open files, one per recently read node (readerCache),
+// so that a large file read in many READs is opened once and no more than
+// a few dozen files are held open. A warm tar of a 20 000-file commit went
+// from 5.9x to about 1.3x of a local checkout.
+//
+// The price is the kernel's view of two mounts: the immutable directory has
+// its own device number (find -xdev and du -x stop there), a rename out of
+// it fails with EXDEV (it would anyway: mounts are separate in the union),
+// and it must be unmounted first — [Server.Unmount] and [ForceUnmount] do
+// that, a plain umount(8) of the workspace alone fails with EBUSY.
+// Everything else is unchanged: the connection serves the same tree, by the
+// same names (tree.prefix), through the same decorators, with the same
+// inode numbers. When every mount is immutable the main connection itself
+// works this way ("." in ImmutableRoots).
+//
 // # Passthrough
 //
 // With [Options.Passthrough], files of host mounts are served by FUSE
@@ -153,7 +183,7 @@
 // # Flush
 //
 // Writes go straight to the mount (WriteAt) and are visible to every reader
-// when the WRITE request returns, so there is nothing to flush on close and
-// the adapter leaves FLUSH to go-fuse, which answers it with success. FSYNC
-// calls [mounts.WritableFile.Sync].
+// when the WRITE request returns, so there is nothing to flush on close:
+// FLUSH answers ENOSYS (see "# Caching"). FSYNC calls
+// [mounts.WritableFile.Sync].
 package fusefs

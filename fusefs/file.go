@@ -50,17 +50,9 @@ var (
 	_ = (gofs.FileWriter)((*handle)(nil))
 	_ = (gofs.FileFsyncer)((*handle)(nil))
 	_ = (gofs.FileReleaser)((*handle)(nil))
-	_ = (gofs.FileFlusher)((*handle)(nil))
 
 	_ = (gofs.FilePassthroughFder)((*ptHandle)(nil))
 )
-
-// Flush answers ENOSYS, which tells the kernel never to send FLUSH again on
-// this connection: writes reach the mount when they are made, so close(2)
-// has nothing to push, and every close saves a round trip. Closing the
-// mount's file (for the audit log's coalesced write line) happens at
-// RELEASE.
-func (h *handle) Flush(ctx context.Context) syscall.Errno { return syscall.ENOSYS }
 
 // addHandle registers a new open file of n and returns what go-fuse gets:
 // a ptHandle when the kernel should read and write the host file itself,

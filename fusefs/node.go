@@ -59,10 +59,11 @@ var (
 	_ = (gofs.NodeRemovexattrer)((*node)(nil))
 )
 
-// name returns the node's mount-relative name, computed from its position
-// in the inode tree. ok is false for a node that is in no directory any
-// more (its last name was removed): it must not be addressed by a name,
-// which by now may belong to another file.
+// name returns the node's fsys-relative name, computed from its position
+// in the inode tree below the connection's root (tree.prefix). ok is false
+// for a node that is in no directory any more (its last name was removed):
+// it must not be addressed by a name, which by now may belong to another
+// file.
 func (n *node) name() (name string, ok bool) {
 	var elems []string
 	for cur := n.EmbeddedInode(); !cur.IsRoot(); {
@@ -73,14 +74,22 @@ func (n *node) name() (name string, ok bool) {
 		elems = append(elems, elem)
 		cur = parent
 	}
+	prefix := n.t.prefix
 	if len(elems) == 0 {
-		return ".", true
+		return prefix, true
 	}
 	size := len(elems) - 1
 	for _, e := range elems {
 		size += len(e)
 	}
+	if prefix != "." {
+		size += len(prefix) + 1
+	}
 	buf := make([]byte, 0, size)
+	if prefix != "." {
+		buf = append(buf, prefix...)
+		buf = append(buf, '/')
+	}
 	for i := len(elems) - 1; i >= 0; i-- {
 		buf = append(buf, elems[i]...)
 		if i > 0 {
@@ -289,6 +298,8 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 	up := self
 	if _, p := n.Parent(); p != nil {
 		up = p.StableAttr().Ino
+	} else if n.t.parentIno != 0 {
+		up = n.t.parentIno
 	}
 	list = append(list,
 		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
@@ -310,6 +321,11 @@ func openFlags(flags uint32) int {
 
 func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
 	defer n.t.rescue("open", &errno)
+	if n.t.noOpen {
+		// See "# Immutable mounts": the kernel takes ENOSYS as a
+		// success, and never sends OPEN on this connection again.
+		return nil, 0, syscall.ENOSYS
+	}
 	name, ok := n.name()
 	if !ok {
 		return nil, 0, syscall.ENOENT

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -93,13 +94,27 @@ func Probe(mountpoint string) (State, error) {
 // ForceUnmount clears the mount at mountpoint, live or stale: a plain
 // unmount first, then a lazy one (MNT_DETACH) when the mount is busy, and
 // fusermount3/fusermount when the process may not unmount itself (not
-// root). Nothing mounted there is ErrNotMounted.
+// root). FUSE mounts below mountpoint (the connections of immutable roots)
+// go first, deepest first; one that will not go is taken along by the
+// detach of mountpoint. Nothing mounted there is ErrNotMounted.
 func ForceUnmount(mountpoint string) error {
 	abs, err := absMountpoint(mountpoint)
 	if err != nil {
 		return err
 	}
-	err = unix.Unmount(abs, 0)
+	below, err := MountsBelow(abs)
+	if err != nil {
+		return err
+	}
+	for _, mp := range below {
+		_ = unmountOne(mp, mp)
+	}
+	return unmountOne(abs, mountpoint)
+}
+
+// unmountOne clears the mount at abs, naming it mountpoint in errors.
+func unmountOne(abs, mountpoint string) error {
+	err := unix.Unmount(abs, 0)
 	if errors.Is(err, syscall.EBUSY) {
 		err = unix.Unmount(abs, unix.MNT_DETACH)
 	}
@@ -146,6 +161,36 @@ func fusermountUnmount(abs string) error {
 	return last
 }
 
+// MountsBelow lists the FUSE mount points strictly below mountpoint,
+// deepest first: the connections of Options.ImmutableRoots, which must be
+// unmounted before the workspace itself.
+func MountsBelow(mountpoint string) ([]string, error) {
+	abs, err := absMountpoint(mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var below []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		mp, fstype, ok := parseMountinfo(sc.Text())
+		if ok && isFUSE(fstype) && strings.HasPrefix(mp, strings.TrimSuffix(abs, "/")+"/") && !slices.Contains(below, mp) {
+			below = append(below, mp)
+		}
+	}
+	slices.SortFunc(below, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return below, sc.Err()
+}
+
+func isFUSE(fstype string) bool {
+	return fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.")
+}
+
 // mountedAt reports whether something is mounted at abs according to
 // /proc/self/mountinfo, and whether the topmost mount there is FUSE.
 func mountedAt(abs string) (fuse, found bool, err error) {
@@ -163,7 +208,7 @@ func mountedAt(abs string) (fuse, found bool, err error) {
 		}
 		// Later lines are mounted on top of earlier ones.
 		found = true
-		fuse = fstype == "fuse" || fstype == "fuseblk" || strings.HasPrefix(fstype, "fuse.")
+		fuse = isFUSE(fstype)
 	}
 	return fuse, found, sc.Err()
 }

@@ -2,8 +2,11 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -37,6 +40,15 @@ type Options struct {
 	// Where the kernel refuses (not root, a kernel before 6.9) the mount
 	// falls back to serving every read and write, and says so in the log.
 	Passthrough bool
+	// ImmutableRoots are fsys-relative directories whose whole subtree is
+	// immutable content — a git mount with no other mount below it —
+	// each served on a FUSE connection of its own, mounted read-only on
+	// top of the directory, where the kernel opens and closes files
+	// without asking (see "# Immutable mounts" in the package doc). A
+	// root that is not an immutable directory, or that cannot be mounted,
+	// is served through the main connection like the rest, with a log
+	// line saying why.
+	ImmutableRoots []string
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -56,14 +68,27 @@ type Server struct {
 	srv        *fuse.Server
 	mountpoint string
 	t          *tree
+	// subs are the connections of Options.ImmutableRoots, mounted on
+	// top of this one.
+	subs []*Server
 }
 
-// tree is the state shared by every node of one mount.
+// tree is the state shared by every node of one connection.
 type tree struct {
 	fsys mounts.FS
-	log  *slog.Logger
-	errs errLog
-	root *node
+	// prefix is the fsys-relative name of the connection's root: "."
+	// for the main connection, the root's name for one of
+	// Options.ImmutableRoots. parentIno is then the inode number of the
+	// root's parent, for its ".." entry.
+	prefix    string
+	parentIno uint64
+	// noOpen is set on immutable connections: OPEN answers ENOSYS and
+	// reads go through readers.
+	noOpen  bool
+	readers *readerCache
+	log     *slog.Logger
+	errs    errLog
+	root    *node
 	// passthrough is set when Options.Passthrough asked for it and the
 	// kernel accepted a backing file at mount. It is set after the
 	// handshake, when requests may already be served, hence atomic;
@@ -75,24 +100,92 @@ type tree struct {
 // and returns once the kernel has answered the FUSE handshake, so the mount
 // is usable as soon as Mount returns.
 func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &tree{fsys: fsys, log: logger, errs: errLog{log: logger}}
-	t.root = &node{t: t}
+	t := &tree{fsys: fsys, prefix: "."}
+	var roots []string
+	for _, root := range opts.ImmutableRoots {
+		switch {
+		case root != ".":
+			roots = append(roots, root)
+		case mounts.Describe(fsys).Immutable:
+			// Everything is immutable: the main connection is one.
+			t.noOpen, t.readers = true, newReaderCache(maxReaders)
+			opts.ReadOnly = true
+		default:
+			opts.Logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
+		}
+	}
+	s, err := mountTree(mountpoint, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, root := range roots {
+		sub, err := s.mountImmutable(root, opts)
+		if err != nil {
+			opts.Logger.Warn("fusefs: serving an immutable mount through the main connection",
+				"root", root, "err", err)
+			continue
+		}
+		s.subs = append(s.subs, sub)
+	}
+	return s, nil
+}
 
-	ctx := mounts.WithCaller(context.Background(), mounts.Caller{
+// mountImmutable mounts root's subtree on a connection of its own, on top
+// of the directory the main connection shows there.
+func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
+	fsys := s.t.fsys
+	if !mounts.ValidPath(root) || root == "." {
+		return nil, fmt.Errorf("not a directory name: %q", root)
+	}
+	if !mounts.DescribeAt(fsys, root).Immutable {
+		return nil, errors.New("its content is not immutable")
+	}
+	ctx := mountCtx()
+	parent, err := fsys.Stat(ctx, path.Dir(root))
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range s.subs {
+		if within(root, sub.t.prefix) {
+			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.t.prefix)
+		}
+	}
+	t := &tree{fsys: fsys, prefix: root, parentIno: parent.Ino, noOpen: true, readers: newReaderCache(maxReaders)}
+	opts.ReadOnly = true
+	opts.Passthrough = false
+	return mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts)
+}
+
+// within reports whether name is dir or below it.
+func within(name, dir string) bool {
+	return name == dir || strings.HasPrefix(name, dir+"/")
+}
+
+// mountCtx is the context of the requests a mount makes of itself.
+func mountCtx() context.Context {
+	return mounts.WithCaller(context.Background(), mounts.Caller{
 		Uid: uint32(syscall.Geteuid()), Gid: uint32(syscall.Getegid()),
 		Pid: uint32(syscall.Getpid()), Face: "kernel"})
-	ra, err := fsys.Stat(ctx, ".")
+}
+
+// mountTree mounts one connection serving t.
+func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
+	logger := opts.Logger
+	t.log, t.errs = logger, errLog{log: logger}
+	t.root = &node{t: t}
+	fsys := t.fsys
+
+	ra, err := fsys.Stat(mountCtx(), t.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: stat root: %w", mountpoint, err)
 	}
 	if !ra.IsDir() {
 		return nil, fmt.Errorf("fusefs: mount %s: the root of the file system is not a directory", mountpoint)
 	}
-	t.root.pol = t.policy(".")
+	t.root.pol = t.policy(t.prefix)
 
 	fsName := opts.FSName
 	if fsName == "" {
@@ -126,16 +219,12 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 		// cannot itself be a layer of an overlayfs.
 		mo.MaxStackDepth = 2
 	}
-	if opts.Logger != nil {
-		mo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
-	}
+	mo.Logger = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
 	fo := &fs.Options{
 		MountOptions: mo,
 		// Timeouts are set per node (tree.policy). NegativeTimeout
 		// stays nil: failed lookups are not cached at all.
-	}
-	if opts.Logger != nil {
-		fo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
+		Logger: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if ra.Ino != 0 {
 		// The root keeps the mount's number, so no entry below can
@@ -146,22 +235,42 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
-	t.setupPassthrough(srv, opts.Passthrough, mountpoint)
-	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "readonly", opts.ReadOnly)
+	if !t.noOpen {
+		// A connection with no handles has nothing to pass through.
+		t.setupPassthrough(srv, opts.Passthrough, mountpoint)
+	}
+	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", t.prefix, "readonly", opts.ReadOnly)
 	return &Server{srv: srv, mountpoint: mountpoint, t: t}, nil
 }
 
-// Unmount unmounts the file system cleanly. It fails (EBUSY) while a process
-// uses the mount; ForceUnmount detaches instead.
+// Unmount unmounts the file system cleanly, the connections of immutable
+// roots first. It fails (EBUSY) while a process uses the mount;
+// ForceUnmount detaches instead.
 func (s *Server) Unmount() error {
+	// go-fuse's Unmount of a server already unmounted succeeds, so a
+	// retry after EBUSY starts over harmlessly.
+	for i := len(s.subs) - 1; i >= 0; i-- {
+		if err := s.subs[i].Unmount(); err != nil {
+			return err
+		}
+	}
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
 	}
+	s.t.readers.clear()
 	return nil
 }
 
-// Wait blocks until the file system is unmounted.
-func (s *Server) Wait() { s.srv.Wait() }
+// Wait blocks until the file system is unmounted: the main connection, and
+// then those of immutable roots, which a detach of the main one takes
+// along.
+func (s *Server) Wait() {
+	s.srv.Wait()
+	s.t.readers.clear()
+	for _, sub := range s.subs {
+		sub.Wait()
+	}
+}
 
 // Mountpoint returns the directory the file system is mounted on.
 func (s *Server) Mountpoint() string { return s.mountpoint }

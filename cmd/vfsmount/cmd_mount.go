@@ -123,8 +123,9 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		// Read-only twice: a workspace no mount can change (or a dry
 		// run) is also mounted read-only, so the kernel refuses writes
 		// itself.
-		ReadOnly:    ws.kernelReadOnly(),
-		Passthrough: passthrough,
+		ReadOnly:       ws.kernelReadOnly(),
+		Passthrough:    passthrough,
+		ImmutableRoots: ws.immutableRoots(),
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)

@@ -64,10 +64,25 @@ func runUmount(a *app, mountpoint string, lazy bool) error {
 }
 
 // unmountLive unmounts a live mount without forcing it, so a busy mount
-// fails with EBUSY instead of being torn away from its users. Root calls
-// umount(2); anyone else goes through fusermount3, which may unmount a
-// FUSE mount its user owns.
+// fails with EBUSY instead of being torn away from its users. The
+// connections of immutable mounts, mounted on top of the workspace, go
+// first (should the workspace then prove busy, it still serves their
+// content itself). Root calls umount(2); anyone else goes through
+// fusermount3, which may unmount a FUSE mount its user owns.
 func unmountLive(abs string) error {
+	below, err := fusefs.MountsBelow(abs)
+	if err != nil {
+		return err
+	}
+	for _, mp := range below {
+		if err := unmountOne(mp); err != nil {
+			return err
+		}
+	}
+	return unmountOne(abs)
+}
+
+func unmountOne(abs string) error {
 	err := syscall.Unmount(abs, 0)
 	if !errors.Is(err, syscall.EPERM) {
 		return err

@@ -1,0 +1,185 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// countingFS counts the files opened through it and closes them as they
+// are closed, so a test can tell whether the kernel asked before opening.
+type countingFS struct {
+	describedFS
+	opens, open atomic.Int64
+}
+
+func (c *countingFS) Open(ctx context.Context, name string) (mounts.File, error) {
+	f, err := c.describedFS.Open(ctx, name)
+	if err == nil {
+		c.opens.Add(1)
+		c.open.Add(1)
+		f = &openCountedFile{File: f, c: c}
+	}
+	return f, err
+}
+
+type openCountedFile struct {
+	mounts.File
+	c *countingFS
+}
+
+func (f *openCountedFile) Close() error {
+	f.c.open.Add(-1)
+	return f.File.Close()
+}
+
+// immutableWorkspace is a union of a writable memory mount at /memory and
+// an immutable one at /repo holding repo/big (3 MiB) and repo/d/small.
+func immutableWorkspace(t *testing.T) (*union.Union, *countingFS, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16)
+	require.NoError(t, mounts.WriteFile(ctx, content, "big", big, 0o644))
+	require.NoError(t, mounts.Mkdir(ctx, content, "d", 0o755))
+	require.NoError(t, mounts.WriteFile(ctx, content, "d/small", []byte("small"), 0o644))
+	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{}), "/repo": repo})
+	require.NoError(t, err)
+	return u, repo, big
+}
+
+func TestImmutableRootOnItsOwnConnection(t *testing.T) {
+	u, repo, big := immutableWorkspace(t)
+	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	root := filepath.Join(dir, "repo")
+
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{root}, below, "the immutable root is a mount of its own")
+	assert.NotEqual(t, statT(t, dir).Dev, statT(t, root).Dev)
+
+	t.Run("content and identity are the union's", func(t *testing.T) {
+		a, err := u.Stat(context.Background(), "repo/d/small")
+		require.NoError(t, err)
+		assert.Equal(t, a.Ino, statT(t, filepath.Join(root, "d", "small")).Ino)
+		got, err := os.ReadFile(filepath.Join(root, "big"))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(big, got), "3 MiB read back")
+		ents, err := os.ReadDir(root)
+		require.NoError(t, err)
+		require.Len(t, ents, 2)
+		assert.Equal(t, "big", ents[0].Name())
+	})
+
+	t.Run("opens do not reach the mount, reads share a file", func(t *testing.T) {
+		p := filepath.Join(root, "d", "small")
+		before := repo.opens.Load()
+		for range 20 {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.Equal(t, "small", string(b))
+		}
+		// The first read may open the file for the reader cache; the
+		// other 19 are served from the page cache without an OPEN.
+		assert.LessOrEqual(t, repo.opens.Load()-before, int64(1))
+	})
+
+	t.Run("read-only through the kernel", func(t *testing.T) {
+		err := os.WriteFile(filepath.Join(root, "new"), []byte("x"), 0o644)
+		assert.ErrorIs(t, err, syscall.EROFS)
+		f, err := os.OpenFile(filepath.Join(root, "big"), os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		assert.ErrorIs(t, err, syscall.EROFS)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "memory", "f"), []byte("w"), 0o644),
+			"the rest of the workspace stays writable")
+		assert.ErrorIs(t, os.Rename(filepath.Join(dir, "memory", "f"), filepath.Join(root, "f")), syscall.EXDEV)
+	})
+
+	t.Run("fsync of an immutable file succeeds", func(t *testing.T) {
+		f, err := os.Open(filepath.Join(root, "big"))
+		require.NoError(t, err)
+		defer f.Close()
+		assert.NoError(t, f.Sync())
+	})
+
+	t.Run("unmount takes both connections", func(t *testing.T) {
+		require.NoError(t, srv.Unmount())
+		srv.Wait()
+		below, err := MountsBelow(dir)
+		require.NoError(t, err)
+		assert.Empty(t, below)
+		st, err := Probe(dir)
+		require.NoError(t, err)
+		assert.Equal(t, StateNone, st)
+		assert.Zero(t, repo.open.Load(), "every reader closed")
+	})
+}
+
+func TestImmutableRootForceUnmount(t *testing.T) {
+	u, _, _ := immutableWorkspace(t)
+	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	f, err := os.Open(filepath.Join(dir, "repo", "big")) // keeps the inner mount busy
+	require.NoError(t, err)
+	require.NoError(t, ForceUnmount(dir))
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Empty(t, below, "detached from the namespace")
+	st, err := Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, StateNone, st)
+	// The detached connections live until their last user lets go.
+	b := make([]byte, 4)
+	_, err = f.ReadAt(b, 16)
+	require.NoError(t, err)
+	assert.Equal(t, "0123", string(b))
+	require.NoError(t, f.Close())
+	srv.Wait()
+}
+
+func TestImmutableRootsRefused(t *testing.T) {
+	u, _, _ := immutableWorkspace(t)
+	var logs syncBuffer
+	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"memory", "nope", "../x"},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Empty(t, below, "no root qualified")
+	assert.Contains(t, logs.String(), "its content is not immutable")
+	// Everything is still served by the main connection.
+	b, err := os.ReadFile(filepath.Join(dir, "repo", "d", "small"))
+	require.NoError(t, err)
+	assert.Equal(t, "small", string(b))
+}
+
+func TestWholeTreeImmutable(t *testing.T) {
+	fusetest.Need(t)
+	_, repo, big := immutableWorkspace(t)
+	_, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Empty(t, below, "the main connection is the immutable one")
+	before := repo.opens.Load()
+	for range 5 {
+		got, err := os.ReadFile(filepath.Join(dir, "big"))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(big, got))
+	}
+	assert.LessOrEqual(t, repo.opens.Load()-before, int64(1))
+	assert.ErrorIs(t, os.WriteFile(filepath.Join(dir, "new"), nil, 0o644), syscall.EROFS)
+}

@@ -71,12 +71,14 @@
 //
 // # Limitations
 //
-//   - go-git reads every pack index into memory on first use, so a
-//     repository with millions of objects costs their index at mount.
-//   - Object access is serialised by one lock (go-git's storage is not safe
-//     for concurrent use); the decoding of large blobs runs outside it.
-//   - Decoding is go-git's (compress/flate): a full read of a commit costs
-//     about three times what git archive spends on the same objects.
+//   - Pack indexes are read into memory at mount, twice (by the pack
+//     reader and by go-git), so a repository with millions of objects
+//     costs their index at mount.
+//   - Packed objects decode concurrently, without a lock, from read-only
+//     mappings of the packs (packs.go, klauspost/compress's inflate: about
+//     git's own speed, twice go-git's). Loose objects, alternates'
+//     packs and multi-pack indexes go through go-git's storage, which is
+//     not safe for concurrent use and is serialised by one lock.
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
 package gitfs

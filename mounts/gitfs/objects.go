@@ -15,11 +15,17 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
-// objects serialises access to go-git's object storage, which is not safe
-// for concurrent use (its packfile scanners seek a shared descriptor). Only
-// header reads and small objects are decoded under the lock; the content of
-// a large blob streams from its own descriptor outside it.
+// objects reads git objects. Packed objects come from the pack reader
+// (packs), which is safe for concurrent use and takes no lock here. The
+// rest (loose objects, alternates, a REF_DELTA whose base is in another
+// pack) comes from go-git's object storage, which is not safe for
+// concurrent use (its packfile scanners seek a shared descriptor) and is
+// serialised by mu: only header reads and small objects are decoded under
+// the lock; the content of a large blob streams from its own descriptor
+// outside it.
 type objects struct {
+	packs *packs
+
 	mu    sync.Mutex
 	st    *filesystem.Storage
 	loose *looseFS
@@ -28,8 +34,8 @@ type objects struct {
 	packsAt time.Time
 }
 
-func newObjects(st *filesystem.Storage, loose *looseFS) *objects {
-	o := &objects{st: st, loose: loose}
+func newObjects(st *filesystem.Storage, loose *looseFS, packs *packs) *objects {
+	o := &objects{st: st, loose: loose, packs: packs}
 	o.packsAt, _ = o.packsTime()
 	return o
 }
@@ -60,11 +66,17 @@ func (o *objects) retry(fn func() error) error {
 	o.packsAt = at
 	o.st.Reindex()
 	o.loose.forget()
+	// A pack that cannot be mapped is left to go-git, which reports
+	// what is wrong with it if anything reads from it.
+	_ = o.packs.reload()
 	return fn()
 }
 
 // size returns the size of object h from its header, without decoding it.
 func (o *objects) size(h plumbing.Hash) (int64, error) {
+	if n, ok, err := o.packs.size(h); ok {
+		return n, err
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var n int64
@@ -88,6 +100,17 @@ func (o *objects) size(h plumbing.Hash) (int64, error) {
 // object go-git returns a lazy handle, and the decoding happens when the
 // returned reader is read, outside the lock.
 func (o *objects) read(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, error) {
+	if r, n, typ, ok, err := o.packs.open(h); ok {
+		if err != nil {
+			return nil, 0, err
+		}
+		if t != plumbing.AnyObject && typ != t {
+			// As go-git answers an object of another type.
+			r.Close()
+			return nil, 0, plumbing.ErrObjectNotFound
+		}
+		return r, n, nil
+	}
 	o.mu.Lock()
 	var obj plumbing.EncodedObject
 	err := o.retry(func() error {
@@ -107,8 +130,18 @@ func (o *objects) read(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, i
 }
 
 // readAll returns the whole content of a small object (a tree, a symlink
-// target), checking its length against the header.
+// target), checking its length against the header. The slice may be shared
+// with the pack reader's base cache: callers must not modify it.
 func (o *objects) readAll(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	if b, typ, ok, err := o.packs.bytes(h); ok {
+		switch {
+		case err != nil:
+			return nil, err
+		case t != plumbing.AnyObject && typ != t:
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return b, nil
+	}
 	r, n, err := o.read(t, h)
 	if err != nil {
 		return nil, err
@@ -125,6 +158,7 @@ func (o *objects) readAll(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error
 }
 
 func (o *objects) close() error {
+	o.packs.close()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.st.Close()

@@ -86,7 +86,11 @@ func openStorage(path string) (*objects, *git.Repository, error) {
 		st.Close()
 		return nil, nil, err
 	}
-	return newObjects(st, loose), repo, nil
+	// The git directory is the root of go-git's file system (a linked
+	// worktree's own, whose commondir file leads to the objects). A pack
+	// the reader cannot map is served by go-git instead.
+	packs, _ := newPacks(objectsDir(ps.Filesystem().Root()))
+	return newObjects(st, loose, packs), repo, nil
 }
 
 // Discover returns the top directory of the repository containing dir (its

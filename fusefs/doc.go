@@ -97,6 +97,19 @@
 // inode numbers. When every mount is immutable the main connection itself
 // works this way ("." in ImmutableRoots).
 //
+// # Read-ahead
+//
+// On an immutable connection, reading a file whose content the mount must
+// decode first (a git blob) makes the reader wait for the decode, file
+// after file. When a second file of a directory is read — a scan, as tar,
+// cp -r or a build does — the regular files after it in name order (up to
+// 256 files and 16 MiB, each under 1 MiB) are read from the mount by one
+// worker per CPU and handed to the kernel with NOTIFY_STORE, so the reads
+// that follow are page cache hits. A single file read in a directory (an
+// agent looking at one file) triggers nothing. The kernel may drop those
+// pages like any others; a file read later is then served by READ as
+// usual. The workers never block a request: a full queue drops the rest.
+//
 // # Passthrough
 //
 // With [Options.Passthrough], files of host mounts are served by FUSE

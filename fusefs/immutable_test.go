@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -182,4 +183,45 @@ func TestWholeTreeImmutable(t *testing.T) {
 	}
 	assert.LessOrEqual(t, repo.opens.Load()-before, int64(1))
 	assert.ErrorIs(t, os.WriteFile(filepath.Join(dir, "new"), nil, 0o644), syscall.EROFS)
+}
+
+func TestReadaheadFillsThePageCache(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.Mkdir(ctx, content, "d", 0o755))
+	want := map[string][]byte{}
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		want[name] = bytes.Repeat([]byte(name), 5000+len(want)*1000)
+		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, want[name], 0o644))
+	}
+	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readaheadFileMax+1), 0o644))
+	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	ents, err := os.ReadDir(filepath.Join(dir, "d")) // READDIRPLUS: the kernel knows every node
+	require.NoError(t, err)
+	require.Len(t, ents, 7)
+
+	read := func(name string) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(dir, "d", name))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want[name], got), "content of %s", name)
+	}
+	served := func(name string) bool {
+		t.Helper()
+		ch := srv.t.root.GetChild("d").GetChild(name)
+		require.NotNil(t, ch, name)
+		return ch.Operations().(*node).served.Load()
+	}
+
+	read("a")
+	read("b") // a second file of d: c, d, e and f are pushed to the kernel
+	assert.True(t, served("a") && served("b"))
+	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 4 },
+		10*time.Second, 5*time.Millisecond, "the read-ahead workers store the rest")
+	for _, name := range []string{"c", "d", "e", "f"} {
+		read(name)
+		assert.False(t, served(name), "%s came from the page cache, without a READ", name)
+	}
+	assert.Equal(t, int64(6), repo.opens.Load(), "the file over the size bound was left alone")
 }

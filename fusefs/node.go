@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -35,6 +36,17 @@ type node struct {
 	// no links) when a stat races with the removal or replacement of its
 	// last name, as a local file system answers for an unlinked inode.
 	last mounts.Attr
+	// served is set once a READ without a handle reached the node: its
+	// content is in the kernel's page cache, or on its way there, and
+	// read-ahead leaves it alone.
+	served atomic.Bool
+}
+
+// lastSize is the size the mount last reported for n.
+func (n *node) lastSize() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last.Size
 }
 
 var (

@@ -45,6 +45,9 @@ func (n *node) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off int
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, n.t.errs.errno("read", err)
 	}
+	if off == 0 {
+		n.t.ra.read(n)
+	}
 	return fuse.ReadResultData(dest[:k]), 0
 }
 

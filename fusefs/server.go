@@ -86,6 +86,7 @@ type tree struct {
 	// reads go through readers.
 	noOpen  bool
 	readers *readerCache
+	ra      *readahead
 	log     *slog.Logger
 	errs    errLog
 	root    *node
@@ -111,7 +112,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 			roots = append(roots, root)
 		case mounts.Describe(fsys).Immutable:
 			// Everything is immutable: the main connection is one.
-			t.noOpen, t.readers = true, newReaderCache(maxReaders)
+			t.setImmutable()
 			opts.ReadOnly = true
 		default:
 			opts.Logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
@@ -119,6 +120,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	}
 	s, err := mountTree(mountpoint, t, opts)
 	if err != nil {
+		t.ra.close()
 		return nil, err
 	}
 	for _, root := range roots {
@@ -153,10 +155,29 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.t.prefix)
 		}
 	}
-	t := &tree{fsys: fsys, prefix: root, parentIno: parent.Ino, noOpen: true, readers: newReaderCache(maxReaders)}
+	t := &tree{fsys: fsys, prefix: root, parentIno: parent.Ino}
+	t.setImmutable()
 	opts.ReadOnly = true
 	opts.Passthrough = false
-	return mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts)
+	sub, err := mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts)
+	if err != nil {
+		t.ra.close()
+	}
+	return sub, err
+}
+
+// setImmutable makes t a connection of immutable content (see "# Immutable
+// mounts" in the package doc).
+func (t *tree) setImmutable() {
+	t.noOpen = true
+	t.readers = newReaderCache(maxReaders)
+	t.ra = newReadahead(t)
+}
+
+// closed releases what t holds once its connection is gone.
+func (t *tree) closed() {
+	t.ra.close()
+	t.readers.clear()
 }
 
 // within reports whether name is dir or below it.
@@ -257,7 +278,7 @@ func (s *Server) Unmount() error {
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
 	}
-	s.t.readers.clear()
+	s.t.closed()
 	return nil
 }
 
@@ -266,7 +287,7 @@ func (s *Server) Unmount() error {
 // along.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.t.readers.clear()
+	s.t.closed()
 	for _, sub := range s.subs {
 		sub.Wait()
 	}

@@ -1,0 +1,188 @@
+package fusefs
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+)
+
+// readahead pushes the content of files into the kernel's page cache
+// before they are read, on immutable connections (see "# Read-ahead" in
+// the package doc). When a second file of a directory is read, the files
+// after it in name order are read from the mount by a few workers and
+// stored with NOTIFY_STORE, so the reads that follow are page cache hits
+// instead of READ requests that wait for a decode.
+type readahead struct {
+	t    *tree
+	jobs chan *gofs.Inode
+	wg   sync.WaitGroup
+
+	// stopped is stop, for the workers, which drop what is still
+	// queued once it is set.
+	stopped atomic.Bool
+	// stored counts the files handed to the kernel.
+	stored atomic.Int64
+
+	mu   sync.Mutex
+	dirs map[*gofs.Inode]*dirReads
+	stop bool
+}
+
+// dirReads is what readahead knows of one directory: the first file read
+// in it, and whether its siblings were queued already.
+type dirReads struct {
+	first  *node
+	queued bool
+}
+
+// Read-ahead bounds: what one directory may queue, the largest file worth
+// pushing (larger ones are read in READs of max_read bytes, which the
+// kernel's own read-ahead already pipelines), and how many directories are
+// remembered before the memory starts over.
+const (
+	readaheadFiles    = 256
+	readaheadBytes    = 16 << 20
+	readaheadFileMax  = 1 << 20
+	readaheadDirs     = 4096
+	readaheadQueueLen = 1024
+)
+
+func newReadahead(t *tree) *readahead {
+	r := &readahead{t: t, jobs: make(chan *gofs.Inode, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		r.wg.Add(1)
+		go r.work()
+	}
+	return r
+}
+
+// read is told of every handle-less READ at offset 0 of n.
+func (r *readahead) read(n *node) {
+	if r == nil || !n.served.CompareAndSwap(false, true) {
+		return
+	}
+	_, parent := n.Parent()
+	if parent == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.stop {
+		r.mu.Unlock()
+		return
+	}
+	d := r.dirs[parent]
+	switch {
+	case d == nil:
+		if len(r.dirs) >= readaheadDirs {
+			clear(r.dirs)
+		}
+		r.dirs[parent] = &dirReads{first: n}
+		r.mu.Unlock()
+		return
+	case d.queued || d.first == n:
+		r.mu.Unlock()
+		return
+	}
+	d.queued = true
+	// The lock stays held while queueing (sends do not block), so close
+	// cannot close the queue under a send.
+	defer r.mu.Unlock()
+
+	// A second file of the directory: a scan. Queue the files after it.
+	self := n.EmbeddedInode()
+	after := ""
+	var todo []string
+	children := parent.Children()
+	for name, ch := range children {
+		if ch == self {
+			after = name
+		}
+	}
+	for name, ch := range children {
+		if name <= after || ch.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+			continue
+		}
+		todo = append(todo, name)
+	}
+	slices.SortFunc(todo, strings.Compare)
+	budget := int64(readaheadBytes)
+	for _, name := range todo[:min(len(todo), readaheadFiles)] {
+		ch := children[name]
+		cn, ok := ch.Operations().(*node)
+		if !ok || cn.served.Load() {
+			continue
+		}
+		size := cn.lastSize()
+		if size <= 0 || size > readaheadFileMax || size > budget {
+			continue
+		}
+		budget -= size
+		select {
+		case r.jobs <- ch:
+		default:
+			return // the workers are behind: the rest is read on demand
+		}
+	}
+}
+
+// work stores queued files until close.
+func (r *readahead) work() {
+	defer r.wg.Done()
+	buf := make([]byte, readaheadFileMax)
+	for ch := range r.jobs {
+		r.store(ch, buf)
+	}
+}
+
+// store reads ch's content from the mount and hands it to the kernel. Any
+// failure only means the file is read on demand later.
+func (r *readahead) store(ch *gofs.Inode, buf []byte) {
+	n := ch.Operations().(*node)
+	if n.served.Load() || r.stopped.Load() {
+		return
+	}
+	name, ok := n.name()
+	if !ok {
+		return
+	}
+	f, err := r.t.fsys.Open(mountCtx(), name)
+	if err != nil {
+		return
+	}
+	k, err := f.ReadAt(buf, 0)
+	f.Close()
+	if (err != nil && !errors.Is(err, io.EOF)) || k == len(buf) {
+		return
+	}
+	switch errno := ch.WriteCache(0, buf[:k]); errno {
+	case 0:
+		r.stored.Add(1)
+	case syscall.ENOENT: // the kernel forgot the node meanwhile
+	default:
+		r.t.log.Debug("fusefs: read-ahead store failed", "name", name, "errno", errno.Error())
+	}
+}
+
+// close stops the workers; queued files are dropped.
+func (r *readahead) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.stop {
+		r.mu.Unlock()
+		return
+	}
+	r.stop = true
+	r.stopped.Store(true)
+	close(r.jobs)
+	r.mu.Unlock()
+	r.wg.Wait()
+}

@@ -123,7 +123,13 @@ func (n *node) child(elem string) (string, syscall.Errno) {
 // newChild makes (or finds, for a hard link) the inode for name with
 // attributes a, and fills out.
 func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fuse.EntryOut) *gofs.Inode {
-	pol := n.t.policy(name)
+	pol := n.pol
+	if n.t.prefix == "." {
+		// A name may be a mount point of another mount; below an
+		// immutable root (a connection of its own) every name is the
+		// root's mount's.
+		pol = n.t.policy(name)
+	}
 	fillAttr(&out.Attr, a)
 	out.SetEntryTimeout(pol.entry)
 	out.SetAttrTimeout(pol.attr)

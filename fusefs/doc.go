@@ -84,8 +84,12 @@
 // connection answers OPEN with ENOSYS; a READ without a handle goes through
 // a small cache of open files, one per recently read node (readerCache),
 // so that a large file read in many READs is opened once and no more than
-// a few dozen files are held open. A warm tar of a 20 000-file commit went
-// from 5.9x to about 1.3x of a local checkout.
+// a few dozen files are held open. OPENDIR answers ENOSYS too (the kernel
+// then caches listings as with FOPEN_CACHE_DIR), and a READDIR without a
+// handle is served through one opened for that request (noOpendir). A
+// warm tar of a 20 000-file commit, which sent an OPEN, a RELEASE and a
+// FLUSH per file and an OPENDIR and a RELEASEDIR per directory, now sends
+// nothing: it went from 5.9x to about 1.1-1.3x of a local checkout.
 //
 // The price is the kernel's view of two mounts: the immutable directory has
 // its own device number (find -xdev and du -x stop there), a rename out of

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -224,4 +225,37 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 		assert.False(t, served(name), "%s came from the page cache, without a READ", name)
 	}
 	assert.Equal(t, int64(6), repo.opens.Load(), "the file over the size bound was left alone")
+}
+
+func TestImmutableListingsWithoutOpendir(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.Mkdir(ctx, content, "big", 0o755))
+	var want []string
+	for i := range 3000 { // several READDIRPLUS replies, read at offsets
+		name := fmt.Sprintf("entry-with-a-rather-long-name-%04d", i)
+		want = append(want, name)
+		require.NoError(t, mounts.WriteFile(ctx, content, "big/"+name, []byte(name), 0o644))
+	}
+	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{}), "/repo": repo})
+	require.NoError(t, err)
+	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	big := filepath.Join(dir, "repo", "big")
+	for pass := range 2 {
+		f, err := os.Open(big)
+		require.NoError(t, err)
+		names, err := f.Readdirnames(-1)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		assert.Equal(t, want, names, "pass %d", pass)
+	}
+	b, err := os.ReadFile(filepath.Join(big, want[2999]))
+	require.NoError(t, err)
+	assert.Equal(t, want[2999], string(b))
+	// fsync of a directory opened without a handle.
+	d, err := os.Open(big)
+	require.NoError(t, err)
+	assert.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
 }

@@ -252,8 +252,16 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 		// collide with it.
 		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
 	}
-	srv, err := fs.Mount(mountpoint, t.root, fo)
+	raw := fs.NewNodeFS(t.root, fo)
+	if t.noOpen {
+		raw = noOpendir{raw}
+	}
+	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
 	if !t.noOpen {

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 	"golang.org/x/sys/unix"
@@ -274,44 +273,32 @@ type pack struct {
 	id   uint64 // distinguishes packs in the base cache
 	name string // "pack-<checksum>.pack", for errors
 	data []byte // the read-only mapping
-	idx  *idxfile.MemoryIndex
+	idx  *packIndex
+	// idxData is the mapping idx reads, nil when idx lives in memory
+	// (tests build packs by hand).
+	idxData []byte
 	// refs counts the pack list's reference and every reader's; the last
 	// release unmaps.
 	refs atomic.Int64
 }
 
-// openPack decodes base.idx (version 2, go-git's decoder checks its
-// checksum) and maps base.pack, checking that they belong together.
+// openPack maps base.idx and base.pack and checks that they belong
+// together. The index is read in place (see packIndex), so opening a pack
+// costs the same whatever number of objects it holds.
 func openPack(base, name string, id uint64) (_ *pack, err error) {
 	fail := func(err error) (*pack, error) {
 		return nil, fmt.Errorf("gitfs: %s: %w", name, err)
 	}
-	fi, err := os.Open(base + ".idx")
+	idxData, err := mapFile(base+".idx", 0)
 	if err != nil {
-		return fail(unwrapPath(err))
-	}
-	defer fi.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(fi).Decode(idx); err != nil {
 		return fail(err)
 	}
-	f, err := os.Open(base + ".pack")
+	data, err := mapFile(base+".pack", packHeaderLen+packTrailerLen)
 	if err != nil {
-		return fail(unwrapPath(err))
+		unix.Munmap(idxData)
+		return fail(err)
 	}
-	defer f.Close() // the mapping outlives the descriptor
-	st, err := f.Stat()
-	if err != nil {
-		return fail(unwrapPath(err))
-	}
-	if st.Size() < packHeaderLen+packTrailerLen || st.Size() != int64(int(st.Size())) {
-		return fail(fmt.Errorf("%w: %d bytes", errCorruptPack, st.Size()))
-	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return fail(fmt.Errorf("mmap: %w", err))
-	}
-	p := &pack{id: id, name: name, data: data, idx: idx}
+	p := &pack{id: id, name: name, data: data, idxData: idxData}
 	p.refs.Store(1)
 	defer func() {
 		if err != nil {
@@ -320,19 +307,47 @@ func openPack(base, name string, id uint64) (_ *pack, err error) {
 	}()
 	defer onFault(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if p.idx, err = parseIndex(idxData); err != nil {
+		return fail(err)
+	}
 	v := uint32(data[4])<<24 | uint32(data[5])<<16 | uint32(data[6])<<8 | uint32(data[7])
 	switch {
 	case string(data[:4]) != "PACK" || (v != 2 && v != 3):
 		return fail(fmt.Errorf("%w: bad header", errCorruptPack))
-	case !bytes.Equal(data[len(data)-packTrailerLen:], idx.PackfileChecksum[:]):
+	case !bytes.Equal(data[len(data)-packTrailerLen:], p.idx.packChecksum()):
 		return fail(fmt.Errorf("%w: does not match its index", errCorruptPack))
 	}
 	return p, nil
 }
 
+// mapFile maps the file at path read-only; it must hold at least min
+// bytes (and one, as mmap cannot map nothing). Errors name no host path.
+func mapFile(path string, min int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	st, err := f.Stat()
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if st.Size() < max(min, 1) || st.Size() != int64(int(st.Size())) {
+		return nil, fmt.Errorf("%w: %d bytes", errCorruptPack, st.Size())
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	return data, nil
+}
+
 func (p *pack) release() {
 	if p.refs.Add(-1) == 0 {
 		unix.Munmap(p.data)
+		if p.idxData != nil {
+			unix.Munmap(p.idxData)
+		}
 	}
 }
 
@@ -344,43 +359,8 @@ func (p *pack) wrap(off int64, err error) error {
 	return fmt.Errorf("gitfs: %s at %d: %w", p.name, off, err)
 }
 
-// find looks h up in the index. It reads MemoryIndex's tables directly:
-// its FindOffset takes a mutex and records every offset it returns in a
-// map, a global lock and a growing map on the hot path.
-func (p *pack) find(h plumbing.Hash) (int64, bool) {
-	idx := p.idx
-	k := idx.FanoutMapping[h[0]]
-	if k < 0 || k >= len(idx.Names) || k >= len(idx.Offset32) {
-		return 0, false
-	}
-	names, offs := idx.Names[k], idx.Offset32[k]
-	n := min(len(names)/len(h), len(offs)/4)
-	lo, hi := 0, n
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		switch c := bytes.Compare(names[mid*len(h):(mid+1)*len(h)], h[:]); {
-		case c < 0:
-			lo = mid + 1
-		case c > 0:
-			hi = mid
-		default:
-			o := offs[mid*4 : mid*4+4]
-			off := uint64(o[0])<<24 | uint64(o[1])<<16 | uint64(o[2])<<8 | uint64(o[3])
-			if off&(1<<31) != 0 {
-				// Past 2 GiB: the entry indexes the 64-bit offset table.
-				j := (off &^ (1 << 31)) * 8
-				if j+8 > uint64(len(idx.Offset64)) {
-					return 0, false
-				}
-				b := idx.Offset64[j : j+8]
-				off = uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-					uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
-			}
-			return int64(off), off < 1<<62
-		}
-	}
-	return 0, false
-}
+// find looks h up in the index.
+func (p *pack) find(h plumbing.Hash) (int64, bool) { return p.idx.find(h) }
 
 // end is where object data ends: the trailer follows.
 func (p *pack) end() int64 { return int64(len(p.data)) - packTrailerLen }

@@ -12,13 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,15 +78,10 @@ func countTypes(t testing.TB, ps *packs) map[byte]int {
 	t.Helper()
 	counts := map[byte]int{}
 	for _, p := range ps.list {
-		it, err := p.idx.Entries()
-		require.NoError(t, err)
-		for {
-			e, err := it.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
-			typ, _, _, err := p.header(int64(e.Offset))
+		for i := range p.idx.n {
+			off, ok := p.idx.offset(i)
+			require.True(t, ok)
+			typ, _, _, err := p.header(off)
 			require.NoError(t, err)
 			counts[typ]++
 		}
@@ -460,17 +455,31 @@ func handPack(t testing.TB, objs [][]byte, ids []plumbing.Hash) (*pack, []int64)
 		data = append(data, o...)
 	}
 	data = append(data, make([]byte, packTrailerLen)...)
-	idx := idxfile.NewMemoryIndex()
-	for i := range idx.FanoutMapping {
-		idx.FanoutMapping[i] = -1
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
 	}
-	for i, h := range ids {
-		// One bucket per id: the test ids differ in their first byte.
-		require.Equal(t, -1, idx.FanoutMapping[h[0]])
-		idx.FanoutMapping[h[0]] = len(idx.Names)
-		idx.Names = append(idx.Names, bytes.Clone(h[:]))
-		idx.Offset32 = append(idx.Offset32, binary.BigEndian.AppendUint32(nil, uint32(offs[i])))
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ids[a][:], ids[b][:]) })
+	raw := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
+	for b := range 256 {
+		k := 0
+		for _, h := range ids {
+			if int(h[0]) <= b {
+				k++
+			}
+		}
+		raw = binary.BigEndian.AppendUint32(raw, uint32(k))
 	}
+	for _, i := range order {
+		raw = append(raw, ids[i][:]...)
+	}
+	raw = append(raw, make([]byte, 4*len(ids))...) // CRC-32s, unread
+	for _, i := range order {
+		raw = binary.BigEndian.AppendUint32(raw, uint32(offs[i]))
+	}
+	raw = append(raw, make([]byte, idxTrailerLen)...)
+	idx, err := parseIndex(raw)
+	require.NoError(t, err)
 	p := &pack{id: 1, name: "pack-test.pack", data: data, idx: idx}
 	p.refs.Store(1 << 30)
 	return p, offs

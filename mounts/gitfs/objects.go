@@ -166,6 +166,48 @@ func (o *objects) close() error {
 
 var errSizeMismatch = errors.New("object content does not match its header size")
 
+// packedStorage is go-git's storage with packed objects read by the pack
+// reader, for what go-git itself reads at mount (resolving the revision,
+// the commit): go-git loads every pack index of the repository before its
+// first object, work proportional to the number of objects that the pack
+// reader does not need. Anything the pack reader does not find is go-git's.
+type packedStorage struct {
+	*filesystem.Storage
+	packs *packs
+}
+
+func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	b, typ, ok, err := s.packs.bytes(h)
+	switch {
+	case !ok:
+		return s.Storage.EncodedObject(t, h)
+	case err != nil:
+		return nil, err
+	case t != plumbing.AnyObject && typ != t:
+		return nil, plumbing.ErrObjectNotFound
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(typ)
+	if _, err := o.Write(b); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok, err := s.packs.size(h); ok {
+		return err
+	}
+	return s.Storage.HasEncodedObject(h)
+}
+
+func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if n, ok, err := s.packs.size(h); ok {
+		return n, err
+	}
+	return s.Storage.EncodedObjectSize(h)
+}
+
 // noBlobCache is go-git's object cache without blobs. go-git keys its cache
 // by object id, which for a freshly decoded object means hashing it with
 // collision-detecting SHA-1: for a full read of a commit that was an eighth

@@ -81,15 +81,16 @@ func openStorage(path string) (*objects, *git.Repository, error) {
 		MaxOpenDescriptors:   maxOpenDescriptors,
 		LargeObjectThreshold: largeObject,
 	})
-	repo, err := git.Open(st, nil)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
 	// The git directory is the root of go-git's file system (a linked
 	// worktree's own, whose commondir file leads to the objects). A pack
 	// the reader cannot map is served by go-git instead.
 	packs, _ := newPacks(objectsDir(ps.Filesystem().Root()))
+	repo, err := git.Open(packedStorage{Storage: st, packs: packs}, nil)
+	if err != nil {
+		packs.close()
+		st.Close()
+		return nil, nil, err
+	}
 	return newObjects(st, loose, packs), repo, nil
 }
 

@@ -71,14 +71,14 @@
 //
 // # Limitations
 //
-//   - Pack indexes are read into memory at mount, twice (by the pack
-//     reader and by go-git), so a repository with millions of objects
-//     costs their index at mount.
 //   - Packed objects decode concurrently, without a lock, from read-only
-//     mappings of the packs (packs.go, klauspost/compress's inflate: about
-//     git's own speed, twice go-git's). Loose objects, alternates'
-//     packs and multi-pack indexes go through go-git's storage, which is
-//     not safe for concurrent use and is serialised by one lock.
+//     mappings of the packs, their indexes searched in place (packs.go,
+//     packindex.go; klauspost/compress's inflate: about git's own speed,
+//     twice go-git's), so mounting costs the same whatever the number of
+//     objects. Loose objects, alternates' packs, multi-pack indexes and
+//     short-SHA revisions go through go-git's storage, which loads every
+//     pack index into memory on first use and, not being safe for
+//     concurrent use, is serialised by one lock.
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
 package gitfs

@@ -109,8 +109,12 @@
 // cp -r or a build does — the regular files after it in name order (up to
 // 256 files and 16 MiB, each under 1 MiB) are read from the mount by one
 // worker per CPU and handed to the kernel with NOTIFY_STORE, so the reads
-// that follow are page cache hits. A single file read in a directory (an
-// agent looking at one file) triggers nothing. The kernel may drop those
+// that follow are page cache hits. For a second after such a scan, the
+// small files of every directory the kernel lists are queued as it lists
+// them, so that the next directory's first files are not waited for
+// either. A single file read in a directory (an agent looking at one file)
+// triggers nothing, and neither does listing alone (find, ls -R). The
+// kernel may drop those
 // pages like any others; a file read later is then served by READ as
 // usual. The workers never block a request: a full queue drops the rest.
 //

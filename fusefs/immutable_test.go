@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -258,4 +259,47 @@ func TestImmutableListingsWithoutOpendir(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, d.Sync())
 	require.NoError(t, d.Close())
+}
+
+func TestReadaheadDuringAScanListsAhead(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	want := map[string][]byte{}
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, mounts.Mkdir(ctx, content, d, 0o755))
+		for _, f := range []string{"1", "2", "3"} {
+			name := d + "/" + f
+			want[name] = bytes.Repeat([]byte(name), 1000)
+			require.NoError(t, mounts.WriteFile(ctx, content, name, want[name], 0o644))
+		}
+	}
+	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	read := func(name string) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want[name], got), name)
+	}
+	served := func(name string) bool {
+		t.Helper()
+		d, f, _ := strings.Cut(name, "/")
+		ch := srv.t.root.GetChild(d).GetChild(f)
+		require.NotNil(t, ch, name)
+		return ch.Operations().(*node).served.Load()
+	}
+
+	_, err := os.ReadDir(filepath.Join(dir, "a"))
+	require.NoError(t, err)
+	read("a/1")
+	read("a/2") // a scan: a/3 is stored, and directories listed next are too
+	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	_, err = os.ReadDir(filepath.Join(dir, "b"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
+		"b's three files stored as b is listed")
+	for _, name := range []string{"a/3", "b/1", "b/2", "b/3"} {
+		read(name)
+		assert.False(t, served(name), "%s came from the page cache", name)
+	}
 }

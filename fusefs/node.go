@@ -145,6 +145,9 @@ func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fu
 		gofs.StableAttr{Mode: mounts.TypeBits(a.Mode), Ino: ino, Gen: 1})
 	// With a hard link, ch is the existing node of the same number.
 	ch.Operations().(*node).remember(a)
+	if a.Mode.IsRegular() {
+		n.t.ra.looked(ch, a.Size)
+	}
 	return ch
 }
 

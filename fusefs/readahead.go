@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 )
@@ -21,7 +22,7 @@ import (
 // instead of READ requests that wait for a decode.
 type readahead struct {
 	t    *tree
-	jobs chan *gofs.Inode
+	jobs chan raJob
 	wg   sync.WaitGroup
 
 	// stopped is stop, for the workers, which drop what is still
@@ -29,6 +30,9 @@ type readahead struct {
 	stopped atomic.Bool
 	// stored counts the files handed to the kernel.
 	stored atomic.Int64
+	// scanUntil (Unix nanoseconds) is when the last scan seen ends to
+	// count: until then files are queued as their directory is listed.
+	scanUntil atomic.Int64
 
 	mu   sync.Mutex
 	dirs map[*gofs.Inode]*dirReads
@@ -52,10 +56,12 @@ const (
 	readaheadFileMax  = 1 << 20
 	readaheadDirs     = 4096
 	readaheadQueueLen = 1024
+	scanWindow        = time.Second
+	retryAfter        = 2 * time.Millisecond
 )
 
 func newReadahead(t *tree) *readahead {
-	r := &readahead{t: t, jobs: make(chan *gofs.Inode, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
+	r := &readahead{t: t, jobs: make(chan raJob, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		r.wg.Add(1)
 		go r.work()
@@ -91,6 +97,7 @@ func (r *readahead) read(n *node) {
 		return
 	}
 	d.queued = true
+	r.scanUntil.Store(time.Now().Add(scanWindow).UnixNano())
 	// The lock stays held while queueing (sends do not block), so close
 	// cannot close the queue under a send.
 	defer r.mu.Unlock()
@@ -125,10 +132,41 @@ func (r *readahead) read(n *node) {
 		}
 		budget -= size
 		select {
-		case r.jobs <- ch:
+		case r.jobs <- raJob{ch: ch}:
 		default:
 			return // the workers are behind: the rest is read on demand
 		}
+	}
+}
+
+// raJob is a file to store in the page cache; retried is set on its second
+// try.
+type raJob struct {
+	ch      *gofs.Inode
+	retried bool
+}
+
+// looked is told of every regular file the kernel learns of (a LOOKUP, or
+// an entry of a READDIRPLUS) with its size. While a scan is under way, a
+// file is queued as soon as its directory is listed, ahead of its first
+// read.
+func (r *readahead) looked(ch *gofs.Inode, size int64) {
+	if r == nil || size <= 0 || size > readaheadFileMax || time.Now().UnixNano() > r.scanUntil.Load() {
+		return
+	}
+	r.queue(raJob{ch: ch})
+}
+
+// queue queues j unless the queue is full or closed.
+func (r *readahead) queue(j raJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stop {
+		return
+	}
+	select {
+	case r.jobs <- j:
+	default:
 	}
 }
 
@@ -136,38 +174,44 @@ func (r *readahead) read(n *node) {
 func (r *readahead) work() {
 	defer r.wg.Done()
 	buf := make([]byte, readaheadFileMax)
-	for ch := range r.jobs {
-		r.store(ch, buf)
+	for j := range r.jobs {
+		if r.store(j.ch, buf) == syscall.ENOENT && !j.retried {
+			// Queued from inside the request that introduces the
+			// node: the kernel may not have read the reply yet.
+			time.AfterFunc(retryAfter, func() { r.queue(raJob{ch: j.ch, retried: true}) })
+		}
 	}
 }
 
 // store reads ch's content from the mount and hands it to the kernel. Any
 // failure only means the file is read on demand later.
-func (r *readahead) store(ch *gofs.Inode, buf []byte) {
+func (r *readahead) store(ch *gofs.Inode, buf []byte) syscall.Errno {
 	n := ch.Operations().(*node)
 	if n.served.Load() || r.stopped.Load() {
-		return
+		return 0
 	}
 	name, ok := n.name()
 	if !ok {
-		return
+		return 0
 	}
 	f, err := r.t.fsys.Open(mountCtx(), name)
 	if err != nil {
-		return
+		return 0
 	}
 	k, err := f.ReadAt(buf, 0)
 	f.Close()
 	if (err != nil && !errors.Is(err, io.EOF)) || k == len(buf) {
-		return
+		return 0
 	}
-	switch errno := ch.WriteCache(0, buf[:k]); errno {
+	errno := ch.WriteCache(0, buf[:k])
+	switch errno {
 	case 0:
 		r.stored.Add(1)
-	case syscall.ENOENT: // the kernel forgot the node meanwhile
+	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
 	default:
 		r.t.log.Debug("fusefs: read-ahead store failed", "name", name, "errno", errno.Error())
 	}
+	return errno
 }
 
 // close stops the workers; queued files are dropped.

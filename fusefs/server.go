@@ -101,8 +101,9 @@ type tree struct {
 // and returns once the kernel has answered the FUSE handshake, so the mount
 // is usable as soon as Mount returns.
 func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	t := &tree{fsys: fsys, prefix: "."}
 	var roots []string
@@ -115,7 +116,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 			t.setImmutable()
 			opts.ReadOnly = true
 		default:
-			opts.Logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
+			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
 		}
 	}
 	s, err := mountTree(mountpoint, t, opts)
@@ -126,7 +127,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	for _, root := range roots {
 		sub, err := s.mountImmutable(root, opts)
 		if err != nil {
-			opts.Logger.Warn("fusefs: serving an immutable mount through the main connection",
+			logger.Warn("fusefs: serving an immutable mount through the main connection",
 				"root", root, "err", err)
 			continue
 		}
@@ -195,6 +196,9 @@ func mountCtx() context.Context {
 // mountTree mounts one connection serving t.
 func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	t.log, t.errs = logger, errLog{log: logger}
 	t.root = &node{t: t}
 	fsys := t.fsys
@@ -240,12 +244,16 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 		// cannot itself be a layer of an overlayfs.
 		mo.MaxStackDepth = 2
 	}
-	mo.Logger = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+	if opts.Logger != nil {
+		mo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug)
+	}
 	fo := &fs.Options{
 		MountOptions: mo,
 		// Timeouts are set per node (tree.policy). NegativeTimeout
 		// stays nil: failed lookups are not cached at all.
-		Logger: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if opts.Logger != nil {
+		fo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
 	}
 	if ra.Ino != 0 {
 		// The root keeps the mount's number, so no entry below can

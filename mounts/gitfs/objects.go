@@ -24,7 +24,7 @@ import (
 // the lock; the content of a large blob streams from its own descriptor
 // outside it.
 type objects struct {
-	packs *packs
+	fast fastObjects
 
 	mu    sync.Mutex
 	st    *filesystem.Storage
@@ -34,8 +34,8 @@ type objects struct {
 	packsAt time.Time
 }
 
-func newObjects(st *filesystem.Storage, loose *looseFS, packs *packs) *objects {
-	o := &objects{st: st, loose: loose, packs: packs}
+func newObjects(st *filesystem.Storage, loose *looseFS, fast fastObjects) *objects {
+	o := &objects{st: st, loose: loose, fast: fast}
 	o.packsAt, _ = o.packsTime()
 	return o
 }
@@ -68,13 +68,13 @@ func (o *objects) retry(fn func() error) error {
 	o.loose.forget()
 	// A pack that cannot be mapped is left to go-git, which reports
 	// what is wrong with it if anything reads from it.
-	_ = o.packs.reload()
+	_ = o.fast.packs.reload()
 	return fn()
 }
 
 // size returns the size of object h from its header, without decoding it.
 func (o *objects) size(h plumbing.Hash) (int64, error) {
-	if n, ok, err := o.packs.size(h); ok {
+	if n, ok, err := o.fast.size(h); ok {
 		return n, err
 	}
 	o.mu.Lock()
@@ -100,7 +100,7 @@ func (o *objects) size(h plumbing.Hash) (int64, error) {
 // object go-git returns a lazy handle, and the decoding happens when the
 // returned reader is read, outside the lock.
 func (o *objects) read(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, error) {
-	if r, n, typ, ok, err := o.packs.open(h); ok {
+	if r, n, typ, ok, err := o.fast.open(h); ok {
 		if err != nil {
 			return nil, 0, err
 		}
@@ -133,7 +133,7 @@ func (o *objects) read(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, i
 // target), checking its length against the header. The slice may be shared
 // with the pack reader's base cache: callers must not modify it.
 func (o *objects) readAll(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	if b, typ, ok, err := o.packs.bytes(h); ok {
+	if b, typ, ok, err := o.fast.bytes(h); ok {
 		switch {
 		case err != nil:
 			return nil, err
@@ -158,7 +158,7 @@ func (o *objects) readAll(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error
 }
 
 func (o *objects) close() error {
-	o.packs.close()
+	o.fast.packs.close()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.st.Close()
@@ -173,11 +173,11 @@ var errSizeMismatch = errors.New("object content does not match its header size"
 // reader does not need. Anything the pack reader does not find is go-git's.
 type packedStorage struct {
 	*filesystem.Storage
-	packs *packs
+	fast fastObjects
 }
 
 func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	b, typ, ok, err := s.packs.bytes(h)
+	b, typ, ok, err := s.fast.bytes(h)
 	switch {
 	case !ok:
 		return s.Storage.EncodedObject(t, h)
@@ -195,14 +195,14 @@ func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (pl
 }
 
 func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
-	if _, ok, err := s.packs.size(h); ok {
+	if _, ok, err := s.fast.size(h); ok {
 		return err
 	}
 	return s.Storage.HasEncodedObject(h)
 }
 
 func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	if n, ok, err := s.packs.size(h); ok {
+	if n, ok, err := s.fast.size(h); ok {
 		return n, err
 	}
 	return s.Storage.EncodedObjectSize(h)

@@ -170,7 +170,7 @@ func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
 	assert.False(t, ok)
 	assert.NoError(t, err)
 
-	// objects falls back to go-git for it.
+	// objects reads it from its file.
 	o, _, err := openStorage(dir)
 	require.NoError(t, err)
 	defer o.close()
@@ -190,7 +190,7 @@ func TestObjectsReadPackedObjectsWithTheirType(t *testing.T) {
 	o, _, err := openStorage(fx.dir)
 	require.NoError(t, err)
 	defer o.close()
-	require.NotEmpty(t, o.packs.list, "the fixture's pack is mapped")
+	require.NotEmpty(t, o.fast.packs.list, "the fixture's pack is mapped")
 	blob := plumbing.NewHash(runGit(t, fx.dir, "rev-parse", "HEAD:README.md"))
 	b, err := o.readAll(plumbing.BlobObject, blob)
 	require.NoError(t, err)
@@ -207,9 +207,9 @@ func TestObjectsDirOfALinkedWorktree(t *testing.T) {
 	o, _, err := openStorage(wt)
 	require.NoError(t, err)
 	defer o.close()
-	assert.Equal(t, filepath.Join(dir, ".git", "objects", "pack"), o.packs.dir)
-	require.NotEmpty(t, o.packs.list)
-	_, ok, err := o.packs.size(plumbing.NewHash(head))
+	assert.Equal(t, filepath.Join(dir, ".git", "objects", "pack"), o.fast.packs.dir)
+	require.NotEmpty(t, o.fast.packs.list)
+	_, ok, err := o.fast.packs.size(plumbing.NewHash(head))
 	assert.True(t, ok)
 	assert.NoError(t, err)
 }
@@ -646,7 +646,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 		require.NoError(b, err)
 		defer o.close()
 		if !cache {
-			o.packs.bases.max = 0
+			o.fast.packs.bases.max = 0
 		}
 		b.ResetTimer()
 		for range b.N {
@@ -677,7 +677,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 		o, _, err := openStorage(dir)
 		require.NoError(b, err)
 		defer o.close()
-		o.packs.close() // every read falls back to go-git
+		o.fast.packs.close() // every read falls back to go-git
 		b.ResetTimer()
 		for range b.N {
 			for _, h := range hs {

@@ -84,14 +84,16 @@ func openStorage(path string) (*objects, *git.Repository, error) {
 	// The git directory is the root of go-git's file system (a linked
 	// worktree's own, whose commondir file leads to the objects). A pack
 	// the reader cannot map is served by go-git instead.
-	packs, _ := newPacks(objectsDir(ps.Filesystem().Root()))
-	repo, err := git.Open(packedStorage{Storage: st, packs: packs}, nil)
+	objDir := objectsDir(ps.Filesystem().Root())
+	packs, _ := newPacks(objDir)
+	fast := fastObjects{packs: packs, loose: looseObjects{dir: objDir}}
+	repo, err := git.Open(packedStorage{Storage: st, fast: fast}, nil)
 	if err != nil {
 		packs.close()
 		st.Close()
 		return nil, nil, err
 	}
-	return newObjects(st, loose, packs), repo, nil
+	return newObjects(st, loose, fast), repo, nil
 }
 
 // Discover returns the top directory of the repository containing dir (its

@@ -1,0 +1,109 @@
+package gitfs
+
+import (
+	"bytes"
+	"compress/zlib"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLooseObjects(t *testing.T) {
+	dir, _ := smallRepo(t, map[string]string{"a.txt": "loose\n", "empty": "", "d/b.go": "package b\n"})
+	objs := catAll(t, dir)
+	fast := fastObjects{packs: openTestPacks(t, dir), loose: looseObjects{dir: filepath.Join(dir, ".git", "objects")}}
+	require.Empty(t, fast.packs.list, "no pack: every object is loose")
+	for _, o := range objs {
+		n, ok, err := fast.size(o.hash)
+		require.True(t, ok, o.hash.String())
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(o.content)), n)
+		b, typ, ok, err := fast.bytes(o.hash)
+		require.True(t, ok)
+		require.NoError(t, err)
+		assert.Equal(t, o.typ, typ)
+		assert.Equal(t, o.content, b, o.hash.String())
+		r, n, typ, ok, err := fast.open(o.hash)
+		require.True(t, ok)
+		require.NoError(t, err)
+		got, err := io.ReadAll(r)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		assert.Equal(t, o.content, got)
+		assert.Equal(t, int64(len(o.content)), n)
+		assert.Equal(t, o.typ, typ)
+	}
+	_, ok, err := fast.size(plumbing.NewHash("0123456789012345678901234567890123456789"))
+	assert.False(t, ok, "no such object")
+	assert.NoError(t, err)
+}
+
+func TestLargeLooseObjectGoesToGoGit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, maxLooseFile+4096) // random: does not compress
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	dir, _ := smallRepo(t, map[string]string{"big.bin": string(big)})
+	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	_, _, _, ok, err := looseObjects{dir: filepath.Join(dir, ".git", "objects")}.load(h, true)
+	assert.False(t, ok)
+	assert.NoError(t, err)
+	o, _, err := openStorage(dir)
+	require.NoError(t, err)
+	defer o.close()
+	b, err := o.readAll(plumbing.BlobObject, h)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(big, b), "served by go-git")
+}
+
+func TestCorruptLooseObjects(t *testing.T) {
+	deflate := func(s string) []byte {
+		var b bytes.Buffer
+		w := zlib.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.Bytes()
+	}
+	good := deflate("blob 5\x00hello")
+	for name, data := range map[string][]byte{
+		"not zlib":          []byte("blob 5\x00hello"),
+		"truncated":         good[:len(good)-6],
+		"bad checksum":      append(append([]byte{}, good[:len(good)-1]...), good[len(good)-1]^1),
+		"no NUL":            deflate("blob 5"),
+		"header too long":   deflate("blob " + strings.Repeat("1", 40) + "\x00x"),
+		"unknown type":      deflate("ofs-delta 5\x00hello"),
+		"bad size":          deflate("blob -5\x00hello"),
+		"no size":           deflate("blob\x00hello"),
+		"less data":         deflate("blob 9\x00hello"),
+		"more data":         deflate("blob 3\x00hello"),
+		"absurd size":       deflate("blob 99999999999\x00hello"),
+		"empty":             {},
+		"more data in head": deflate("blob 1\x00he"),
+	} {
+		_, _, _, err := parseLoose(data, true)
+		assert.ErrorIs(t, err, errCorruptPack, name)
+	}
+	typ, n, b, err := parseLoose(good, true)
+	require.NoError(t, err)
+	assert.Equal(t, plumbing.BlobObject, typ)
+	assert.Equal(t, int64(5), n)
+	assert.Equal(t, "hello", string(b))
+
+	// Through the file system: EIO material, never a panic.
+	objs := t.TempDir()
+	h := plumbing.NewHash("ab00000000000000000000000000000000000001")
+	require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), deflate("tree 5\x00hel"), 0o644))
+	_, _, _, ok, err := looseObjects{dir: objs}.load(h, true)
+	assert.True(t, ok)
+	assert.ErrorIs(t, err, errCorruptPack)
+	assert.NotContains(t, err.Error(), objs, "no host path in the error")
+}

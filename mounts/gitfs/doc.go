@@ -75,10 +75,11 @@
 //     mappings of the packs, their indexes searched in place (packs.go,
 //     packindex.go; klauspost/compress's inflate: about git's own speed,
 //     twice go-git's), so mounting costs the same whatever the number of
-//     objects. Loose objects, alternates' packs, multi-pack indexes and
-//     short-SHA revisions go through go-git's storage, which loads every
-//     pack index into memory on first use and, not being safe for
-//     concurrent use, is serialised by one lock.
+//     objects; loose objects up to 1 MiB (compressed) are read from their
+//     files the same way (loose.go). Larger loose objects, alternates,
+//     multi-pack indexes and short-SHA revisions go through go-git's
+//     storage, which loads every pack index into memory on first use and,
+//     not being safe for concurrent use, is serialised by one lock.
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
 package gitfs

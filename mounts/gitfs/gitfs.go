@@ -291,8 +291,14 @@ func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
 		return n, nil
 	}
 	for rest := name; rest != ""; {
-		elem, tail, _ := strings.Cut(rest, "/")
+		elem, tail, more := strings.Cut(rest, "/")
 		rest = tail
+		// The path so far is a prefix of name: no allocation (but
+		// for a subdir mount, whose paths start with the subdir).
+		upTo := len(name) - len(tail)
+		if more {
+			upTo--
+		}
 		switch {
 		case n.kind == kindGitlink:
 			return node{}, mounts.PathErr(op, name, fs.ErrNotExist)
@@ -307,7 +313,11 @@ func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
 		if e == nil {
 			return node{}, mounts.PathErr(op, name, fs.ErrNotExist)
 		}
-		n = node{kind: e.kind, hash: e.hash, path: mounts.Join(n.path, elem), e: e}
+		p := name[:upTo]
+		if f.root.path != "." {
+			p = mounts.Join(f.root.path, p) // below a subdir
+		}
+		n = node{kind: e.kind, hash: e.hash, path: p, e: e}
 	}
 	return n, nil
 }

@@ -40,6 +40,9 @@ type node struct {
 	// content is in the kernel's page cache, or on its way there, and
 	// read-ahead leaves it alone.
 	served atomic.Bool
+	// listing is a directory's listing on an immutable connection, kept
+	// once read. The stream hands out copies of its entries.
+	listing []fuse.DirEntry
 }
 
 // lastSize is the size the mount last reported for n.
@@ -302,6 +305,16 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 
 func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	defer n.t.rescue("readdir", &errno)
+	if n.t.noOpen {
+		// Immutable: the listing is built once (each READDIR of a
+		// connection without OPENDIR reads it afresh, see noOpendir).
+		n.mu.Lock()
+		list := n.listing
+		n.mu.Unlock()
+		if list != nil {
+			return gofs.NewListDirStream(list), 0
+		}
+	}
 	name, ok := n.name()
 	if !ok {
 		return nil, syscall.ENOENT
@@ -327,6 +340,11 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 		fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: up})
 	for _, e := range ents {
 		list = append(list, fuse.DirEntry{Name: e.Name, Mode: mounts.TypeBits(e.Type), Ino: e.Ino})
+	}
+	if n.t.noOpen {
+		n.mu.Lock()
+		n.listing = list
+		n.mu.Unlock()
 	}
 	return gofs.NewListDirStream(list), 0
 }

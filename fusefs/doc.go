@@ -86,7 +86,10 @@
 // so that a large file read in many READs is opened once and no more than
 // a few dozen files are held open. OPENDIR answers ENOSYS too (the kernel
 // then caches listings as with FOPEN_CACHE_DIR), and a READDIR without a
-// handle is served through one opened for that request (noOpendir). A
+// handle is served through one opened for that request (noOpendir); a
+// listing is built once per directory and, when the tree implements
+// [mounts.StatDirFS], comes with every entry's attributes, so READDIRPLUS
+// asks the mount once per directory rather than once per entry. A
 // warm tar of a 20 000-file commit, which sent an OPEN, a RELEASE and a
 // FLUSH per file and an OPENDIR and a RELEASEDIR per directory, now sends
 // nothing: it went from 5.9x to about 1.1-1.3x of a local checkout.

@@ -303,3 +303,52 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		assert.False(t, served(name), "%s came from the page cache", name)
 	}
 }
+
+// statDirFS lists with attributes and counts the Stats it is asked for.
+type statDirFS struct {
+	describedFS
+	stats, statDirs atomic.Int64
+}
+
+func (s *statDirFS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	s.stats.Add(1)
+	return s.describedFS.Stat(ctx, name)
+}
+
+func (s *statDirFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	s.statDirs.Add(1)
+	ents, err := s.describedFS.ReadDir(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	attrs := make([]mounts.Attr, len(ents))
+	for i, e := range ents {
+		if attrs[i], err = s.describedFS.Stat(ctx, mounts.Join(name, e.Name)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ents, attrs, nil
+}
+
+func TestReaddirplusUsesStatDir(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.Mkdir(ctx, content, "d", 0o755))
+	for i := range 20 {
+		require.NoError(t, mounts.WriteFile(ctx, content, fmt.Sprintf("d/f%02d", i), bytes.Repeat([]byte("x"), i), 0o644))
+	}
+	fsys := &statDirFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+	_, err := os.Stat(filepath.Join(dir, "d"))
+	require.NoError(t, err)
+	before := fsys.stats.Load()
+	ents, err := os.ReadDir(filepath.Join(dir, "d"))
+	require.NoError(t, err)
+	require.Len(t, ents, 20)
+	for i, e := range ents {
+		st := statT(t, filepath.Join(dir, "d", e.Name()))
+		assert.Equal(t, int64(i), st.Size, e.Name())
+	}
+	assert.Equal(t, int64(1), fsys.statDirs.Load())
+	assert.Zero(t, fsys.stats.Load()-before, "no Stat per entry: READDIRPLUS answered from StatDir")
+}

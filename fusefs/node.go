@@ -323,6 +323,11 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 	if err != nil {
 		return nil, n.t.errs.errno("readdir", err)
 	}
+	return n.listFrom(ents), 0
+}
+
+// listFrom makes the stream of a listing (kept on immutable connections).
+func (n *node) listFrom(ents []mounts.DirEntry) gofs.DirStream {
 	// The contract has the mount return entries sorted, which keeps the
 	// stream deterministic (go-fuse loses entries otherwise).
 	// "." and ".." come first, as on a local file system (ls -a, and
@@ -346,7 +351,7 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 		n.listing = list
 		n.mu.Unlock()
 	}
-	return gofs.NewListDirStream(list), 0
+	return gofs.NewListDirStream(list)
 }
 
 // openFlags keeps the open(2) flags the contract understands and drops the
@@ -627,6 +632,10 @@ func (n *node) Removexattr(ctx context.Context, attr string) (errno syscall.Errn
 type dirHandle struct {
 	n  *node
 	ds gofs.DirStream
+	// attrs are the entries' attributes when the listing came with them
+	// (mounts.StatDirFS on an immutable connection): READDIRPLUS then
+	// answers its lookups from here instead of a Stat per entry.
+	attrs map[string]mounts.Attr
 }
 
 var (
@@ -635,6 +644,7 @@ var (
 	_ = (gofs.FileSeekdirer)((*dirHandle)(nil))
 	_ = (gofs.FileReleasedirer)((*dirHandle)(nil))
 	_ = (gofs.FileFsyncdirer)((*dirHandle)(nil))
+	_ = (gofs.FileLookuper)((*dirHandle)(nil))
 )
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
@@ -650,7 +660,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fh gofs.FileHan
 
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	if d.ds == nil {
-		ds, errno := d.n.Readdir(ctx)
+		ds, errno := d.open(ctx)
 		if errno != 0 {
 			return nil, errno
 		}
@@ -661,6 +671,51 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	}
 	e, errno := d.ds.Next()
 	return &e, errno
+}
+
+// open starts the listing: with the entries' attributes on an immutable
+// connection whose tree can list them so, the node's own listing otherwise.
+func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
+	n := d.n
+	sd, ok := n.t.fsys.(mounts.StatDirFS)
+	if !ok || !n.t.noOpen {
+		return n.Readdir(ctx)
+	}
+	n.mu.Lock()
+	listed := n.listing != nil
+	n.mu.Unlock()
+	if listed {
+		return n.Readdir(ctx)
+	}
+	defer n.t.rescue("readdir", &errno)
+	name, ok := n.name()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	ents, attrs, err := sd.StatDir(n.t.ctx(ctx), name)
+	if err != nil {
+		return nil, n.t.errs.errno("readdir", err)
+	}
+	d.attrs = make(map[string]mounts.Attr, len(ents))
+	for i, e := range ents {
+		d.attrs[e.Name] = attrs[i]
+	}
+	return n.listFrom(ents), 0
+}
+
+// Lookup answers the lookups of READDIRPLUS from the attributes the
+// listing came with, and asks the mount otherwise.
+func (d *dirHandle) Lookup(ctx context.Context, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	a, ok := d.attrs[elem]
+	if !ok {
+		return d.n.Lookup(ctx, elem, out)
+	}
+	defer d.n.t.rescue("lookup", &errno)
+	name, errno := d.n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	return d.n.newChild(ctx, name, a, out), 0
 }
 
 // Seekdir to 0 (rewinddir) reads the directory afresh; other offsets are

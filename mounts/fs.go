@@ -246,3 +246,13 @@ type SyncFS interface {
 	FS
 	Sync(ctx context.Context, name string) error
 }
+
+// StatDirFS lists a directory together with the attributes of its entries,
+// for a caller that would otherwise Stat every entry (the kernel face
+// answering READDIRPLUS). attrs[i] is what Stat of entries[i] reports. It
+// is an optimisation only: a wrapper that cannot forward it exactly (a
+// policy decorator) does not implement it, and callers fall back to Stat.
+type StatDirFS interface {
+	FS
+	StatDir(ctx context.Context, name string) (entries []DirEntry, attrs []Attr, err error)
+}

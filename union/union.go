@@ -91,6 +91,7 @@ const (
 var (
 	_ mounts.FS                 = (*Union)(nil)
 	_ mounts.OpenFileFS         = (*Union)(nil)
+	_ mounts.StatDirFS          = (*Union)(nil)
 	_ mounts.TruncateFS         = (*Union)(nil)
 	_ mounts.MkdirFS            = (*Union)(nil)
 	_ mounts.RemoveFS           = (*Union)(nil)
@@ -531,6 +532,59 @@ func (u *Union) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, er
 	out = u.specialEntries(ctx, name, out)
 	slices.SortFunc(out, func(a, b mounts.DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// StatDir lists name with the attributes of its entries
+// (mounts.StatDirFS). A directory of one mount with no mount point in it
+// is the mount's own StatDir when it has one; anywhere else it is ReadDir
+// and a Stat per entry, an entry gone meanwhile left out.
+func (u *Union) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	if err := mounts.CheckPath("readdir", name); err != nil {
+		return nil, nil, err
+	}
+	t := u.locate(name)
+	if sd, ok := t.m.fsysStatDir(); ok && t.kind == inMount && len(u.children[name]) == 0 {
+		ents, attrs, err := sd.StatDir(ctx, t.rel)
+		if err != nil {
+			return nil, nil, t.m.rewrite("readdir", name, err)
+		}
+		// Copy: the mount's slices may be shared with its cache.
+		outE := make([]mounts.DirEntry, len(ents))
+		outA := make([]mounts.Attr, len(attrs))
+		for i := range ents {
+			outE[i], outA[i] = ents[i], attrs[i]
+			outE[i].Ino = t.m.ino(ents[i].Ino)
+			outA[i].Ino = t.m.ino(attrs[i].Ino)
+		}
+		return outE, outA, nil
+	}
+	ents, err := u.ReadDir(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	outE := ents[:0:0]
+	var outA []mounts.Attr
+	for _, e := range ents {
+		a, err := u.Stat(ctx, mounts.Join(name, e.Name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		outE = append(outE, e)
+		outA = append(outA, a)
+	}
+	return outE, outA, nil
+}
+
+// fsysStatDir returns the mount's StatDir, if it has one. m may be nil.
+func (m *mount) fsysStatDir() (mounts.StatDirFS, bool) {
+	if m == nil {
+		return nil, false
+	}
+	sd, ok := m.fsys.(mounts.StatDirFS)
+	return sd, ok
 }
 
 // specialEntries appends the mount points and synthetic directories inside

@@ -759,3 +759,57 @@ func TestConcurrentUse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"f1", "f10", "f4", "f7", "notes"}, names(ents))
 }
+
+// statDirMem is a memory mount that lists with attributes, counting how
+// often it is asked to.
+type statDirMem struct {
+	*memfs.FS
+	calls *int
+}
+
+func (s statDirMem) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	*s.calls++
+	ents, err := s.ReadDir(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	attrs := make([]mounts.Attr, len(ents))
+	for i, e := range ents {
+		if attrs[i], err = s.Stat(ctx, mounts.Join(name, e.Name)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ents, attrs, nil
+}
+
+func TestStatDirIsReadDirAndStat(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	lister := statDirMem{newMem(), &calls}
+	plain := newMem()
+	for _, fsys := range []mounts.FS{lister, plain} {
+		writeFile(t, fsys, "d/f", "f")
+		writeFile(t, fsys, "g", "g")
+	}
+	u := mustNew(t, map[string]mounts.FS{"/a": lister, "/b": plain, "/a/m": newMem(), "/s/x": newMem()})
+	for _, dir := range []string{".", "a", "a/d", "b", "b/d", "s"} {
+		want, err := u.ReadDir(ctx, dir)
+		require.NoError(t, err)
+		ents, attrs, err := u.StatDir(ctx, dir)
+		require.NoError(t, err, dir)
+		require.Equal(t, want, ents, dir)
+		require.Len(t, attrs, len(ents))
+		for i, e := range ents {
+			a, err := u.Stat(ctx, mounts.Join(dir, e.Name))
+			require.NoError(t, err)
+			assert.Equal(t, a, attrs[i], "%s/%s", dir, e.Name)
+		}
+	}
+	// "a" holds a mount point, so only "a/d" went to the mount's StatDir.
+	assert.Equal(t, 1, calls)
+	_, _, err := u.StatDir(ctx, "a/nope")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "/a/nope", pe.Path, "a workspace path")
+}

@@ -81,6 +81,7 @@ var (
 	_ mounts.XattrFS   = (*FS)(nil)
 	_ mounts.StatFSer  = (*FS)(nil)
 	_ mounts.Describer = (*FS)(nil)
+	_ mounts.StatDirFS = (*FS)(nil)
 )
 
 // node is a resolved name.
@@ -414,19 +415,12 @@ func (f *FS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
 
 // ReadDir lists a directory sorted by name. A submodule lists empty.
 func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
-	n, err := f.resolve(ctx, "readdir", name)
-	if err != nil {
-		return nil, err
-	}
+	n, t, err := f.dir(ctx, name)
 	switch {
-	case n.kind == kindGitlink:
+	case err != nil:
+		return nil, err
+	case t == nil:
 		return []mounts.DirEntry{}, nil
-	case !n.kind.isDir():
-		return nil, mounts.PathErr("readdir", name, mounts.ErrNotDir)
-	}
-	t, err := f.tree(n.hash)
-	if err != nil {
-		return nil, f.eio("readdir", name, n.hash, err)
 	}
 	out := make([]mounts.DirEntry, len(t.entries))
 	for i := range t.entries {
@@ -434,6 +428,49 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error
 		out[i] = mounts.DirEntry{Name: e.name, Type: typeOf(e.kind), Ino: ino(e.hash, mounts.Join(n.path, e.name))}
 	}
 	return out, nil
+}
+
+// StatDir lists a directory with the attributes of its entries
+// (mounts.StatDirFS): one walk to the directory instead of one per entry.
+func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	n, t, err := f.dir(ctx, name)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case t == nil:
+		return []mounts.DirEntry{}, []mounts.Attr{}, nil
+	}
+	ents := make([]mounts.DirEntry, len(t.entries))
+	attrs := make([]mounts.Attr, len(t.entries))
+	for i := range t.entries {
+		e := &t.entries[i]
+		child := node{kind: e.kind, hash: e.hash, path: mounts.Join(n.path, e.name), e: e}
+		ents[i] = mounts.DirEntry{Name: e.name, Type: typeOf(e.kind), Ino: ino(e.hash, child.path)}
+		if attrs[i], err = f.attr("stat", mounts.Join(name, e.name), child); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ents, attrs, nil
+}
+
+// dir resolves the directory name and reads its tree; a submodule has none
+// (nil, listed empty).
+func (f *FS) dir(ctx context.Context, name string) (node, *tree, error) {
+	n, err := f.resolve(ctx, "readdir", name)
+	if err != nil {
+		return node{}, nil, err
+	}
+	switch {
+	case n.kind == kindGitlink:
+		return n, nil, nil
+	case !n.kind.isDir():
+		return node{}, nil, mounts.PathErr("readdir", name, mounts.ErrNotDir)
+	}
+	t, err := f.tree(n.hash)
+	if err != nil {
+		return node{}, nil, f.eio("readdir", name, n.hash, err)
+	}
+	return n, t, nil
 }
 
 func typeOf(k kind) fs.FileMode {

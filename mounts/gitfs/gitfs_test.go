@@ -710,3 +710,32 @@ func TestRepackUnderALiveMount(t *testing.T) {
 		}
 	}
 }
+
+func TestStatDirIsReadDirAndStat(t *testing.T) {
+	fx := mainFixture(t)
+	f := openFS(t, Options{Src: fx.dir})
+	ctx := context.Background()
+	dirs := 0
+	walk(t, f, ".", func(name string, e mounts.DirEntry) {
+		if !e.Type.IsDir() {
+			return
+		}
+		dirs++
+		want, err := f.ReadDir(ctx, name)
+		require.NoError(t, err)
+		ents, attrs, err := f.StatDir(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, want, ents, name)
+		require.Len(t, attrs, len(ents))
+		for i, e := range ents {
+			a, err := f.Stat(ctx, mounts.Join(name, e.Name))
+			require.NoError(t, err)
+			assert.Equal(t, a, attrs[i], "%s/%s", name, e.Name)
+		}
+	})
+	require.Greater(t, dirs, 2, "the fixture has directories (and a submodule)")
+	_, _, err := f.StatDir(ctx, "README.md")
+	assert.ErrorIs(t, err, mounts.ErrNotDir)
+	_, _, err = f.StatDir(ctx, "nope")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

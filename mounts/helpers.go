@@ -299,3 +299,37 @@ func Sync(ctx context.Context, fsys FS, name string) error {
 	_, err := fsys.Stat(ctx, name)
 	return err
 }
+
+// StatDir lists name with the attributes of its entries: fsys's own
+// StatDir when it has one (StatDirFS), otherwise StatEach. Decorators
+// implement StatDirFS with it, so that the optimisation reaches through
+// them.
+func StatDir(ctx context.Context, fsys FS, name string) ([]DirEntry, []Attr, error) {
+	if sd, ok := fsys.(StatDirFS); ok {
+		return sd.StatDir(ctx, name)
+	}
+	return StatEach(ctx, fsys, name)
+}
+
+// StatEach lists name with ReadDir and stats every entry, leaving out an
+// entry removed in between.
+func StatEach(ctx context.Context, fsys FS, name string) ([]DirEntry, []Attr, error) {
+	ents, err := fsys.ReadDir(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	outE := make([]DirEntry, 0, len(ents))
+	outA := make([]Attr, 0, len(ents))
+	for _, e := range ents {
+		a, err := fsys.Stat(ctx, Join(name, e.Name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		outE = append(outE, e)
+		outA = append(outA, a)
+	}
+	return outE, outA, nil
+}

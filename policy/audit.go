@@ -44,6 +44,7 @@ func Audit(fsys mounts.FS, l *AuditLog) mounts.FS {
 
 var (
 	_ mounts.OpenFileFS         = (*audited)(nil)
+	_ mounts.StatDirFS          = (*audited)(nil)
 	_ mounts.TruncateFS         = (*audited)(nil)
 	_ mounts.MkdirFS            = (*audited)(nil)
 	_ mounts.RemoveFS           = (*audited)(nil)
@@ -78,6 +79,10 @@ func (a *audited) Stat(ctx context.Context, name string) (mounts.Attr, error) {
 
 func (a *audited) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
 	return a.fsys.ReadDir(ctx, name)
+}
+
+func (a *audited) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	return mounts.StatDir(ctx, a.fsys, name)
 }
 
 func (a *audited) Open(ctx context.Context, name string) (mounts.File, error) {

@@ -119,6 +119,7 @@ func Freeze(fsys mounts.FS) mounts.FS {
 
 var (
 	_ mounts.OpenFileFS         = (*guard)(nil)
+	_ mounts.StatDirFS          = (*guard)(nil)
 	_ mounts.TruncateFS         = (*guard)(nil)
 	_ mounts.MkdirFS            = (*guard)(nil)
 	_ mounts.RemoveFS           = (*guard)(nil)
@@ -215,6 +216,15 @@ func (g *guard) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, er
 		return nil, err
 	}
 	return g.fsys.ReadDir(ctx, name)
+}
+
+// StatDir is ReadDir's check and the attributes Stat would give, as one
+// call (mounts.StatDirFS).
+func (g *guard) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	if err := g.canRead("readdir", name, true); err != nil {
+		return nil, nil, err
+	}
+	return mounts.StatDir(ctx, g.fsys, name)
 }
 
 func (g *guard) Open(ctx context.Context, name string) (mounts.File, error) {

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -160,6 +161,23 @@ func TestGuardVerdicts(t *testing.T) {
 		{"open denied", open("repo/.env"), mounts.ErrDenied},
 		{"open allowed", open("repo/src/a.go"), nil},
 		{"readdir denied dir", func(g mounts.FS) error { _, err := g.ReadDir(ctx, "repo/secrets"); return err }, mounts.ErrDenied},
+		{"statdir denied dir", func(g mounts.FS) error { _, _, err := mounts.StatDir(ctx, g, "repo/secrets"); return err }, mounts.ErrDenied},
+		{"statdir is readdir and stat", func(g mounts.FS) error {
+			ents, attrs, err := g.(mounts.StatDirFS).StatDir(ctx, "repo")
+			if err != nil {
+				return err
+			}
+			want, _, _ := mounts.StatEach(ctx, g, "repo")
+			if names(ents) != names(want) || len(attrs) != len(ents) {
+				return fmt.Errorf("statdir %s, readdir %s", names(ents), names(want))
+			}
+			for i, e := range ents {
+				if a, err := g.Stat(ctx, "repo/"+e.Name); err != nil || a != attrs[i] {
+					return fmt.Errorf("%s: %v %v", e.Name, err, attrs[i])
+				}
+			}
+			return nil
+		}, nil},
 		{"open below denied dir", open("repo/secrets/key"), mounts.ErrDenied},
 		{"readlink denied", func(g mounts.FS) error { _, err := g.ReadLink(ctx, "repo/envlink"); return err }, nil},
 		{"user xattr denied", func(g mounts.FS) error { _, err := mounts.GetXattr(ctx, g, "repo/.env", "user.x"); return err }, mounts.ErrDenied},

@@ -558,24 +558,7 @@ func (u *Union) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []
 		}
 		return outE, outA, nil
 	}
-	ents, err := u.ReadDir(ctx, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	outE := ents[:0:0]
-	var outA []mounts.Attr
-	for _, e := range ents {
-		a, err := u.Stat(ctx, mounts.Join(name, e.Name))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			return nil, nil, err
-		}
-		outE = append(outE, e)
-		outA = append(outA, a)
-	}
-	return outE, outA, nil
+	return mounts.StatEach(ctx, u, name)
 }
 
 // fsysStatDir returns the mount's StatDir, if it has one. m may be nil.

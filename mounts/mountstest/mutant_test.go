@@ -46,6 +46,18 @@ var mutants = map[string]mutant{
 	"unlink-removes-dir": {"Remove/Rmdir", func(m *memfs.FS) mounts.FS { return unlinkDirs{m} }},
 	"absent-wrong-errno": {"Absent/mkdir", func(m *memfs.FS) mounts.FS { return wrongAbsent{m} }},
 	"absent-but-acts":    {"Absent/mkdir", func(m *memfs.FS) mounts.FS { return absentActs{m} }},
+	"statdir-sizes-zero": {"ReadSide", func(m *memfs.FS) mounts.FS { return statDirZero{m} }},
+}
+
+// statDirZero lists with attributes but reports every size as 0.
+type statDirZero struct{ *memfs.FS }
+
+func (m statDirZero) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	ents, attrs, err := mounts.StatEach(ctx, m.FS, name)
+	for i := range attrs {
+		attrs[i].Size = 0
+	}
+	return ents, attrs, err
 }
 
 // TestMutant runs the suite on the mutant named by $MOUNTSTEST_MUTANT; with

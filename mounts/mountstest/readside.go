@@ -201,6 +201,25 @@ func checkListing(t *testing.T, x target, dir string) {
 		}
 	}
 	assert.Truef(t, slices.IsSorted(names), "ReadDir(%q) not sorted: %q", dir, names)
+
+	// A mount that lists with attributes must list what ReadDir and
+	// Stat say.
+	if lx, ok := x.(*libTarget); ok {
+		if sd, ok := lx.fsys.(mounts.StatDirFS); ok {
+			ents, attrs, err := sd.StatDir(lx.ctx, dir)
+			if assert.NoErrorf(t, err, "StatDir(%q)", dir) {
+				assert.Equalf(t, first, ents, "StatDir(%q) entries disagree with ReadDir", dir)
+				if assert.Lenf(t, attrs, len(ents), "StatDir(%q) attributes", dir) {
+					for i, ent := range ents {
+						a, err := x.stat(mounts.Join(dir, ent.Name))
+						if err == nil {
+							assert.Equalf(t, a, attrs[i], "StatDir(%q) attributes of %q disagree with Stat", dir, ent.Name)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 func checkReadAt(t *testing.T, x target, name, content string) {

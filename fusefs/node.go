@@ -696,9 +696,11 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 	if err != nil {
 		return nil, n.t.errs.errno("readdir", err)
 	}
-	d.attrs = make(map[string]mounts.Attr, len(ents))
-	for i, e := range ents {
-		d.attrs[e.Name] = attrs[i]
+	if len(attrs) == len(ents) {
+		d.attrs = make(map[string]mounts.Attr, len(ents))
+		for i, e := range ents {
+			d.attrs[e.Name] = attrs[i]
+		}
 	}
 	return n.listFrom(ents), 0
 }

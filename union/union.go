@@ -548,6 +548,9 @@ func (u *Union) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []
 		if err != nil {
 			return nil, nil, t.m.rewrite("readdir", name, err)
 		}
+		if len(attrs) != len(ents) {
+			return mounts.StatEach(ctx, u, name) // a broken mount: ask again
+		}
 		// Copy: the mount's slices may be shared with its cache.
 		outE := make([]mounts.DirEntry, len(ents))
 		outA := make([]mounts.Attr, len(attrs))

@@ -317,17 +317,7 @@ func (s *statDirFS) Stat(ctx context.Context, name string) (mounts.Attr, error) 
 
 func (s *statDirFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
 	s.statDirs.Add(1)
-	ents, err := s.describedFS.ReadDir(ctx, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	attrs := make([]mounts.Attr, len(ents))
-	for i, e := range ents {
-		if attrs[i], err = s.describedFS.Stat(ctx, mounts.Join(name, e.Name)); err != nil {
-			return nil, nil, err
-		}
-	}
-	return ents, attrs, nil
+	return mounts.StatEach(ctx, s.describedFS, name) // uncounted Stats
 }
 
 func TestReaddirplusUsesStatDir(t *testing.T) {

@@ -769,17 +769,7 @@ type statDirMem struct {
 
 func (s statDirMem) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
 	*s.calls++
-	ents, err := s.ReadDir(ctx, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	attrs := make([]mounts.Attr, len(ents))
-	for i, e := range ents {
-		if attrs[i], err = s.Stat(ctx, mounts.Join(name, e.Name)); err != nil {
-			return nil, nil, err
-		}
-	}
-	return ents, attrs, nil
+	return mounts.StatEach(ctx, s.FS, name)
 }
 
 func TestStatDirIsReadDirAndStat(t *testing.T) {

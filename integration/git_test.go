@@ -125,6 +125,8 @@ func makeGitRepo(t *testing.T) *gitRepo {
 
 // gitMount serves repo at rev on /repo of a union (next to a memory
 // mount), through the kernel, until unmount is called or the test ends.
+// /repo is a connection of its own, as vfsmount mount serves it (see
+// fusefs "# Immutable mounts").
 type gitMount struct {
 	dir     string
 	srv     *fusefs.Server
@@ -140,12 +142,15 @@ func mountGit(t *testing.T, repo *gitRepo) *gitMount {
 	u, err := union.New(map[string]mounts.FS{"/repo": f, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{})
+	srv, err := fusefs.Mount(dir, u, fusefs.Options{ImmutableRoots: []string{"repo"}})
 	if err != nil {
 		f.Close()
 		fusetest.MountFailed(t, err)
 	}
 	m := &gitMount{dir: dir, srv: srv, fsys: f, mounted: true}
+	if below, err := fusefs.MountsBelow(dir); err != nil || len(below) != 1 {
+		t.Fatalf("/repo is not a connection of its own: %v %v", below, err)
+	}
 	t.Cleanup(func() { m.unmount(t) })
 	return m
 }
@@ -389,4 +394,48 @@ func gitXattr(path, name string) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// TestGitWorkspaceLifecycle: the stacked /repo connection of a vfsmount
+// serving a git mount is cleared with the workspace after a kill -9, and
+// unmounted with it by vfsmount umount.
+func TestGitWorkspaceLifecycle(t *testing.T) {
+	repo := makeGitRepo(t)
+	dir := t.TempDir()
+	args := []string{"--mount", "type=git,src=" + repo.dir + ",dst=/repo", "--mount", "type=memory,dst=/memory"}
+	readme := filepath.Join(dir, "repo", "README.md")
+	stacked := func(t *testing.T) {
+		t.Helper()
+		below, err := fusefs.MountsBelow(dir)
+		require.NoError(t, err)
+		require.Equal(t, []string{filepath.Join(dir, "repo")}, below, "/repo is a connection of its own")
+		b, err := os.ReadFile(readme)
+		require.NoError(t, err)
+		require.Equal(t, "# integration\n", string(b))
+	}
+
+	d := startDaemon(t, dir, nil, args...)
+	stacked(t)
+	d.kill()
+	code, _ := runVfsmount(t, "status", dir)
+	assert.Equal(t, 1, code, "status of a stale mount")
+
+	d = startDaemon(t, dir, nil, args...)
+	assert.Contains(t, d.stderr.String(), "cleared a stale FUSE mount")
+	stacked(t)
+
+	code, stderr := runVfsmount(t, "umount", dir)
+	require.Equal(t, 0, code, stderr)
+	select {
+	case <-d.done:
+		assert.NoError(t, d.err, "vfsmount exits 0 when unmounted from outside")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("vfsmount still runs after umount:\n%s", d.stderr)
+	}
+	below, err := fusefs.MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Empty(t, below)
+	st, err := fusefs.Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, fusefs.StateNone, st)
 }

@@ -289,8 +289,14 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		return ch.Operations().(*node).served.Load()
 	}
 
-	_, err := os.ReadDir(filepath.Join(dir, "a"))
+	// Listing and a stat of every file is not a scan: nothing is read.
+	ents, err := os.ReadDir(filepath.Join(dir, "a"))
 	require.NoError(t, err)
+	for _, e := range ents {
+		statT(t, filepath.Join(dir, "a", e.Name()))
+	}
+	assert.Never(t, func() bool { return repo.opens.Load() > 0 }, 100*time.Millisecond, 5*time.Millisecond,
+		"listing alone decodes nothing")
 	read("a/1")
 	read("a/2") // a scan: a/3 is stored, and directories listed next are too
 	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)

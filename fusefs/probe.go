@@ -169,22 +169,33 @@ func MountsBelow(mountpoint string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	prefix := strings.TrimSuffix(abs, "/") + "/"
+	var below []string
+	err = eachMount(func(mp, fstype string) {
+		if isFUSE(fstype) && strings.HasPrefix(mp, prefix) && !slices.Contains(below, mp) {
+			below = append(below, mp)
+		}
+	})
+	slices.SortFunc(below, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return below, err
+}
+
+// eachMount calls fn with the mount point and file system type of every
+// line of /proc/self/mountinfo, in order (later mounts are on top).
+func eachMount(fn func(mountpoint, fstype string)) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var below []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		mp, fstype, ok := parseMountinfo(sc.Text())
-		if ok && isFUSE(fstype) && strings.HasPrefix(mp, strings.TrimSuffix(abs, "/")+"/") && !slices.Contains(below, mp) {
-			below = append(below, mp)
+		if mp, fstype, ok := parseMountinfo(sc.Text()); ok {
+			fn(mp, fstype)
 		}
 	}
-	slices.SortFunc(below, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	return below, sc.Err()
+	return sc.Err()
 }
 
 func isFUSE(fstype string) bool {
@@ -194,23 +205,12 @@ func isFUSE(fstype string) bool {
 // mountedAt reports whether something is mounted at abs according to
 // /proc/self/mountinfo, and whether the topmost mount there is FUSE.
 func mountedAt(abs string) (fuse, found bool, err error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		mp, fstype, ok := parseMountinfo(sc.Text())
-		if !ok || mp != abs {
-			continue
+	err = eachMount(func(mp, fstype string) {
+		if mp == abs {
+			found, fuse = true, isFUSE(fstype)
 		}
-		// Later lines are mounted on top of earlier ones.
-		found = true
-		fuse = isFUSE(fstype)
-	}
-	return fuse, found, sc.Err()
+	})
+	return fuse, found, err
 }
 
 // parseMountinfo returns the mount point and file system type of one line

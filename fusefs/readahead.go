@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"errors"
 	"io"
 	"runtime"
@@ -21,7 +22,9 @@ import (
 // stored with NOTIFY_STORE, so the reads that follow are page cache hits
 // instead of READ requests that wait for a decode.
 type readahead struct {
-	t    *tree
+	t *tree
+	// ctx is the context of the workers' reads, this process's own.
+	ctx  context.Context
 	jobs chan raJob
 	wg   sync.WaitGroup
 
@@ -61,7 +64,7 @@ const (
 )
 
 func newReadahead(t *tree) *readahead {
-	r := &readahead{t: t, jobs: make(chan raJob, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
+	r := &readahead{t: t, ctx: mountCtx(), jobs: make(chan raJob, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		r.wg.Add(1)
 		go r.work()
@@ -194,7 +197,7 @@ func (r *readahead) store(ch *gofs.Inode, buf []byte) syscall.Errno {
 	if !ok {
 		return 0
 	}
-	f, err := r.t.fsys.Open(mountCtx(), name)
+	f, err := r.t.fsys.Open(r.ctx, name)
 	if err != nil {
 		return 0
 	}

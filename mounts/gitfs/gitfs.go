@@ -424,10 +424,19 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error
 	}
 	out := make([]mounts.DirEntry, len(t.entries))
 	for i := range t.entries {
-		e := &t.entries[i]
-		out[i] = mounts.DirEntry{Name: e.name, Type: typeOf(e.kind), Ino: ino(e.hash, mounts.Join(n.path, e.name))}
+		out[i] = n.child(&t.entries[i]).dirEntry()
 	}
 	return out, nil
+}
+
+// child is the node of entry e of directory n.
+func (n node) child(e *entry) node {
+	return node{kind: e.kind, hash: e.hash, path: mounts.Join(n.path, e.name), e: e}
+}
+
+// dirEntry is what a listing says of n, an entry of its directory.
+func (n node) dirEntry() mounts.DirEntry {
+	return mounts.DirEntry{Name: n.e.name, Type: typeOf(n.kind), Ino: ino(n.hash, n.path)}
 }
 
 // StatDir lists a directory with the attributes of its entries
@@ -443,10 +452,9 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 	ents := make([]mounts.DirEntry, len(t.entries))
 	attrs := make([]mounts.Attr, len(t.entries))
 	for i := range t.entries {
-		e := &t.entries[i]
-		child := node{kind: e.kind, hash: e.hash, path: mounts.Join(n.path, e.name), e: e}
-		ents[i] = mounts.DirEntry{Name: e.name, Type: typeOf(e.kind), Ino: ino(e.hash, child.path)}
-		if attrs[i], err = f.attr("stat", mounts.Join(name, e.name), child); err != nil {
+		child := n.child(&t.entries[i])
+		ents[i] = child.dirEntry()
+		if attrs[i], err = f.attr("stat", mounts.Join(name, child.e.name), child); err != nil {
 			return nil, nil, err
 		}
 	}

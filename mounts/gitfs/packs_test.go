@@ -460,24 +460,12 @@ func handPack(t testing.TB, objs [][]byte, ids []plumbing.Hash) (*pack, []int64)
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(ids[a][:], ids[b][:]) })
-	raw := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
-	for b := range 256 {
-		k := 0
-		for _, h := range ids {
-			if int(h[0]) <= b {
-				k++
-			}
-		}
-		raw = binary.BigEndian.AppendUint32(raw, uint32(k))
+	sorted := make([]plumbing.Hash, len(ids))
+	sortedOffs := make([]uint32, len(ids))
+	for k, i := range order {
+		sorted[k], sortedOffs[k] = ids[i], uint32(offs[i])
 	}
-	for _, i := range order {
-		raw = append(raw, ids[i][:]...)
-	}
-	raw = append(raw, make([]byte, 4*len(ids))...) // CRC-32s, unread
-	for _, i := range order {
-		raw = binary.BigEndian.AppendUint32(raw, uint32(offs[i]))
-	}
-	raw = append(raw, make([]byte, idxTrailerLen)...)
+	raw := rawIndex(sorted, sortedOffs, nil)
 	idx, err := parseIndex(raw)
 	require.NoError(t, err)
 	p := &pack{id: 1, name: "pack-test.pack", data: data, idx: idx}

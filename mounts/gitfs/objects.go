@@ -3,13 +3,10 @@ package gitfs
 import (
 	"errors"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -26,31 +23,31 @@ import (
 type objects struct {
 	fast fastObjects
 
-	mu    sync.Mutex
-	st    *filesystem.Storage
-	loose *looseFS
+	mu sync.Mutex
+	st *filesystem.Storage
 	// packsAt is the modification time of objects/pack when the pack
 	// indexes were last read.
 	packsAt time.Time
 }
 
-func newObjects(st *filesystem.Storage, loose *looseFS, fast fastObjects) *objects {
-	o := &objects{st: st, loose: loose, fast: fast}
+func newObjects(st *filesystem.Storage, fast fastObjects) *objects {
+	o := &objects{st: st, fast: fast}
 	o.packsAt, _ = o.packsTime()
 	return o
 }
 
 func (o *objects) packsTime() (time.Time, error) {
-	fi, err := o.loose.Stat("objects/pack")
+	fi, err := os.Stat(o.fast.packs.dir)
 	if err != nil {
 		return time.Time{}, err
 	}
 	return fi.ModTime(), nil
 }
 
-// retry runs fn, and once more after re-reading the pack indexes and the
-// loose object listing when fn could not find the object and the packs
-// changed since they were read: a repository repacked under a live mount
+// retry runs fn, and once more after re-reading the pack directory (go-git's
+// indexes and the pack reader's mappings) when fn could not find the object
+// and the packs changed since they were read: a repository repacked under a
+// live mount
 // (git gc in the source worktree) moves objects to new packs, while a
 // genuinely missing object must not cost an index reload on every read.
 // Callers hold o.mu.
@@ -65,7 +62,6 @@ func (o *objects) retry(fn func() error) error {
 	}
 	o.packsAt = at
 	o.st.Reindex()
-	o.loose.forget()
 	// A pack that cannot be mapped is left to go-git, which reports
 	// what is wrong with it if anything reads from it.
 	_ = o.fast.packs.reload()
@@ -221,66 +217,4 @@ func (c noBlobCache) Put(o plumbing.EncodedObject) {
 	if o.Type() != plumbing.BlobObject {
 		c.Object.Put(o)
 	}
-}
-
-// looseFS is the repository's file system with one shortcut: whether a
-// loose object file exists is answered from a listing of its objects/XX
-// directory, read once, rather than by an open(2) that go-billy's chroot
-// precedes with an lstat(2) of every path component. go-git looks for a
-// loose file before every packed object it sizes, so without the shortcut
-// that miss was 40% of a Stat. Objects of the pinned commit exist when the
-// listing is read; one that leaves (packed by git gc) fails its open and
-// go-git goes on to the packs; objects.retry forgets the listings when the
-// packs change.
-type looseFS struct {
-	billy.Filesystem
-	mu   sync.Mutex
-	dirs map[string]map[string]bool // "objects/ab" -> names in it
-}
-
-func newLooseFS(fsys billy.Filesystem) *looseFS {
-	return &looseFS{Filesystem: fsys, dirs: map[string]map[string]bool{}}
-}
-
-func (l *looseFS) Open(name string) (billy.File, error) {
-	if dir, file, ok := loosePath(name); ok && !l.has(dir, file) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return l.Filesystem.Open(name)
-}
-
-// loosePath splits "objects/ab/cdef..." (38 hex digits after the slash).
-func loosePath(name string) (dir, file string, ok bool) {
-	dir, file = path.Split(name)
-	dir = path.Clean(dir)
-	if len(file) != 38 || len(dir) != len("objects/ab") || dir[:len("objects/")] != "objects/" {
-		return "", "", false
-	}
-	return dir, file, true
-}
-
-func (l *looseFS) has(dir, file string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	names, ok := l.dirs[dir]
-	if !ok {
-		names = map[string]bool{}
-		ents, err := l.Filesystem.ReadDir(dir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			// Unknown: let the real open decide, next time too.
-			return true
-		}
-		for _, e := range ents {
-			names[e.Name()] = true
-		}
-		l.dirs[dir] = names
-	}
-	return names[file]
-}
-
-// forget drops every listing.
-func (l *looseFS) forget() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	clear(l.dirs)
 }

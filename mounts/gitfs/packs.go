@@ -187,7 +187,7 @@ func (ps *packs) pin(h plumbing.Hash) (*pack, int64, bool) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	for _, p := range ps.list {
-		if off, ok := p.find(h); ok {
+		if off, ok := p.idx.find(h); ok {
 			p.refs.Add(1)
 			return p, off, true
 		}
@@ -359,9 +359,6 @@ func (p *pack) wrap(off int64, err error) error {
 	return fmt.Errorf("gitfs: %s at %d: %w", p.name, off, err)
 }
 
-// find looks h up in the index.
-func (p *pack) find(h plumbing.Hash) (int64, bool) { return p.idx.find(h) }
-
 // end is where object data ends: the trailer follows.
 func (p *pack) end() int64 { return int64(len(p.data)) - packTrailerLen }
 
@@ -399,7 +396,7 @@ func (p *pack) deltaBase(typ byte, off, pos int64) (base, data int64, found bool
 		}
 		var h plumbing.Hash
 		copy(h[:], p.data[pos:])
-		base, found = p.find(h)
+		base, found = p.idx.find(h)
 		return base, pos + int64(len(h)), found, nil
 	}
 	// OFS_DELTA: a big-endian base-128 distance back, each continuation

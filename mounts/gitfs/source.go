@@ -76,8 +76,7 @@ func openStorage(path string) (*objects, *git.Repository, error) {
 	if !ok {
 		return nil, nil, errors.New("unexpected storage")
 	}
-	loose := newLooseFS(ps.Filesystem())
-	st := filesystem.NewStorageWithOptions(loose, noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
+	st := filesystem.NewStorageWithOptions(ps.Filesystem(), noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
 		MaxOpenDescriptors:   maxOpenDescriptors,
 		LargeObjectThreshold: largeObject,
 	})
@@ -93,7 +92,7 @@ func openStorage(path string) (*objects, *git.Repository, error) {
 		st.Close()
 		return nil, nil, err
 	}
-	return newObjects(st, loose, fast), repo, nil
+	return newObjects(st, fast), repo, nil
 }
 
 // Discover returns the top directory of the repository containing dir (its

@@ -164,7 +164,22 @@ func TestImmutableRootsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, below, "no root qualified")
 	assert.Contains(t, logs.String(), "its content is not immutable")
+	assert.Contains(t, logs.String(), "not a directory name")
 	// Everything is still served by the main connection.
+	b, err := os.ReadFile(filepath.Join(dir, "repo", "d", "small"))
+	require.NoError(t, err)
+	assert.Equal(t, "small", string(b))
+}
+
+func TestImmutableRootInsideAnother(t *testing.T) {
+	u, _, _ := immutableWorkspace(t)
+	var logs syncBuffer
+	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo", "repo/d"},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "repo")}, below, "one connection for the outer root")
+	assert.Contains(t, logs.String(), "it is below repo, which has a connection of its own")
 	b, err := os.ReadFile(filepath.Join(dir, "repo", "d", "small"))
 	require.NoError(t, err)
 	assert.Equal(t, "small", string(b))

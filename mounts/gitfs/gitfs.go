@@ -71,6 +71,7 @@ type FS struct {
 	obj    *objects
 	trees  *treeCache
 	blobs  *blobCache
+	walk   *walker
 	log    *slog.Logger
 	logged sync.Map // keys already logged once
 	closed atomic.Bool
@@ -172,6 +173,7 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
+	f.walk = newWalker(f)
 	size := opts.CacheSize
 	if size <= 0 {
 		size = DefaultCacheSize
@@ -237,6 +239,7 @@ func (f *FS) Close() error {
 	if f.closed.Swap(true) {
 		return nil
 	}
+	f.walk.close()
 	f.blobs.close()
 	return f.obj.close()
 }
@@ -458,6 +461,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 			return nil, nil, err
 		}
 	}
+	f.walk.listed(t)
 	return ents, attrs, nil
 }
 

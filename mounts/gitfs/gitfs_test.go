@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -738,4 +739,61 @@ func TestStatDirIsReadDirAndStat(t *testing.T) {
 	assert.ErrorIs(t, err, mounts.ErrNotDir)
 	_, _, err = f.StatDir(ctx, "nope")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestAWalkIsWarmedAhead(t *testing.T) {
+	dir, _ := smallRepo(t, map[string]string{
+		"top.txt": "top", "y/5.txt": "five",
+		"x/a/1.txt": "one", "x/a/2.txt": "two",
+		"x/b/4.txt": "four", "x/b/c/3.txt": "three",
+	})
+	f := openFS(t, Options{Src: dir})
+	ctx := context.Background()
+	tree := func(name string) *tree {
+		t.Helper()
+		n, err := f.resolve(ctx, "stat", name)
+		require.NoError(t, err)
+		return f.trees.get(n.hash)
+	}
+	queued := func() int {
+		f.walk.mu.Lock()
+		defer f.walk.mu.Unlock()
+		return len(f.walk.stack)
+	}
+
+	// A lone listing reads the listed trees and no further.
+	_, _, err := f.StatDir(ctx, ".")
+	require.NoError(t, err)
+	assert.Zero(t, queued(), "a lone listing queues nothing")
+	assert.Nil(t, tree("x/a"), "nor reads a tree below the listed ones")
+	assert.Zero(t, f.walk.warmed.Load())
+
+	// A directory listed after its parent is a walk: its subdirectories
+	// and its parent's are warmed (x itself is warm: StatDir just read it).
+	_, _, err = f.StatDir(ctx, "x")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.walk.warmed.Load() == 3 }, 10*time.Second, time.Millisecond,
+		"x/a, x/b and y are warmed")
+	for _, d := range []string{"x/a", "x/b", "y"} {
+		tr := tree(d)
+		require.NotNil(t, tr, d)
+		assert.True(t, tr.warm.Load(), d)
+		for _, e := range tr.entries {
+			if e.kind == kindFile {
+				assert.GreaterOrEqual(t, e.loadSize(), int64(0), "%s/%s: size read ahead", d, e.name)
+			}
+		}
+	}
+	assert.NotNil(t, tree("x/b/c"), "the trees x/b's listing needs are decoded")
+	assert.Zero(t, queued())
+	assert.Equal(t, int64(0), f.blobs.loads.Load(), "warming reads no content")
+
+	// What a warmed directory lists is what Stat says.
+	ents, attrs, err := f.StatDir(ctx, "x/b")
+	require.NoError(t, err)
+	for i, e := range ents {
+		a, err := f.Stat(ctx, "x/b/"+e.Name)
+		require.NoError(t, err)
+		assert.Equal(t, a, attrs[i], e.Name)
+	}
 }

@@ -66,6 +66,13 @@ type tree struct {
 	entries []entry
 	subdirs uint32
 	cost    int64
+
+	// For the walker (walk.go): the directory last listed with this
+	// one in it, whether what StatDir needs of this one is read, and
+	// whether its subdirectories were queued.
+	parent atomic.Pointer[tree]
+	warm   atomic.Bool
+	walked atomic.Bool
 }
 
 func (t *tree) find(name string) *entry {

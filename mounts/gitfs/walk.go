@@ -1,0 +1,155 @@
+package gitfs
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// walker warms, in the background, what listing a directory with its
+// attributes costs (StatDir: the sizes of its blobs, from their headers,
+// and its subdirectories' trees, for their link counts) for the directories
+// a walk is about to list. See "Walks" in the package doc.
+//
+// A walk is told from a lone listing by its shape: a directory listed with
+// StatDir right after its parent was (find, tar, ls -R, grep -r all do
+// this). The subdirectories of both are then queued, the newest listing's
+// on top, so the worker follows a depth-first walker one step ahead.
+// Nothing here reads blob content.
+type walker struct {
+	f *FS
+
+	mu     sync.Mutex
+	cond   sync.Cond
+	stack  []*tree // to warm, the next at the end
+	closed bool
+	wg     sync.WaitGroup
+
+	// warmed counts the trees the workers warmed, for tests.
+	warmed atomic.Int64
+}
+
+// walkStack bounds the trees queued; past it the oldest are dropped (the
+// walk has moved on, or they are listed on demand).
+const walkStack = 4096
+
+func newWalker(f *FS) *walker {
+	w := &walker{f: f}
+	w.cond.L = &w.mu
+	// One worker per spare CPU: the walker itself and the kernel need one.
+	for range max(1, min(4, runtime.GOMAXPROCS(0)-1)) {
+		w.wg.Add(1)
+		go w.work()
+	}
+	return w
+}
+
+// listed is told that StatDir listed t (whose subdirectories' trees are
+// decoded, for their link counts). If t's parent was listed too, a walk is
+// under way: the subdirectories of the parent and of t are queued.
+func (w *walker) listed(t *tree) {
+	var subs []*tree
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.kind != kindDir {
+			continue
+		}
+		if c := w.f.trees.get(e.hash); c != nil {
+			c.parent.Store(t)
+			subs = append(subs, c)
+		}
+	}
+	t.warm.Store(true) // StatDir did the work
+	p := t.parent.Load()
+	if p == nil {
+		return
+	}
+	var siblings []*tree
+	if !p.walked.Swap(true) {
+		for i := range p.entries {
+			if e := &p.entries[i]; e.kind == kindDir {
+				if c := w.f.trees.get(e.hash); c != nil {
+					siblings = append(siblings, c)
+				}
+			}
+		}
+	}
+	t.walked.Store(true)
+	w.push(siblings)
+	w.push(subs)
+}
+
+// push queues ts so that ts[0] is warmed first.
+func (w *walker) push(ts []*tree) {
+	if len(ts) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		if !ts[i].warm.Load() {
+			w.stack = append(w.stack, ts[i])
+		}
+	}
+	if over := len(w.stack) - walkStack; over > 0 {
+		w.stack = append(w.stack[:0], w.stack[over:]...)
+	}
+	w.cond.Signal()
+}
+
+func (w *walker) work() {
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		for len(w.stack) == 0 && !w.closed {
+			w.cond.Wait()
+		}
+		if w.closed {
+			w.mu.Unlock()
+			return
+		}
+		t := w.stack[len(w.stack)-1]
+		w.stack[len(w.stack)-1] = nil
+		w.stack = w.stack[:len(w.stack)-1]
+		w.mu.Unlock()
+		w.warm(t)
+	}
+}
+
+// warm reads what StatDir of t needs. Errors are left for StatDir to meet
+// and report.
+func (w *walker) warm(t *tree) {
+	if t.warm.Load() {
+		return
+	}
+	for i := range t.entries {
+		if w.f.closed.Load() {
+			return
+		}
+		e := &t.entries[i]
+		switch {
+		case e.kind == kindDir:
+			_, _ = w.f.tree(e.hash)
+		case e.kind == kindGitlink || e.loadSize() >= 0:
+		default:
+			if s, err := w.f.obj.size(e.hash); err == nil {
+				e.storeSize(s)
+			}
+		}
+	}
+	t.warm.Store(true)
+	w.warmed.Add(1)
+}
+
+// close stops the workers and waits for them; what is queued is dropped.
+func (w *walker) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.stack = nil
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	w.wg.Wait()
+}

@@ -188,10 +188,15 @@ func TestImmutableRootInsideAnother(t *testing.T) {
 func TestWholeTreeImmutable(t *testing.T) {
 	fusetest.Need(t)
 	_, repo, big := immutableWorkspace(t)
-	_, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "the main connection is the immutable one")
+	_, err = os.Stat(filepath.Join(dir, "big"))
+	require.NoError(t, err)
+	assert.Equal(t, immutablePolicy, srv.t.root.pol)
+	assert.Equal(t, immutablePolicy, srv.t.root.GetChild("big").Operations().(*node).pol,
+		"every node of an immutable connection is cached as immutable")
 	before := repo.opens.Load()
 	for range 5 {
 		got, err := os.ReadFile(filepath.Join(dir, "big"))

@@ -210,7 +210,10 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	if !ra.IsDir() {
 		return nil, fmt.Errorf("fusefs: mount %s: the root of the file system is not a directory", mountpoint)
 	}
-	t.root.pol = t.policy(t.prefix)
+	t.root.pol = immutablePolicy
+	if !t.noOpen {
+		t.root.pol = t.policy(t.prefix)
+	}
 
 	fsName := opts.FSName
 	if fsName == "" {
@@ -371,6 +374,10 @@ type cachePolicy struct {
 	keepCache, cacheDir bool
 }
 
+// immutablePolicy is the caching policy of immutable content, and of every
+// node of an immutable connection.
+var immutablePolicy = cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
+
 // policy returns the caching policy of the mount serving name. The mount
 // serving a node never changes (renames across mounts fail with EXDEV), so
 // nodes compute it once.
@@ -378,7 +385,7 @@ func (t *tree) policy(name string) cachePolicy {
 	d := mounts.DescribeAt(t.fsys, name)
 	switch {
 	case d.Immutable:
-		return cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
+		return immutablePolicy
 	case d.External:
 		return cachePolicy{entry: externalTimeout, attr: externalTimeout, cacheDir: true}
 	default:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -127,10 +129,9 @@ func (n *node) child(elem string) (string, syscall.Errno) {
 // attributes a, and fills out.
 func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fuse.EntryOut) *gofs.Inode {
 	pol := n.pol
-	if n.t.prefix == "." {
-		// A name may be a mount point of another mount; below an
-		// immutable root (a connection of its own) every name is the
-		// root's mount's.
+	if !n.t.noOpen {
+		// A name may be a mount point of another mount; on an
+		// immutable connection every name is immutable.
 		pol = n.t.policy(name)
 	}
 	fillAttr(&out.Attr, a)
@@ -632,10 +633,12 @@ func (n *node) Removexattr(ctx context.Context, attr string) (errno syscall.Errn
 type dirHandle struct {
 	n  *node
 	ds gofs.DirStream
-	// attrs are the entries' attributes when the listing came with them
-	// (mounts.StatDirFS on an immutable connection): READDIRPLUS then
-	// answers its lookups from here instead of a Stat per entry.
-	attrs map[string]mounts.Attr
+	// ents and attrs are the listing and its entries' attributes when it
+	// came with them (mounts.StatDirFS on an immutable connection):
+	// READDIRPLUS then answers its lookups from here, by a search of the
+	// sorted entries, instead of a Stat per entry.
+	ents  []mounts.DirEntry
+	attrs []mounts.Attr
 }
 
 var (
@@ -697,10 +700,7 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 		return nil, n.t.errs.errno("readdir", err)
 	}
 	if len(attrs) == len(ents) {
-		d.attrs = make(map[string]mounts.Attr, len(ents))
-		for i, e := range ents {
-			d.attrs[e.Name] = attrs[i]
-		}
+		d.ents, d.attrs = ents, attrs
 	}
 	return n.listFrom(ents), 0
 }
@@ -708,10 +708,13 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 // Lookup answers the lookups of READDIRPLUS from the attributes the
 // listing came with, and asks the mount otherwise.
 func (d *dirHandle) Lookup(ctx context.Context, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	a, ok := d.attrs[elem]
+	i, ok := slices.BinarySearchFunc(d.ents, elem, func(e mounts.DirEntry, name string) int {
+		return strings.Compare(e.Name, name)
+	})
 	if !ok {
 		return d.n.Lookup(ctx, elem, out)
 	}
+	a := d.attrs[i]
 	defer d.n.t.rescue("lookup", &errno)
 	name, errno := d.n.child(elem)
 	if errno != 0 {

@@ -248,6 +248,30 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	assert.Equal(t, int64(6), repo.opens.Load(), "the file over the size bound was left alone")
 }
 
+func TestReadaheadStoresANodeOnce(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, content, "a", []byte("alpha"), 0o644))
+	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	_, err := os.Stat(filepath.Join(dir, "a")) // the kernel knows the node
+	require.NoError(t, err)
+	ch := srv.t.root.GetChild("a")
+	require.NotNil(t, ch)
+
+	// Queued twice (by a scan and by the listing that showed it), a file
+	// is decoded and handed to the kernel once.
+	buf := make([]byte, readaheadFileMax)
+	require.Equal(t, syscall.Errno(0), srv.t.ra.store(ch, buf))
+	require.Equal(t, syscall.Errno(0), srv.t.ra.store(ch, buf))
+	assert.Equal(t, int64(1), srv.t.ra.stored.Load())
+	assert.Equal(t, int64(1), repo.opens.Load())
+	b, err := os.ReadFile(filepath.Join(dir, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alpha", string(b))
+	assert.False(t, ch.Operations().(*node).served.Load(), "read from the page cache")
+}
+
 func TestImmutableListingsWithoutOpendir(t *testing.T) {
 	ctx := context.Background()
 	content := memfs.New(memfs.Options{})

@@ -42,6 +42,9 @@ type node struct {
 	// content is in the kernel's page cache, or on its way there, and
 	// read-ahead leaves it alone.
 	served atomic.Bool
+	// pushed is set while read-ahead stores the node's content in the
+	// page cache, and stays set once it did.
+	pushed atomic.Bool
 	// listing is a directory's listing on an immutable connection, kept
 	// once read. The stream hands out copies of its entries.
 	listing []fuse.DirEntry

@@ -186,25 +186,40 @@ func (r *readahead) work() {
 	}
 }
 
-// store reads ch's content from the mount and hands it to the kernel. Any
-// failure only means the file is read on demand later.
+// store reads ch's content from the mount and hands it to the kernel, once
+// per node however often it was queued (by the scan that found it and by
+// the listing that showed it). Any failure only means the file is read on
+// demand later.
 func (r *readahead) store(ch *gofs.Inode, buf []byte) syscall.Errno {
 	n := ch.Operations().(*node)
-	if n.served.Load() || r.stopped.Load() {
-		return 0
+	if n.served.Load() || r.stopped.Load() || !n.pushed.CompareAndSwap(false, true) {
+		return 0 // read, or stored (or being stored) by another job
 	}
+	errno := r.push(ch, n, buf)
+	if errno != 0 {
+		n.pushed.Store(false)
+	}
+	return errno
+}
+
+// push is store's work: ENOENT means the kernel does not know the node
+// yet, and is worth a retry; any other failure is final.
+func (r *readahead) push(ch *gofs.Inode, n *node, buf []byte) syscall.Errno {
 	name, ok := n.name()
 	if !ok {
-		return 0
+		return syscall.ESTALE // no name left
 	}
 	f, err := r.t.fsys.Open(r.ctx, name)
 	if err != nil {
-		return 0
+		return syscall.EIO // met again, and reported, if it is read
 	}
 	k, err := f.ReadAt(buf, 0)
 	f.Close()
-	if (err != nil && !errors.Is(err, io.EOF)) || k == len(buf) {
-		return 0
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		return syscall.EIO
+	case k == len(buf):
+		return syscall.EFBIG // over the bound: read on demand
 	}
 	errno := ch.WriteCache(0, buf[:k])
 	switch errno {

@@ -24,7 +24,8 @@
 //
 // # Caching
 //
-// The policy is chosen per mount, from [mounts.DescribeAt] of the name:
+// The policy is chosen per mount, from [mounts.DescribeAt] of the name (on
+// an immutable connection, see below, without asking: every name is):
 //
 //   - Immutable mounts (a git commit) never change, so entries and
 //     attributes are cached for an hour, files are opened with

@@ -29,9 +29,14 @@
 // what listing the parent's and the directory's subdirectories will need:
 // their blobs' sizes (object headers) and their subdirectories' trees,
 // newest listing first, so it keeps a step ahead of a depth-first walker on
-// a spare CPU. It never reads blob content; a lone listing or lookup
-// triggers nothing; what it decodes goes to the same bounded tree cache.
-// A cold find over 20 000 files spends about 10 % less time waiting.
+// a spare CPU. A lone listing or lookup triggers nothing; what it decodes
+// goes to the same bounded caches. It reads blob content only while the
+// files are being read too — a scan, told by two files opened in one
+// directory in a row, counting for a second after the last: the small
+// files (under 1 MiB) of the directories it warms are then decoded into
+// the blob cache before they are opened. A walk that only lists (find,
+// ls -R) decodes nothing. A cold find over 20 000 files spends about 10 %
+// less time waiting, a cold tar of them about 8 % less.
 //
 // # Reads
 //

@@ -528,6 +528,7 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.walk.opened(name)
 	b, err := f.blobs.acquire(ctx, n.hash, func(context.Context) (io.ReadCloser, int64, error) {
 		return f.obj.read(plumbing.BlobObject, n.hash)
 	})

@@ -797,3 +797,38 @@ func TestAWalkIsWarmedAhead(t *testing.T) {
 		assert.Equal(t, a, attrs[i], e.Name)
 	}
 }
+
+func TestAScanDecodesItsWalkAhead(t *testing.T) {
+	dir, _ := smallRepo(t, map[string]string{
+		"src/a.go": "package a", "src/b.go": "package b",
+		"src/x/c.go": "package c", "src/x/d.go": "package d",
+	})
+	f := openFS(t, Options{Src: dir})
+	ctx := context.Background()
+	read := func(name string) {
+		t.Helper()
+		_, err := mounts.ReadFile(ctx, f, name)
+		require.NoError(t, err)
+	}
+
+	// One file read is no scan.
+	read("src/a.go")
+	assert.False(t, f.walk.scanning())
+	// A second file of the same directory is.
+	read("src/b.go")
+	assert.True(t, f.walk.scanning())
+	loads := f.blobs.loads.Load()
+
+	// The walk's next directory has its files decoded before they are
+	// opened.
+	for _, d := range []string{".", "src"} {
+		_, _, err := f.StatDir(ctx, d)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return f.walk.decoded.Load() == 2 }, 10*time.Second, time.Millisecond,
+		"src/x/c.go and src/x/d.go are decoded ahead")
+	assert.Equal(t, loads+2, f.blobs.loads.Load())
+	read("src/x/c.go")
+	read("src/x/d.go")
+	assert.Equal(t, loads+2, f.blobs.loads.Load(), "the opens found their content decoded")
+}

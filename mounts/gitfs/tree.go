@@ -68,11 +68,13 @@ type tree struct {
 	cost    int64
 
 	// For the walker (walk.go): the directory last listed with this
-	// one in it, whether what StatDir needs of this one is read, and
-	// whether its subdirectories were queued.
-	parent atomic.Pointer[tree]
-	warm   atomic.Bool
-	walked atomic.Bool
+	// one in it, whether what StatDir needs of this one is read, whether
+	// its subdirectories were queued, and whether its small files were
+	// decoded ahead.
+	parent  atomic.Pointer[tree]
+	warm    atomic.Bool
+	walked  atomic.Bool
+	decoded atomic.Bool
 }
 
 func (t *tree) find(name string) *entry {

@@ -1,9 +1,15 @@
 package gitfs
 
 import (
+	"context"
+	"io"
+	"path"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // walker warms, in the background, what listing a directory with its
@@ -14,8 +20,9 @@ import (
 // A walk is told from a lone listing by its shape: a directory listed with
 // StatDir right after its parent was (find, tar, ls -R, grep -r all do
 // this). The subdirectories of both are then queued, the newest listing's
-// on top, so the worker follows a depth-first walker one step ahead.
-// Nothing here reads blob content.
+// on top, so the worker follows a depth-first walker one step ahead. Blob
+// content is read ahead only while a scan reads the files it walks (see
+// opened): a walk that only lists (find, ls -R) decodes nothing.
 type walker struct {
 	f *FS
 
@@ -25,13 +32,25 @@ type walker struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	// warmed counts the trees the workers warmed, for tests.
-	warmed atomic.Int64
+	// lastDir is the directory of the file opened last; scanUntil (Unix
+	// nanoseconds) is when the last scan seen stops counting.
+	lastDir   atomic.Pointer[string]
+	scanUntil atomic.Int64
+
+	// warmed and decoded count the trees warmed and the blobs decoded by
+	// the workers, for tests.
+	warmed, decoded atomic.Int64
 }
 
 // walkStack bounds the trees queued; past it the oldest are dropped (the
-// walk has moved on, or they are listed on demand).
-const walkStack = 4096
+// walk has moved on, or they are listed on demand). During a scan, files
+// up to decodeAheadMax are decoded ahead; scanWindow is how long a scan
+// counts after its last sign.
+const (
+	walkStack      = 4096
+	decodeAheadMax = 1 << 20
+	scanWindow     = time.Second
+)
 
 func newWalker(f *FS) *walker {
 	w := &walker{f: f}
@@ -119,30 +138,63 @@ func (w *walker) work() {
 	}
 }
 
-// warm reads what StatDir of t needs. Errors are left for StatDir to meet
-// and report.
+// warm reads what StatDir of t needs and, while files are being read in
+// a scan, decodes t's small files into the blob cache. Errors are left
+// for StatDir and Open to meet and report.
 func (w *walker) warm(t *tree) {
-	if t.warm.Load() {
+	if !t.warm.Load() {
+		for i := range t.entries {
+			if w.f.closed.Load() {
+				return
+			}
+			e := &t.entries[i]
+			switch {
+			case e.kind == kindDir:
+				_, _ = w.f.tree(e.hash)
+			case e.kind == kindGitlink || e.loadSize() >= 0:
+			default:
+				if s, err := w.f.obj.size(e.hash); err == nil {
+					e.storeSize(s)
+				}
+			}
+		}
+		t.warm.Store(true)
+		w.warmed.Add(1)
+	}
+	if !w.scanning() || t.decoded.Swap(true) {
 		return
 	}
 	for i := range t.entries {
-		if w.f.closed.Load() {
+		if w.f.closed.Load() || !w.scanning() {
+			t.decoded.Store(false)
 			return
 		}
 		e := &t.entries[i]
-		switch {
-		case e.kind == kindDir:
-			_, _ = w.f.tree(e.hash)
-		case e.kind == kindGitlink || e.loadSize() >= 0:
-		default:
-			if s, err := w.f.obj.size(e.hash); err == nil {
-				e.storeSize(s)
-			}
+		if (e.kind != kindFile && e.kind != kindExec) || e.loadSize() < 0 || e.loadSize() > decodeAheadMax {
+			continue
+		}
+		h := e.hash
+		b, err := w.f.blobs.acquire(context.Background(), h, func(context.Context) (io.ReadCloser, int64, error) {
+			return w.f.obj.read(plumbing.BlobObject, h)
+		})
+		if err == nil {
+			w.f.blobs.release(b)
+			w.decoded.Add(1)
 		}
 	}
-	t.warm.Store(true)
-	w.warmed.Add(1)
 }
+
+// opened is told of every file opened. A file opened in the directory of
+// the one opened before it is a scan (tar, cp -r, a build reading its
+// sources): for scanWindow after it, the walk decodes ahead too.
+func (w *walker) opened(name string) {
+	dir := path.Dir(name)
+	if prev := w.lastDir.Swap(&dir); prev != nil && *prev == dir {
+		w.scanUntil.Store(time.Now().Add(scanWindow).UnixNano())
+	}
+}
+
+func (w *walker) scanning() bool { return time.Now().UnixNano() < w.scanUntil.Load() }
 
 // close stops the workers and waits for them; what is queued is dropped.
 func (w *walker) close() {

@@ -778,8 +778,8 @@ func TestAWalkIsWarmedAhead(t *testing.T) {
 		tr := tree(d)
 		require.NotNil(t, tr, d)
 		assert.True(t, tr.warm.Load(), d)
-		for _, e := range tr.entries {
-			if e.kind == kindFile {
+		for i := range tr.entries {
+			if e := &tr.entries[i]; e.kind == kindFile {
 				assert.GreaterOrEqual(t, e.loadSize(), int64(0), "%s/%s: size read ahead", d, e.name)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,11 +78,11 @@ type tree struct {
 	decoded atomic.Bool
 }
 
+// find returns the entry called name, or nil. It reads the entries' names
+// only: their sizes are stored concurrently, atomically.
 func (t *tree) find(name string) *entry {
-	i, ok := slices.BinarySearchFunc(t.entries, name, func(e entry, n string) int {
-		return strings.Compare(e.name, n)
-	})
-	if !ok {
+	i := sort.Search(len(t.entries), func(i int) bool { return t.entries[i].name >= name })
+	if i == len(t.entries) || t.entries[i].name != name {
 		return nil
 	}
 	return &t.entries[i]

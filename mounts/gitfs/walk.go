@@ -37,8 +37,8 @@ type walker struct {
 	lastDir   atomic.Pointer[string]
 	scanUntil atomic.Int64
 
-	// warmed and decoded count the trees warmed and the blobs decoded by
-	// the workers, for tests.
+	// warmed counts the trees the workers warmed, decoded the blobs they
+	// decoded ahead or found decoded, for tests.
 	warmed, decoded atomic.Int64
 }
 
@@ -55,7 +55,8 @@ const (
 func newWalker(f *FS) *walker {
 	w := &walker{f: f}
 	w.cond.L = &w.mu
-	// One worker per spare CPU: the walker itself and the kernel need one.
+	// A worker per CPU but one, which the walking program and the kernel
+	// need; at most four.
 	for range max(1, min(4, runtime.GOMAXPROCS(0)-1)) {
 		w.wg.Add(1)
 		go w.work()

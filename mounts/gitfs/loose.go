@@ -31,7 +31,7 @@ const maxLooseHeader = 32
 
 // load returns the type and size of loose object h and, when whole is set,
 // its content. ok is false when h is not a loose object this reader takes
-// (no such file, or one over maxLooseFile).
+// (no such file, or, for the content, one over maxLooseFile).
 func (l looseObjects) load(h plumbing.Hash, whole bool) (typ plumbing.ObjectType, size int64, content []byte, ok bool, err error) {
 	hex := h.String()
 	f, err := os.Open(filepath.Join(l.dir, hex[:2], hex[2:]))
@@ -42,6 +42,22 @@ func (l looseObjects) load(h plumbing.Hash, whole bool) (typ plumbing.ObjectType
 		return 0, 0, nil, true, unwrapPath(err)
 	}
 	defer f.Close()
+	if !whole {
+		// The header starts the stream: a prefix of the file is
+		// enough (see headPrefix), whatever the file's size.
+		var prefix [headPrefix]byte
+		n, err := io.ReadFull(f, prefix[:])
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return 0, 0, nil, true, unwrapPath(err)
+		}
+		typ, size, _, err = parseLoose(prefix[:n], false)
+		if err == nil || n < len(prefix) {
+			return typ, size, nil, true, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return 0, 0, nil, true, unwrapPath(err)
+		}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxLooseFile+1))
 	if err != nil {
 		return 0, 0, nil, true, unwrapPath(err)

@@ -3,6 +3,8 @@ package gitfs
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/binary"
+	"hash/adler32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -106,4 +108,47 @@ func TestCorruptLooseObjects(t *testing.T) {
 	assert.True(t, ok)
 	assert.ErrorIs(t, err, errCorruptPack)
 	assert.NotContains(t, err.Error(), objs, "no host path in the error")
+}
+
+// paddedZlib is a valid zlib stream of data that starts with empties
+// empty stored blocks: its first byte of output comes 5*empties bytes in.
+func paddedZlib(data []byte, empties int) []byte {
+	b := []byte{0x78, 0x01}
+	for range empties {
+		b = append(b, 0x00, 0x00, 0x00, 0xff, 0xff) // not final, stored, empty
+	}
+	b = append(b, 0x01) // final, stored
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(data)))
+	b = binary.LittleEndian.AppendUint16(b, ^uint16(len(data)))
+	b = append(b, data...)
+	return binary.BigEndian.AppendUint32(b, adler32.Checksum(data))
+}
+
+func TestHeadersPastThePrefix(t *testing.T) {
+	obj := []byte("blob 11\x00hello world")
+	for _, empties := range []int{0, 2 * headPrefix / 5} {
+		stream := paddedZlib(obj, empties)
+		head, err := inflateHead(stream, 8)
+		require.NoError(t, err, "%d empty blocks", empties)
+		assert.Equal(t, "blob 11\x00", string(head))
+
+		objs := t.TempDir()
+		h := plumbing.NewHash("ab00000000000000000000000000000000000002")
+		require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), stream, 0o644))
+		typ, n, _, ok, err := looseObjects{dir: objs}.load(h, false)
+		require.True(t, ok)
+		require.NoError(t, err, "%d empty blocks", empties)
+		assert.Equal(t, plumbing.BlobObject, typ)
+		assert.Equal(t, int64(11), n)
+	}
+
+	// An empty file is corrupt, not an I/O error.
+	objs := t.TempDir()
+	h := plumbing.NewHash("ab00000000000000000000000000000000000003")
+	require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), nil, 0o644))
+	_, _, _, ok, err := looseObjects{dir: objs}.load(h, false)
+	assert.True(t, ok)
+	assert.ErrorIs(t, err, errCorruptPack)
 }

@@ -617,9 +617,27 @@ func inflate(src []byte, size int64) ([]byte, error) {
 	return out[:n], nil
 }
 
+// headPrefix is how much of a stream inflateHead reads first: enough for
+// the zlib header, a dynamic Huffman table and the first bytes of data in
+// all but contrived streams. Inflate works a block at a time, so without
+// the bound a size read would inflate up to 32 KiB of content to use ten
+// bytes of it.
+const headPrefix = 512
+
 // inflateHead decompresses the first n bytes of the zlib stream at the
 // start of src.
 func inflateHead(src []byte, n int64) ([]byte, error) {
+	if len(src) > headPrefix {
+		// A prefix inflates to a prefix of the output, or fails: then
+		// the whole stream is read.
+		if b, err := inflateHeadOf(src[:headPrefix], n); err == nil {
+			return b, nil
+		}
+	}
+	return inflateHeadOf(src, n)
+}
+
+func inflateHeadOf(src []byte, n int64) ([]byte, error) {
 	f, err := getInflater(src)
 	if err != nil {
 		return nil, err

@@ -392,3 +392,47 @@ func TestReaddirplusUsesStatDir(t *testing.T) {
 	assert.Equal(t, int64(1), fsys.statDirs.Load())
 	assert.Zero(t, fsys.stats.Load()-before, "no Stat per entry: READDIRPLUS answered from StatDir")
 }
+
+// brokenEntryFS is a StatDirFS one of whose entries cannot be stat'ed, as
+// a git mount's is when its blob is missing.
+type brokenEntryFS struct {
+	describedFS
+	broken string
+}
+
+func (b *brokenEntryFS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	if name == b.broken {
+		return mounts.Attr{}, mounts.PathErr("stat", name, syscall.EIO)
+	}
+	return b.describedFS.Stat(ctx, name)
+}
+
+func (b *brokenEntryFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	return mounts.StatEach(ctx, b, name) // fails as a whole on the broken entry
+}
+
+func TestABrokenEntryFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.Mkdir(ctx, content, "d", 0o755))
+	for _, name := range []string{"a", "bad", "c"} {
+		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, []byte(name), 0o644))
+	}
+	fsys := &brokenEntryFS{describedFS{content, mounts.Description{Type: "git", Immutable: true}}, "d/bad"}
+	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+
+	ents, err := os.ReadDir(filepath.Join(dir, "d"))
+	require.NoError(t, err, "the directory lists")
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"a", "bad", "c"}, names)
+	_, err = os.Stat(filepath.Join(dir, "d", "bad"))
+	assert.ErrorIs(t, err, syscall.EIO, "the broken entry fails alone")
+	for _, name := range []string{"a", "c"} {
+		b, err := os.ReadFile(filepath.Join(dir, "d", name))
+		require.NoError(t, err)
+		assert.Equal(t, name, string(b))
+	}
+}

@@ -700,7 +700,11 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 	}
 	ents, attrs, err := sd.StatDir(n.t.ctx(ctx), name)
 	if err != nil {
-		return nil, n.t.errs.errno("readdir", err)
+		// One entry that cannot be stat'ed (a git blob gone missing)
+		// fails the whole StatDir; listed plainly, the directory
+		// answers, and READDIRPLUS looks its entries up one by one,
+		// so only that entry fails.
+		return n.Readdir(ctx)
 	}
 	if len(attrs) == len(ents) {
 		d.ents, d.attrs = ents, attrs

@@ -380,6 +380,45 @@ func TestGitMountsTestThroughKernel(t *testing.T) {
 		mountstest.Expect(files), mountstest.ExpectSymlinks(map[string]string{"link": "a/b/deep.txt"}))
 }
 
+// TestGitBrokenObjectsThroughKernel: a blob missing from the repository
+// and one that does not inflate fail with EIO for their own file only;
+// the directory still lists, its other files read, the mount stays up.
+func TestGitBrokenObjectsThroughKernel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+	for name, content := range map[string]string{"ok.txt": "fine\n", "gone.txt": "deleted\n", "bad.txt": "garbled\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "d", name), []byte(content), 0o644))
+	}
+	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
+	gitCmd(t, dir, gitWhen, nil, "add", "-A")
+	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "one")
+	object := func(name string) string {
+		oid := gitCmd(t, dir, gitWhen, nil, "rev-parse", "HEAD:d/"+name)
+		return filepath.Join(dir, ".git", "objects", oid[:2], oid[2:])
+	}
+	require.NoError(t, os.Remove(object("gone.txt")))
+	require.NoError(t, os.Chmod(object("bad.txt"), 0o644))
+	require.NoError(t, os.WriteFile(object("bad.txt"), []byte("x\x9c not zlib at all"), 0o644))
+	m := mountGit(t, &gitRepo{dir: dir})
+
+	for range 2 {
+		ents, err := os.ReadDir(m.repo("d"))
+		require.NoError(t, err, "the directory lists")
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		assert.Equal(t, []string{"bad.txt", "gone.txt", "ok.txt"}, names)
+		_, err = os.Stat(m.repo("d/gone.txt"))
+		assert.ErrorIs(t, err, syscall.EIO, "a missing blob has no size")
+		_, err = os.ReadFile(m.repo("d/bad.txt"))
+		assert.ErrorIs(t, err, syscall.EIO, "a blob that does not inflate")
+		b, err := os.ReadFile(m.repo("d/ok.txt"))
+		require.NoError(t, err, "the mount stays up")
+		assert.Equal(t, "fine\n", string(b))
+	}
+}
+
 func gitBlobID(content []byte) string {
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", len(content))

@@ -68,35 +68,34 @@ func newWalker(f *FS) *walker {
 // decoded, for their link counts). If t's parent was listed too, a walk is
 // under way: the subdirectories of the parent and of t are queued.
 func (w *walker) listed(t *tree) {
-	var subs []*tree
-	for i := range t.entries {
-		e := &t.entries[i]
-		if e.kind != kindDir {
-			continue
-		}
-		if c := w.f.trees.get(e.hash); c != nil {
-			c.parent.Store(t)
-			subs = append(subs, c)
-		}
+	subs := w.subdirs(t)
+	for _, c := range subs {
+		c.parent.Store(t)
 	}
 	t.warm.Store(true) // StatDir did the work
 	p := t.parent.Load()
 	if p == nil {
 		return
 	}
-	var siblings []*tree
 	if !p.walked.Swap(true) {
-		for i := range p.entries {
-			if e := &p.entries[i]; e.kind == kindDir {
-				if c := w.f.trees.get(e.hash); c != nil {
-					siblings = append(siblings, c)
-				}
+		w.push(w.subdirs(p)) // t's siblings, warmed after t's subdirectories
+	}
+	t.walked.Store(true)
+	w.push(subs)
+}
+
+// subdirs returns the decoded trees of t's subdirectories that are in the
+// tree cache.
+func (w *walker) subdirs(t *tree) []*tree {
+	var subs []*tree
+	for i := range t.entries {
+		if e := &t.entries[i]; e.kind == kindDir {
+			if c := w.f.trees.get(e.hash); c != nil {
+				subs = append(subs, c)
 			}
 		}
 	}
-	t.walked.Store(true)
-	w.push(siblings)
-	w.push(subs)
+	return subs
 }
 
 // push queues ts so that ts[0] is warmed first.

@@ -100,10 +100,7 @@ func TestCorruptLooseObjects(t *testing.T) {
 	assert.Equal(t, "hello", string(b))
 
 	// Through the file system: EIO material, never a panic.
-	objs := t.TempDir()
-	h := plumbing.NewHash("ab00000000000000000000000000000000000001")
-	require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), deflate("tree 5\x00hel"), 0o644))
+	objs, h := looseFile(t, deflate("tree 5\x00hel"))
 	_, _, _, ok, err := looseObjects{dir: objs}.load(h, true)
 	assert.True(t, ok)
 	assert.ErrorIs(t, err, errCorruptPack)
@@ -132,10 +129,7 @@ func TestHeadersPastThePrefix(t *testing.T) {
 		require.NoError(t, err, "%d empty blocks", empties)
 		assert.Equal(t, "blob 11\x00", string(head))
 
-		objs := t.TempDir()
-		h := plumbing.NewHash("ab00000000000000000000000000000000000002")
-		require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), stream, 0o644))
+		objs, h := looseFile(t, stream)
 		typ, n, _, ok, err := looseObjects{dir: objs}.load(h, false)
 		require.True(t, ok)
 		require.NoError(t, err, "%d empty blocks", empties)
@@ -144,11 +138,19 @@ func TestHeadersPastThePrefix(t *testing.T) {
 	}
 
 	// An empty file is corrupt, not an I/O error.
-	objs := t.TempDir()
-	h := plumbing.NewHash("ab00000000000000000000000000000000000003")
-	require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), nil, 0o644))
+	objs, h := looseFile(t, nil)
 	_, _, _, ok, err := looseObjects{dir: objs}.load(h, false)
 	assert.True(t, ok)
 	assert.ErrorIs(t, err, errCorruptPack)
+}
+
+// looseFile writes data as the file of a loose object in a new objects
+// directory and returns the directory and the object's id.
+func looseFile(t *testing.T, data []byte) (string, plumbing.Hash) {
+	t.Helper()
+	objs := t.TempDir()
+	h := plumbing.NewHash("ab00000000000000000000000000000000000001")
+	require.NoError(t, os.MkdirAll(filepath.Join(objs, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(objs, "ab", h.String()[2:]), data, 0o644))
+	return objs, h
 }

@@ -70,6 +70,7 @@ var (
 	_ = (gofs.NodeUnlinker)((*node)(nil))
 	_ = (gofs.NodeRenamer)((*node)(nil))
 	_ = (gofs.NodeSymlinker)((*node)(nil))
+	_ = (gofs.NodeMknoder)((*node)(nil))
 	_ = (gofs.NodeReadlinker)((*node)(nil))
 	_ = (gofs.NodeLinker)((*node)(nil))
 	_ = (gofs.NodeStatfser)((*node)(nil))
@@ -498,6 +499,23 @@ func (n *node) Symlink(ctx context.Context, target, elem string, out *fuse.Entry
 		return nil, n.t.errs.errno("symlink", err)
 	}
 	return n.statChild(ctx, "symlink", name, out)
+}
+
+// Mknod creates a FIFO, a socket (bind(2) of a unix socket), a device or,
+// from mknod(2) of a regular file, an empty file. The kernel checked
+// CAP_MKNOD for a device before it asked; it opens special files itself,
+// so they never reach Open here.
+func (n *node) Mknod(ctx context.Context, elem string, mode uint32, dev uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
+	defer n.t.rescue("mknod", &errno)
+	name, errno := n.child(elem)
+	if errno != 0 {
+		return nil, errno
+	}
+	ctx = n.t.ctx(ctx)
+	if err := mounts.Mknod(ctx, n.t.fsys, name, mounts.FileModeOf(mode), dev); err != nil {
+		return nil, n.t.errs.errno("mknod", err)
+	}
+	return n.statChild(ctx, "mknod", name, out)
 }
 
 func (n *node) Readlink(ctx context.Context) (target []byte, errno syscall.Errno) {

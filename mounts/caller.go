@@ -1,6 +1,9 @@
 package mounts
 
-import "context"
+import (
+	"context"
+	"os"
+)
 
 // Caller identifies who asked for an operation, for owners of new files and
 // for the audit log. The kernel face fills it from the FUSE request; the
@@ -26,4 +29,21 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 func CallerFrom(ctx context.Context) (Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(Caller)
 	return c, ok
+}
+
+// MayCreateDevice reports whether the caller in ctx may create a device
+// node, as mknod(2) allows only with CAP_MKNOD. A caller that came through
+// the kernel was checked there already (the VFS refuses before it asks a
+// FUSE server, and FUSE does not pass capabilities on); any other caller
+// must be root, and with no caller at all the process itself must be.
+func MayCreateDevice(ctx context.Context) bool {
+	c, ok := CallerFrom(ctx)
+	switch {
+	case !ok:
+		return os.Geteuid() == 0
+	case c.Face == "kernel":
+		return true
+	default:
+		return c.Uid == 0
+	}
 }

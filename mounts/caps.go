@@ -19,10 +19,11 @@ const (
 	CapXattr                           // XattrFS
 	CapSetXattr                        // SetXattrFS
 	CapStatFS                          // StatFSer
+	CapMknod                           // MknodFS
 
 	// CapMutating is every capability that changes the tree.
 	CapMutating = CapWrite | CapTruncate | CapMkdir | CapRemove | CapRename |
-		CapSymlink | CapLink | CapChmod | CapChown | CapChtimes | CapSetXattr
+		CapSymlink | CapLink | CapChmod | CapChown | CapChtimes | CapSetXattr | CapMknod
 )
 
 var capNames = []struct {
@@ -33,7 +34,7 @@ var capNames = []struct {
 	{CapRemove, "remove"}, {CapRename, "rename"}, {CapSymlink, "symlink"},
 	{CapLink, "link"}, {CapChmod, "chmod"}, {CapChown, "chown"},
 	{CapChtimes, "chtimes"}, {CapXattr, "xattr"}, {CapSetXattr, "setxattr"},
-	{CapStatFS, "statfs"},
+	{CapStatFS, "statfs"}, {CapMknod, "mknod"},
 }
 
 // Has reports whether every capability in c2 is in c.
@@ -106,6 +107,9 @@ func Capabilities(fsys FS) Capability {
 	}
 	if _, ok := fsys.(StatFSer); ok {
 		c |= CapStatFS
+	}
+	if _, ok := fsys.(MknodFS); ok {
+		c |= CapMknod
 	}
 	return c
 }

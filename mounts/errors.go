@@ -35,6 +35,10 @@ var (
 	ErrNameTooLong error = syscall.ENAMETOOLONG
 	// ErrNoAttr: the extended attribute does not exist (ENODATA).
 	ErrNoAttr error = syscall.ENODATA
+	// ErrSpecial: a file verb names a FIFO, a socket or a device, whose
+	// content is the kernel's, not the mount's (ENXIO, as open(2) of a
+	// socket answers).
+	ErrSpecial error = syscall.ENXIO
 
 	// ErrDenied: a policy refused the operation (EACCES). It is distinct
 	// from fs.ErrPermission (EPERM-like) so a model can be told why.

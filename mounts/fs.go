@@ -17,7 +17,8 @@ type FS interface {
 	ReadDir(ctx context.Context, name string) ([]DirEntry, error)
 	// Open opens a regular file for reading with random access. Opening a
 	// directory fails with ErrIsDir; opening a symlink fails with ErrLoop
-	// (callers resolve links themselves).
+	// (callers resolve links themselves); opening a FIFO, a socket or a
+	// device fails with ErrSpecial.
 	Open(ctx context.Context, name string) (File, error)
 	// ReadLink returns the target of a symlink as stored, unresolved.
 	// On a non-symlink it fails with fs.ErrInvalid.
@@ -46,7 +47,8 @@ type Attr struct {
 	// Blocks counts 512-byte blocks allocated. 0 with Size > 0 means
 	// unknown: the kernel face derives it from Size.
 	Blocks int64
-	// Rdev is the device number of a device node (unused by most mounts).
+	// Rdev is the device number of a device node, in the kernel's
+	// encoding (unix.Mkdev); 0 for every other type.
 	Rdev uint32
 }
 
@@ -158,6 +160,23 @@ type SymlinkFS interface {
 type LinkFS interface {
 	FS
 	Link(ctx context.Context, oldname, newname string) error
+}
+
+// MknodFS creates special files with mknod(2) semantics: a named pipe
+// (fs.ModeNamedPipe), a unix socket's name (fs.ModeSocket, as bind(2)
+// makes it), or a character or block device (fs.ModeDevice, with
+// fs.ModeCharDevice for a character one) numbered dev. mode holds the type
+// bits and the permission bits. An existing name fails with fs.ErrExist, a
+// type not among those with fs.ErrInvalid, and a device for a caller that
+// may not create one ([MayCreateDevice]) with fs.ErrPermission. Callers
+// use [Mknod], which also creates regular files as mknod(2) does.
+//
+// A special file holds no content of the mount's: the kernel opens it
+// itself (the pipe, the socket and the device live in the kernel), and
+// Open fails with [ErrSpecial].
+type MknodFS interface {
+	FS
+	Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error
 }
 
 // ChmodFS changes permission bits (and setuid, setgid, sticky).

@@ -221,6 +221,58 @@ func Link(ctx context.Context, fsys FS, oldname, newname string) error {
 	return missing(fsys, "link", newname)
 }
 
+// Mknod creates name as mknod(2) does: a FIFO, a socket or a device
+// through fsys's MknodFS, and an empty regular file (mode with no type
+// bits) through OpenFileFS, as the kernel's MKNOD of a regular file asks.
+// A directory is fs.ErrPermission and a symlink or an unknown type
+// fs.ErrInvalid, as mknod(2) answers EPERM and EINVAL.
+func Mknod(ctx context.Context, fsys FS, name string, mode fs.FileMode, dev uint32) error {
+	if err := CheckPath("mknod", name); err != nil {
+		return err
+	}
+	switch typ := mode.Type(); {
+	case typ == 0:
+		f, err := OpenFile(ctx, fsys, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()|mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case typ == fs.ModeDir:
+		return PathErr("mknod", name, fs.ErrPermission)
+	case !IsSpecial(typ):
+		return PathErr("mknod", name, fs.ErrInvalid)
+	}
+	if m, ok := fsys.(MknodFS); ok {
+		return m.Mknod(ctx, name, mode, dev)
+	}
+	return missing(fsys, "mknod", name)
+}
+
+// IsSpecial reports whether mode is a FIFO, a socket or a device: a type
+// whose content lives in the kernel, never in the mount.
+func IsSpecial(mode fs.FileMode) bool {
+	switch mode.Type() {
+	case fs.ModeNamedPipe, fs.ModeSocket, fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
+		return true
+	}
+	return false
+}
+
+// IsDevice reports whether mode is a character or block device.
+func IsDevice(mode fs.FileMode) bool { return mode&fs.ModeDevice != 0 }
+
+// DevNumbers splits a device number in the kernel's encoding (Attr.Rdev)
+// into its major and minor numbers.
+func DevNumbers(dev uint32) (major, minor uint32) {
+	return (dev >> 8) & 0xfff, dev&0xff | (dev>>12)&0xfff00
+}
+
+// MakeDev is the device number of major and minor in the kernel's
+// encoding, as makedev(3) makes it for numbers that fit in 32 bits.
+func MakeDev(major, minor uint32) uint32 {
+	return minor&0xff | (major&0xfff)<<8 | (minor&^0xff)<<12
+}
+
 // Chmod changes permission bits.
 func Chmod(ctx context.Context, fsys FS, name string, mode fs.FileMode) error {
 	if c, ok := fsys.(ChmodFS); ok {

@@ -99,7 +99,7 @@ func TestCapabilityString(t *testing.T) {
 		{0, "read-only"},
 		{mounts.CapWrite | mounts.CapMkdir, "write|mkdir"},
 		{mounts.CapStatFS, "statfs"},
-		{mounts.CapMutating, "write|truncate|mkdir|remove|rename|symlink|link|chmod|chown|chtimes|setxattr"},
+		{mounts.CapMutating, "write|truncate|mkdir|remove|rename|symlink|link|chmod|chown|chtimes|setxattr|mknod"},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, tc.c.String())

@@ -26,7 +26,7 @@ import (
 //     worth caching anyway, and the tool face writes with one WriteAt and a
 //     Close. Close reports even when the close itself fails, because the
 //     content has already changed.
-//   - Truncate, Mkdir, Unlink, Rmdir, Symlink, Chmod, Chown, Chtimes,
+//   - Truncate, Mkdir, Unlink, Rmdir, Symlink, Mknod, Chmod, Chown, Chtimes,
 //     SetXattr, RemoveXattr: the name.
 //   - Rename and Link: both names (a link changes the old name's link
 //     count).
@@ -53,6 +53,7 @@ var (
 	_ RemoveFS           = (*observed)(nil)
 	_ RenameFS           = (*observed)(nil)
 	_ SymlinkFS          = (*observed)(nil)
+	_ MknodFS            = (*observed)(nil)
 	_ LinkFS             = (*observed)(nil)
 	_ ChmodFS            = (*observed)(nil)
 	_ ChownFS            = (*observed)(nil)
@@ -136,6 +137,10 @@ func (o *observed) Rename(ctx context.Context, oldname, newname string, flags Re
 
 func (o *observed) Symlink(ctx context.Context, target, name string) error {
 	return o.done(Symlink(ctx, o.fsys, target, name), name)
+}
+
+func (o *observed) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	return o.done(Mknod(ctx, o.fsys, name, mode, dev), name)
 }
 
 func (o *observed) Link(ctx context.Context, oldname, newname string) error {

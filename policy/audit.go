@@ -27,7 +27,7 @@ import (
 //     FUSE release, which the kernel sends after close(2) has returned:
 //     the write line may trail the writer's close by a moment.
 //   - Truncate (by name or handle), Mkdir, Unlink, Rmdir, Rename, Link,
-//     Symlink, Chmod, Chown, Chtimes, SetXattr, RemoveXattr: one line each.
+//     Symlink, Mknod, Chmod, Chown, Chtimes, SetXattr, RemoveXattr: one line each.
 //
 // Reads are not logged. The wrapper reports fsys's capabilities and
 // descriptions. Writable opens are wrapped to count bytes and therefore
@@ -50,6 +50,7 @@ var (
 	_ mounts.RemoveFS           = (*audited)(nil)
 	_ mounts.RenameFS           = (*audited)(nil)
 	_ mounts.SymlinkFS          = (*audited)(nil)
+	_ mounts.MknodFS            = (*audited)(nil)
 	_ mounts.LinkFS             = (*audited)(nil)
 	_ mounts.ChmodFS            = (*audited)(nil)
 	_ mounts.ChownFS            = (*audited)(nil)
@@ -191,6 +192,30 @@ func (a *audited) Rename(ctx context.Context, oldname, newname string, flags mou
 
 func (a *audited) Symlink(ctx context.Context, target, name string) error {
 	return a.rec(ctx, mounts.Symlink(ctx, a.fsys, target, name), Record{Op: "symlink", Path: wpath(name), Target: target})
+}
+
+func (a *audited) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	return a.rec(ctx, mounts.Mknod(ctx, a.fsys, name, mode, dev), Record{Op: "mknod", Path: wpath(name), Mode: octal(mode), Type: nodeType(mode, dev)})
+}
+
+// nodeType names the type of a mknod for the audit log.
+func nodeType(mode fs.FileMode, dev uint32) string {
+	switch t := mode.Type(); {
+	case t == fs.ModeNamedPipe:
+		return "fifo"
+	case t == fs.ModeSocket:
+		return "socket"
+	case t == 0:
+		return "file"
+	case mounts.IsDevice(t):
+		kind := "block"
+		if t&fs.ModeCharDevice != 0 {
+			kind = "char"
+		}
+		major, minor := mounts.DevNumbers(dev)
+		return fmt.Sprintf("%s %d:%d", kind, major, minor)
+	}
+	return mode.Type().String()
 }
 
 func (a *audited) Link(ctx context.Context, oldname, newname string) error {

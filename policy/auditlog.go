@@ -193,7 +193,8 @@ type Record struct {
 	// Call is the tool call id on the tool face.
 	Call string `json:"call,omitempty"`
 	// Op is the mutation (create, write, truncate, mkdir, unlink, rmdir,
-	// rename, link, symlink, chmod, chown, chtimes, setxattr, removexattr)
+	// rename, link, symlink, mknod, chmod, chown, chtimes, setxattr,
+	// removexattr)
 	// or "call" for a tool call.
 	Op string `json:"op"`
 	// Path is the workspace path changed; To the second name of a rename
@@ -204,8 +205,11 @@ type Record struct {
 	// Bytes written through one open file (write); Size of a truncate.
 	Bytes *int64 `json:"bytes,omitempty"`
 	Size  *int64 `json:"size,omitempty"`
-	// Mode of create, mkdir and chmod, in octal.
+	// Mode of create, mkdir, mknod and chmod, in octal.
 	Mode string `json:"mode,omitempty"`
+	// Type of a mknod: "fifo", "socket", or "char MAJOR:MINOR" and
+	// "block MAJOR:MINOR" for a device.
+	Type string `json:"type,omitempty"`
 	// Attr is the extended attribute name of setxattr and removexattr.
 	Attr string `json:"attr,omitempty"`
 	// Tool, Verb, Args and Paths describe a tool call; Args has file

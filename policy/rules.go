@@ -125,6 +125,7 @@ var (
 	_ mounts.RemoveFS           = (*guard)(nil)
 	_ mounts.RenameFS           = (*guard)(nil)
 	_ mounts.SymlinkFS          = (*guard)(nil)
+	_ mounts.MknodFS            = (*guard)(nil)
 	_ mounts.LinkFS             = (*guard)(nil)
 	_ mounts.ChmodFS            = (*guard)(nil)
 	_ mounts.ChownFS            = (*guard)(nil)
@@ -301,6 +302,13 @@ func (g *guard) Symlink(ctx context.Context, target, name string) error {
 		return err
 	}
 	return mounts.Symlink(ctx, g.fsys, target, name)
+}
+
+func (g *guard) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	if err := g.canWrite("mknod", name, false); err != nil {
+		return err
+	}
+	return mounts.Mknod(ctx, g.fsys, name, mode, dev)
 }
 
 func (g *guard) Link(ctx context.Context, oldname, newname string) error {

@@ -33,6 +33,7 @@ var (
 	_ mounts.SymlinkFS          = view{}
 	_ mounts.LinkFS             = view{}
 	_ mounts.ChmodFS            = view{}
+	_ mounts.MknodFS            = view{}
 	_ mounts.ChownFS            = view{}
 	_ mounts.ChtimesFS          = view{}
 	_ mounts.SetXattrFS         = view{}
@@ -123,6 +124,10 @@ func (v view) Rename(ctx context.Context, oldname, newname string, flags mounts.
 
 func (v view) Symlink(ctx context.Context, target, name string) error {
 	return v.out(v.u.Symlink(ctx, target, v.in(name)), name)
+}
+
+func (v view) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	return v.out(v.u.Mknod(ctx, v.in(name), mode, dev), name)
 }
 
 func (v view) Link(ctx context.Context, oldname, newname string) error {

@@ -97,6 +97,7 @@ var (
 	_ mounts.RemoveFS           = (*Union)(nil)
 	_ mounts.RenameFS           = (*Union)(nil)
 	_ mounts.SymlinkFS          = (*Union)(nil)
+	_ mounts.MknodFS            = (*Union)(nil)
 	_ mounts.LinkFS             = (*Union)(nil)
 	_ mounts.ChmodFS            = (*Union)(nil)
 	_ mounts.ChownFS            = (*Union)(nil)
@@ -804,6 +805,15 @@ func (u *Union) Symlink(ctx context.Context, target, name string) error {
 		return err
 	}
 	return t.m.rewrite("symlink", name, mounts.Symlink(ctx, t.m.fsys, target, t.rel))
+}
+
+// Mknod creates a special file (mknod(2)) in the mount serving name.
+func (u *Union) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	t, err := u.creatable("mknod", name)
+	if err != nil {
+		return err
+	}
+	return t.m.rewrite("mknod", name, mounts.Mknod(ctx, t.m.fsys, t.rel, mode, dev))
 }
 
 // Link creates newname as a hard link to oldname, within one mount.

@@ -77,6 +77,7 @@ var (
 	_ mounts.RemoveFS   = (*FS)(nil)
 	_ mounts.RenameFS   = (*FS)(nil)
 	_ mounts.SymlinkFS  = (*FS)(nil)
+	_ mounts.MknodFS    = (*FS)(nil)
 	_ mounts.LinkFS     = (*FS)(nil)
 	_ mounts.ChmodFS    = (*FS)(nil)
 	_ mounts.ChownFS    = (*FS)(nil)
@@ -507,8 +508,11 @@ func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, pe
 			unix.Close(fd)
 			return mounts.ErrIsDir
 		default:
+			// A FIFO, socket or device: O_NONBLOCK kept the open
+			// from waiting for a writer; its content is the
+			// kernel's, not a file's.
 			unix.Close(fd)
-			return mounts.ErrNotSupported
+			return mounts.ErrSpecial
 		}
 		if created {
 			if want := mounts.UnixPerm(perm); st.Mode&0o7777 != want {

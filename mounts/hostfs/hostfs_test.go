@@ -352,7 +352,7 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		assert.ErrorIs(t, err, mounts.ErrNotSupported)
+		assert.ErrorIs(t, err, mounts.ErrSpecial)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Open blocked on a FIFO")
 	}

@@ -49,9 +49,24 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	return &writable{file: h}, nil
 }
 
-// Truncate changes the size of a regular file by name.
+// Truncate changes the size of a regular file by name. Anything else is
+// refused before it is opened, as truncate(2) refuses it: a device or FIFO
+// opened for writing could act on the open alone.
 func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 	return f.inParent("truncate", name, func(dirfd int, base string) error {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+		case unix.S_IFDIR:
+			return unix.EISDIR
+		case unix.S_IFLNK:
+			return unix.ELOOP
+		default:
+			return unix.EINVAL
+		}
 		fd, err := unix.Openat(dirfd, base, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -142,6 +157,43 @@ func (f *FS) Symlink(ctx context.Context, target, name string) error {
 	return f.inParent("symlink", name, func(dirfd int, base string) error {
 		if err := unix.Symlinkat(target, dirfd, base); err != nil {
 			return err
+		}
+		return f.chownNew(ctx, dirfd, base)
+	})
+}
+
+// Mknod creates a FIFO, a socket or a device with exactly the permission
+// bits of mode, owned by the caller as a new file is. A device also needs a
+// caller that may create one (mounts.MayCreateDevice); the host then asks
+// the same of this process.
+func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	const op = "mknod"
+	if err := mounts.CheckPath(op, name); err != nil {
+		return err
+	}
+	typ := mode.Type()
+	switch {
+	case !mounts.IsSpecial(typ):
+		return mounts.PathErr(op, name, fs.ErrInvalid)
+	case mounts.IsDevice(typ) && !mounts.MayCreateDevice(ctx):
+		return mounts.PathErr(op, name, fs.ErrPermission)
+	case !mounts.IsDevice(typ):
+		dev = 0
+	}
+	return f.inParent(op, name, func(dirfd int, base string) error {
+		want := mounts.UnixPerm(mode)
+		if err := unix.Mknodat(dirfd, base, mounts.TypeBits(typ)|want, int(dev)); err != nil {
+			return err
+		}
+		// The process's umask applied; the caller's mode is the truth.
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		if st.Mode&0o7777 != want {
+			if err := chmodat(dirfd, base, want); err != nil {
+				return err
+			}
 		}
 		return f.chownNew(ctx, dirfd, base)
 	})

@@ -63,6 +63,7 @@ var (
 	_ mounts.RemoveFS   = (*FS)(nil)
 	_ mounts.RenameFS   = (*FS)(nil)
 	_ mounts.SymlinkFS  = (*FS)(nil)
+	_ mounts.MknodFS    = (*FS)(nil)
 	_ mounts.LinkFS     = (*FS)(nil)
 	_ mounts.ChmodFS    = (*FS)(nil)
 	_ mounts.ChownFS    = (*FS)(nil)
@@ -276,7 +277,7 @@ func (f *FS) owner(ctx context.Context, dir *node) (uid, gid uint32, setgid bool
 // create makes a node and links it into dir under base; the caller holds
 // f.mu exclusively and checked that base is free. It charges the file
 // quota and, for a symlink, the byte quota.
-func (f *FS) create(ctx context.Context, j *journal, dir *node, base string, typ, perm fs.FileMode, target string) (*node, error) {
+func (f *FS) create(ctx context.Context, j *journal, dir *node, base string, typ, perm fs.FileMode, target string, rdev uint32) (*node, error) {
 	if !reserve(&f.usedFiles, f.maxFiles, 1) {
 		return nil, mounts.ErrNoSpace
 	}
@@ -291,7 +292,7 @@ func (f *FS) create(ctx context.Context, j *journal, dir *node, base string, typ
 	}
 	now := f.now()
 	n := &node{
-		ino: f.nextIno, typ: typ, target: target, perm: perm, uid: uid, gid: gid, nlink: 1,
+		ino: f.nextIno, typ: typ, target: target, rdev: rdev, perm: perm, uid: uid, gid: gid, nlink: 1,
 		atime: now, mtime: now, ctime: now,
 	}
 	f.nextIno++

@@ -11,13 +11,15 @@ import (
 // permBits are the mode bits a chmod or a create may set.
 const permBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// node is one inode: a directory, a regular file or a symlink. Names live
+// node is one inode: a directory, a regular file, a symlink or a special
+// file (a FIFO, a socket, a device), which is only its attributes. Names live
 // in the parent's children map; a node has no name of its own, so hard
 // links are just more entries pointing at it.
 type node struct {
 	ino    uint64      // immutable
-	typ    fs.FileMode // type bits, immutable: 0, fs.ModeDir or fs.ModeSymlink
+	typ    fs.FileMode // type bits, immutable: 0, fs.ModeDir, fs.ModeSymlink or a special type
 	target string      // symlink target, immutable
+	rdev   uint32      // device number of a device, immutable
 
 	mu sync.RWMutex // guards every field below except children
 
@@ -39,12 +41,13 @@ type node struct {
 
 func (n *node) isDir() bool     { return n.typ == fs.ModeDir }
 func (n *node) isSymlink() bool { return n.typ == fs.ModeSymlink }
+func (n *node) isSpecial() bool { return mounts.IsSpecial(n.typ) }
 
 // attr reports n's attributes; the caller holds n.mu.
 func (n *node) attr() mounts.Attr {
 	a := mounts.Attr{
 		Mode: n.typ | n.perm, Ino: n.ino, Nlink: n.nlink, Uid: n.uid, Gid: n.gid,
-		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
+		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Rdev: n.rdev,
 	}
 	switch n.typ {
 	case 0:

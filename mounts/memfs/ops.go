@@ -46,7 +46,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 			return nil, pathErr(op, name, err)
 		}
 		j = f.journal("create")
-		if n, err = f.create(ctx, j, dir, base, 0, perm, ""); err != nil {
+		if n, err = f.create(ctx, j, dir, base, 0, perm, "", 0); err != nil {
 			return nil, pathErr(op, name, err)
 		}
 		// A new file is empty: O_TRUNC has nothing to do.
@@ -59,6 +59,8 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 		return nil, pathErr(op, name, mounts.ErrIsDir)
 	case n.isSymlink():
 		return nil, pathErr(op, name, mounts.ErrLoop)
+	case n.isSpecial():
+		return nil, pathErr(op, name, mounts.ErrSpecial)
 	}
 	if flag&os.O_TRUNC != 0 {
 		// Linux truncates even when the access mode is O_RDONLY.
@@ -94,6 +96,9 @@ func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 		return pathErr(op, name, mounts.ErrIsDir)
 	case n.isSymlink():
 		return pathErr(op, name, mounts.ErrLoop)
+	case n.isSpecial():
+		// truncate(2) of anything but a regular file is EINVAL.
+		return pathErr(op, name, fs.ErrInvalid)
 	}
 	return f.truncate(n, name, size)
 }
@@ -119,7 +124,7 @@ func (f *FS) truncate(n *node, name string, size int64) error {
 // Mkdir creates a directory. In a setgid directory it inherits the group
 // and the setgid bit.
 func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
-	return f.mknod(ctx, "mkdir", name, fs.ModeDir, perm, "")
+	return f.mknod(ctx, "mkdir", name, fs.ModeDir, perm, "", 0)
 }
 
 // Symlink creates name pointing at target, stored verbatim and never
@@ -135,11 +140,34 @@ func (f *FS) Symlink(ctx context.Context, target, name string) error {
 	case len(target) > maxSymlinkLen:
 		return pathErr(op, name, mounts.ErrNameTooLong)
 	}
-	return f.mknod(ctx, op, name, fs.ModeSymlink, fs.ModePerm, target)
+	return f.mknod(ctx, op, name, fs.ModeSymlink, fs.ModePerm, target, 0)
 }
 
-// mknod creates a directory or a symlink at a free name.
-func (f *FS) mknod(ctx context.Context, op, name string, typ, perm fs.FileMode, target string) error {
+// Mknod creates a FIFO, a socket or a device: a node of attributes only,
+// since what it stands for lives in the kernel. A device needs a caller
+// that may create one (mounts.MayCreateDevice).
+func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	const op = "mknod"
+	typ := mode.Type()
+	switch {
+	case !mounts.IsSpecial(typ):
+		if err := mounts.CheckPath(op, name); err != nil {
+			return err
+		}
+		return pathErr(op, name, fs.ErrInvalid)
+	case mounts.IsDevice(typ) && !mounts.MayCreateDevice(ctx):
+		if err := mounts.CheckPath(op, name); err != nil {
+			return err
+		}
+		return pathErr(op, name, fs.ErrPermission)
+	case !mounts.IsDevice(typ):
+		dev = 0
+	}
+	return f.mknod(ctx, op, name, typ, mode&permBits, "", dev)
+}
+
+// mknod creates a directory, a symlink or a special file at a free name.
+func (f *FS) mknod(ctx context.Context, op, name string, typ, perm fs.FileMode, target string, rdev uint32) error {
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err
 	}
@@ -156,7 +184,7 @@ func (f *FS) mknod(ctx context.Context, op, name string, typ, perm fs.FileMode, 
 		return pathErr(op, name, fs.ErrExist)
 	}
 	j := f.journal(op)
-	if _, err := f.create(ctx, j, dir, base, typ, perm, target); err != nil {
+	if _, err := f.create(ctx, j, dir, base, typ, perm, target, rdev); err != nil {
 		return pathErr(op, name, err)
 	}
 	return f.commit(j, name)

@@ -156,15 +156,19 @@ func nodeOf(r *InodeRecord) (*node, error) {
 	switch {
 	case r.Ino == 0:
 		return nil, fmt.Errorf("%w: inode 0", ErrBadImage)
-	case typ != 0 && typ != fs.ModeDir && typ != fs.ModeSymlink:
+	case typ != 0 && typ != fs.ModeDir && typ != fs.ModeSymlink && !mounts.IsSpecial(typ):
 		return nil, fmt.Errorf("%w: inode %d has mode %v", ErrBadImage, r.Ino, r.Mode)
+	case r.Rdev != 0 && !mounts.IsDevice(typ):
+		return nil, fmt.Errorf("%w: inode %d has a device number but is no device", ErrBadImage, r.Ino)
+	case mounts.IsSpecial(typ) && r.Size != 0:
+		return nil, fmt.Errorf("%w: inode %d has size %d", ErrBadImage, r.Ino, r.Size)
 	case r.Size < 0 || (typ == 0 && r.Size > maxFileSize):
 		return nil, fmt.Errorf("%w: inode %d has size %d", ErrBadImage, r.Ino, r.Size)
 	case typ != fs.ModeSymlink && r.Target != "":
 		return nil, fmt.Errorf("%w: inode %d has a target but is no symlink", ErrBadImage, r.Ino)
 	}
 	n := &node{
-		ino: r.Ino, typ: typ, target: r.Target, perm: r.Mode & permBits,
+		ino: r.Ino, typ: typ, target: r.Target, rdev: r.Rdev, perm: r.Mode & permBits,
 		uid: r.Uid, gid: r.Gid, atime: r.Atime, mtime: r.Mtime, ctime: r.Ctime,
 	}
 	switch typ {

@@ -116,7 +116,9 @@ func TestRestoreRefusesBadImages(t *testing.T) {
 		img  memfs.Image
 	}{
 		{"inode 0", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 0, Mode: 0o644}}}},
-		{"device", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 2, Mode: fs.ModeDevice | 0o644}}}},
+		{"irregular type", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 2, Mode: fs.ModeIrregular | 0o644}}}},
+		{"device number on a FIFO", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 2, Mode: fs.ModeNamedPipe | 0o644, Rdev: 259}}}},
+		{"size of a socket", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 2, Mode: fs.ModeSocket | 0o644, Size: 3}}}},
 		{"root not a dir", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 1, Mode: 0o644}}}},
 		{"inode twice", memfs.Image{Inodes: []memfs.InodeRecord{file, file}}},
 		{"negative size", memfs.Image{Inodes: []memfs.InodeRecord{{Ino: 3, Mode: 0o644, Size: -1}}}},

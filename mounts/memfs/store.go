@@ -84,6 +84,7 @@ type InodeRecord struct {
 	Mtime    time.Time
 	Ctime    time.Time
 	Target   string            // symlink target
+	Rdev     uint32            // device number of a device
 	Xattrs   map[string][]byte // complete set, owned by the record
 }
 
@@ -124,7 +125,7 @@ func (j *journal) inode(n *node) {
 	r := InodeRecord{
 		Ino: n.ino, Mode: n.typ | n.perm, Uid: n.uid, Gid: n.gid, Nlink: n.nlink,
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Target: n.target,
-		Size: n.data.size,
+		Size: n.data.size, Rdev: n.rdev,
 	}
 	if n.typ == fs.ModeSymlink {
 		r.Size = int64(len(n.target))

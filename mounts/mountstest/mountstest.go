@@ -206,7 +206,7 @@ func runAll(t *testing.T, cfg *config, caps mounts.Capability, probe target, fre
 	if library && !caps.Has(mounts.CapXattr|mounts.CapStatFS) {
 		t.Run("Absent/xattr-statfs", func(t *testing.T) { testAbsentReadVerbs(t, newEnv(t)) })
 	}
-	for _, rt := range roundTrips {
+	for _, rt := range slices.Concat(roundTrips, specialFileTrips) {
 		if !caps.Has(rt.needs) {
 			if caps.Has(rt.main) {
 				// Not a skip of anything the mount offers: the case

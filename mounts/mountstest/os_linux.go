@@ -126,6 +126,7 @@ func attrOf(fi fs.FileInfo) mounts.Attr {
 		Mtime:  time.Unix(st.Mtim.Unix()),
 		Ctime:  time.Unix(st.Ctim.Unix()),
 		Blocks: st.Blocks,
+		Rdev:   uint32(st.Rdev),
 	}
 }
 
@@ -178,6 +179,10 @@ func (x *osTarget) rename(oldname, newname string, flags mounts.RenameFlags) err
 }
 
 func (x *osTarget) symlink(target, name string) error { return os.Symlink(target, x.path(name)) }
+func (x *osTarget) mknod(name string, mode fs.FileMode, dev uint32) error {
+	return pathErr("mknod", name, unix.Mknod(x.path(name), mounts.TypeBits(mode)|mounts.UnixPerm(mode), int(dev)))
+}
+func (x *osTarget) mayCreateDevice() bool { return os.Geteuid() == 0 }
 func (x *osTarget) link(oldname, newname string) error {
 	return os.Link(x.path(oldname), x.path(newname))
 }

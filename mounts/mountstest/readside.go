@@ -403,6 +403,9 @@ var absentCases = []absentCase{
 	{"symlink", has(mounts.CapSymlink), 0, func(x target, _, _ string) ([]string, error) {
 		return []string{"new"}, x.symlink("target", "new")
 	}},
+	{"mknod", has(mounts.CapMknod), 0, func(x target, _, _ string) ([]string, error) {
+		return []string{"new"}, x.mknod("new", fs.ModeNamedPipe|0o644, 0)
+	}},
 	{"link", has(mounts.CapLink), 'f', func(x target, f, _ string) ([]string, error) {
 		return []string{f, "new"}, x.link(f, "new")
 	}},

@@ -34,6 +34,10 @@ type target interface {
 	rmdir(name string) error
 	rename(oldname, newname string, flags mounts.RenameFlags) error
 	symlink(target, name string) error
+	mknod(name string, mode fs.FileMode, dev uint32) error
+	// mayCreateDevice says whether this flavour's caller may mknod a
+	// device (root, or a mount's caller that MayCreateDevice admits).
+	mayCreateDevice() bool
 	link(oldname, newname string) error
 	chmod(name string, mode fs.FileMode) error
 	chown(name string, uid, gid int) error
@@ -101,6 +105,10 @@ func (x *libTarget) rename(oldname, newname string, flags mounts.RenameFlags) er
 func (x *libTarget) symlink(target, name string) error {
 	return mounts.Symlink(x.ctx, x.fsys, target, name)
 }
+func (x *libTarget) mknod(name string, mode fs.FileMode, dev uint32) error {
+	return mounts.Mknod(x.ctx, x.fsys, name, mode, dev)
+}
+func (x *libTarget) mayCreateDevice() bool { return mounts.MayCreateDevice(x.ctx) }
 func (x *libTarget) link(oldname, newname string) error {
 	return mounts.Link(x.ctx, x.fsys, oldname, newname)
 }

@@ -14,9 +14,14 @@ import (
 // memfs's pages, so a restore copies whole pages.
 const chunkSize = 64 << 10
 
-// inodeCodec is the version byte that starts every inode value, so the
-// encoding can change within a format version if ever needed.
-const inodeCodec = 1
+// The version byte that starts every inode value, so the encoding can
+// change within a format version. Codec 2 is codec 1 with a device number
+// at the end; it is written for devices only, so a store that holds none
+// stays readable by a binary that knows codec 1 alone.
+const (
+	inodeCodec       = 1
+	inodeCodecDevice = 2
+)
 
 func inoKey(ino uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), ino) }
 
@@ -43,10 +48,15 @@ func appendBytes(b []byte, p []byte) []byte {
 }
 
 // encodeInode renders a record: codec, mode, uid, gid, nlink, size, atime,
-// mtime, ctime, target, then the extended attributes as name/value pairs.
+// mtime, ctime, target, the extended attributes as name/value pairs, and
+// with codec 2 the device number.
 func encodeInode(r *memfs.InodeRecord) []byte {
 	b := make([]byte, 0, 64+len(r.Target))
-	b = append(b, inodeCodec)
+	codec := byte(inodeCodec)
+	if r.Rdev != 0 {
+		codec = inodeCodecDevice
+	}
+	b = append(b, codec)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.Mode))
 	b = binary.BigEndian.AppendUint32(b, r.Uid)
 	b = binary.BigEndian.AppendUint32(b, r.Gid)
@@ -60,6 +70,9 @@ func encodeInode(r *memfs.InodeRecord) []byte {
 	for k, v := range r.Xattrs {
 		b = appendBytes(b, []byte(k))
 		b = appendBytes(b, v)
+	}
+	if codec == inodeCodecDevice {
+		b = binary.BigEndian.AppendUint32(b, r.Rdev)
 	}
 	return b
 }
@@ -129,8 +142,12 @@ func (d *decoder) bytes() []byte {
 
 func decodeInode(ino uint64, v []byte) (memfs.InodeRecord, error) {
 	d := &decoder{b: v}
-	if c := d.take(1); d.err == nil && c[0] != inodeCodec {
-		return memfs.InodeRecord{}, fmt.Errorf("inode %d: unknown encoding %d", ino, c[0])
+	var codec byte
+	if c := d.take(1); d.err == nil {
+		codec = c[0]
+		if codec != inodeCodec && codec != inodeCodecDevice {
+			return memfs.InodeRecord{}, fmt.Errorf("inode %d: unknown encoding %d", ino, codec)
+		}
 	}
 	r := memfs.InodeRecord{Ino: ino}
 	r.Mode = fs.FileMode(d.u32())
@@ -147,6 +164,9 @@ func decodeInode(ino uint64, v []byte) (memfs.InodeRecord, error) {
 			k := string(d.bytes())
 			r.Xattrs[k] = d.bytes()
 		}
+	}
+	if codec == inodeCodecDevice {
+		r.Rdev = d.u32()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = errors.New("trailing bytes")

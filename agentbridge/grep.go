@@ -230,6 +230,9 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 		if err != nil {
 			return "", w.explain(ctx, "grep", p, err)
 		}
+	} else if mounts.IsSpecial(attr.Mode) {
+		// Never opened: a FIFO would wait for a writer.
+		return "", notRegular("grep", p, attr.Mode)
 	} else {
 		files = []grepFile{{name: real, shown: p.abs()}}
 	}

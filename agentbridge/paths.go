@@ -156,6 +156,8 @@ func (w *Workspace) explain(ctx context.Context, op string, p wpath, err error) 
 		return fmt.Errorf("%s %s: too many levels of symbolic links", op, where)
 	case errors.Is(err, mounts.ErrEscapes):
 		return fmt.Errorf("%s %s: the path leaves its mount", op, where)
+	case errors.Is(err, mounts.ErrSpecial):
+		return fmt.Errorf("%s %s: is a FIFO, socket or device, not a regular file; use the shell to work with it", op, where)
 	case errors.Is(err, mounts.ErrNotSupported):
 		return fmt.Errorf("%s %s: the mount does not support this operation", op, where)
 	case errors.Is(err, mounts.ErrNoSpace):

@@ -53,7 +53,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		return "", fmt.Errorf("read %s: is a directory; use ls to list it", p.abs())
 	}
 	if !attr.Mode.IsRegular() {
-		return "", fmt.Errorf("read %s: not a regular file (%s)", p.abs(), attr.Mode.Type())
+		return "", notRegular("read", p, attr.Mode)
 	}
 	f, err := w.fsys.Open(ctx, real)
 	if err != nil {
@@ -285,9 +285,19 @@ func ignored(globs []string, base, rel string) bool {
 }
 
 // lsLine renders one entry: directories end in "/", symlinks show their
-// target, mount points their mount.
+// target, mount points their mount, special files their type (and a
+// device its numbers), so none passes for a regular file.
 func (w *Workspace) lsLine(ctx context.Context, name, shown string, typ fs.FileMode) string {
 	switch {
+	case mounts.IsDevice(typ):
+		kind := kindOf(typ)
+		if a, err := w.fsys.Stat(ctx, name); err == nil {
+			major, minor := mounts.DevNumbers(a.Rdev)
+			kind += fmt.Sprintf(" %d:%d", major, minor)
+		}
+		return shown + "  [" + kind + "]"
+	case mounts.IsSpecial(typ):
+		return shown + "  [" + kindOf(typ) + "]"
 	case typ&fs.ModeSymlink != 0:
 		target, err := w.fsys.ReadLink(ctx, name)
 		if err != nil {
@@ -346,7 +356,9 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 	}
 	var hits []globHit
 	err = w.walk(ctx, real, func(name, rel string, e mounts.DirEntry) error {
-		if e.Type.IsDir() {
+		if e.Type.IsDir() || mounts.IsSpecial(e.Type) {
+			// Files and symlinks match; FIFOs, sockets and devices
+			// are no source a pattern looks for.
 			return nil
 		}
 		if ok, _ := doublestar.Match(rest, rel); !ok {

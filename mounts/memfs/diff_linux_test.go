@@ -27,8 +27,8 @@ import (
 // over each other come up often.
 //
 // It covers mkdir, create/write with O_EXCL, O_TRUNC and O_APPEND,
-// ftruncate, unlink, rmdir, rename with each flag, link, symlink and user
-// xattrs.
+// ftruncate, unlink, rmdir, rename with each flag, link, symlink, user
+// xattrs, and FIFOs and sockets made by mknod.
 //
 // Symlinks point at /dev/null, so that the one place memfs differs on
 // purpose (it never follows a symlink in the middle of a path) gives the
@@ -71,7 +71,7 @@ func (d *differ) step(step int) {
 	a, b := d.name(), d.name()
 	var desc string
 	var memErr, osErr error
-	switch op := d.rnd.IntN(10); op {
+	switch op := d.rnd.IntN(11); op {
 	case 0:
 		desc = "mkdir " + a
 		memErr = d.fsys.Mkdir(ctx, a, 0o755)
@@ -133,6 +133,14 @@ func (d *differ) step(step int) {
 		desc = fmt.Sprintf("removexattr %s %s", a, attr)
 		memErr = d.fsys.RemoveXattr(ctx, a, attr)
 		osErr = unix.Lremovexattr(d.host(a), attr)
+	case 10:
+		typ, ut := fs.ModeNamedPipe, uint32(unix.S_IFIFO)
+		if d.rnd.IntN(2) == 0 {
+			typ, ut = fs.ModeSocket, unix.S_IFSOCK
+		}
+		desc = fmt.Sprintf("mknod %s %v", a, typ)
+		memErr = d.fsys.Mknod(ctx, a, typ|0o644, 0)
+		osErr = unix.Mknod(d.host(a), ut|0o644, 0)
 	}
 	d.log = append(d.log, desc)
 	if got, want := errnoOf(d.t, memErr), errnoOf(d.t, osErr); got != want {
@@ -161,7 +169,9 @@ func (d *differ) memWrite(name string, flag int, data []byte, off, size int64) e
 
 // osWrite does the same with system calls.
 func (d *differ) osWrite(name string, flag int, data []byte, off, size int64) error {
-	fd, err := unix.Open(d.host(name), flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	// O_NONBLOCK: a FIFO without a reader fails with ENXIO, as memfs
+	// refuses every special file, instead of waiting.
+	fd, err := unix.Open(d.host(name), flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
 	if err != nil {
 		return err
 	}
@@ -212,13 +222,7 @@ func (d *differ) compareTrees(name string) {
 			assert.Equal(t, host, st.Ino, "%s: memfs shares an inode the host does not", name)
 		}
 		inoPairs[a.Ino] = st.Ino
-		hostType := fs.FileMode(0)
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			hostType = fs.ModeDir
-		case unix.S_IFLNK:
-			hostType = fs.ModeSymlink
-		}
+		hostType := mounts.FileModeOf(st.Mode).Type()
 		require.Equal(t, hostType, a.Mode.Type(), "%s type", name)
 		if hostType != fs.ModeSymlink {
 			assert.Equal(t, hostXattrs(t, d.host(name)), memXattrs(t, d.fsys, name), "%s xattrs", name)
@@ -247,7 +251,7 @@ func (d *differ) compareTrees(name string) {
 			hostTarget, err := os.Readlink(d.host(name))
 			require.NoError(t, err)
 			assert.Equal(t, hostTarget, target, "%s target", name)
-		default:
+		case 0:
 			assert.Equal(t, st.Size, a.Size, "%s size", name)
 			hostData, err := os.ReadFile(d.host(name))
 			require.NoError(t, err)

@@ -43,6 +43,10 @@ func (n *node) isDir() bool     { return n.typ == fs.ModeDir }
 func (n *node) isSymlink() bool { return n.typ == fs.ModeSymlink }
 func (n *node) isSpecial() bool { return mounts.IsSpecial(n.typ) }
 
+// takesXattrs reports whether n may hold user.* attributes: Linux allows
+// them on regular files and directories only (EPERM elsewhere).
+func (n *node) takesXattrs() bool { return n.typ == 0 || n.typ == fs.ModeDir }
+
 // attr reports n's attributes; the caller holds n.mu.
 func (n *node) attr() mounts.Attr {
 	a := mounts.Attr{

@@ -84,7 +84,7 @@ func (f *FS) SetXattr(ctx context.Context, name, attr string, data []byte, flags
 		return pathErr(op, name, fs.ErrInvalid)
 	case len(data) > maxXattrValue:
 		return pathErr(op, name, syscall.E2BIG)
-	case n.isSymlink():
+	case !n.takesXattrs():
 		return pathErr(op, name, fs.ErrPermission)
 	}
 	n.mu.Lock()
@@ -126,7 +126,7 @@ func (f *FS) RemoveXattr(ctx context.Context, name, attr string) error {
 	if err := checkXattr(attr); err != nil {
 		return pathErr(op, name, err)
 	}
-	if n.isSymlink() {
+	if !n.takesXattrs() {
 		return pathErr(op, name, fs.ErrPermission)
 	}
 	n.mu.Lock()

@@ -31,6 +31,11 @@
 // [ErrReadOnly] (EROFS through the kernel). A writable mount that lacks one
 // verb (say hard links) gets [ErrNotSupported] for that verb instead.
 //
+// Special files (FIFOs, sockets, devices; [MknodFS]) are attributes only as
+// far as a mount is concerned: what they carry lives in the kernel, which
+// opens them itself, so [FS.Open] refuses them with [ErrSpecial] and the
+// tool face never opens one.
+//
 // Wrappers that must declare every method statically (the union, policy
 // decorators) report the capabilities they really offer through
 // [CapabilityReporter]; [Capabilities] consults it.
@@ -42,7 +47,7 @@
 // ([fs.ErrNotExist], [fs.ErrExist], [fs.ErrPermission], [fs.ErrInvalid]) and
 // of this package ([ErrReadOnly], [ErrNotSupported], [ErrCrossMount],
 // [ErrBusy], [ErrDenied], [ErrEscapes], [ErrNotDir], [ErrIsDir],
-// [ErrNotEmpty], [ErrNoSpace], [ErrLoop], [ErrNameTooLong]). Underlying
+// [ErrNotEmpty], [ErrNoSpace], [ErrLoop], [ErrNameTooLong], [ErrSpecial]). Underlying
 // syscall.Errno values may be wrapped as they are (the host mount passes
 // ENOSPC and EIO through unchanged); the kernel face maps both kinds in one
 // table.

@@ -175,6 +175,29 @@
 // kernel never sends ACCESS requests, which removes one of go-fuse's known
 // fork/exec deadlocks.
 //
+// With allow_other, many users share the mount as they share ext4, and the
+// work divides as it does there. The kernel decides every permission
+// question from the attributes reported, with the caller's full
+// credentials (supplementary groups included): modes, the sticky rule on
+// unlink and rename, who may chmod and chown, protected hard links, setgid
+// dropped from a file created by a non-member in a setgid directory or
+// chmod'ed by one. It also computes the setuid and setgid bits a write,
+// truncate or chown by a process without CAP_FSETID drops, and sends them
+// as a mode change with the writer's ids: a mount must apply such a
+// SETATTR, never refuse it. So neither this package nor the mounts
+// second-guess the kernel. What the mounts do is what ext4 does beyond
+// permissions: a new entry belongs to the caller's uid and gid (from
+// [mounts.Caller], which this package fills from the request), or to a
+// setgid directory's group, a new subdirectory inheriting the bit; chown
+// clears setuid, and setgid with group exec, on a non-directory; link
+// counts are those of the tree. The tool face calls the mounts as the
+// daemon's own user and is bound by the policy layer, by path.
+//
+// Two limits are the kernel's: a FUSE request carries the caller's uid and
+// primary gid only, and the FUSE module drops setgid on a write by a
+// non-member only with group exec on (fuse_setattr), where ext4 drops it
+// without too (integration.TestUsersDifferential marks that step known).
+//
 // # Errors
 //
 // [ToErrno] is the one mapping from errors to errno values. An error it

@@ -414,9 +414,9 @@ func errnoOf(err error) error {
 	return err
 }
 
-// treeOf describes every entry under root: name, type and mode, size (not
-// for directories, whose size is the file system's business), content, link
-// target and link count.
+// treeOf describes every entry under root: name, type and mode, owner and
+// group, size (not for directories, whose size is the file system's
+// business), content, link target and link count.
 func treeOf(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
@@ -429,7 +429,7 @@ func treeOf(t *testing.T, root string) []string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		line := fmt.Sprintf("%s mode=%o nlink=%d", rel, st.Mode, st.Nlink)
+		line := fmt.Sprintf("%s mode=%o owner=%d:%d nlink=%d", rel, st.Mode, st.Uid, st.Gid, st.Nlink)
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			data, err := os.ReadFile(p)

@@ -52,9 +52,15 @@ func newWorkspace(t *testing.T) *workspace {
 // which is an error of the test).
 func mountKernel(t testing.TB, fsys mounts.FS) (string, *fusefs.Server) {
 	t.Helper()
+	return mountKernelWith(t, fsys, fusefs.Options{})
+}
+
+// mountKernelWith is mountKernel with mount options.
+func mountKernelWith(t testing.TB, fsys mounts.FS, opts fusefs.Options) (string, *fusefs.Server) {
+	t.Helper()
 	fusetest.Need(t)
 	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, fsys, fusefs.Options{})
+	srv, err := fusefs.Mount(dir, fsys, opts)
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}

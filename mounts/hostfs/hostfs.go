@@ -493,7 +493,9 @@ func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, pe
 	}
 	var out *file
 	err := f.inParent(op, name, func(dirfd int, base string) error {
-		fd, created, err := openat(dirfd, base, flag, mounts.UnixPerm(perm))
+		// Created without setuid and setgid: those come after the
+		// file is given to its caller (see chownNew).
+		fd, created, err := openat(dirfd, base, flag, mounts.UnixPerm(perm)&0o777)
 		if err != nil {
 			return err
 		}
@@ -515,15 +517,16 @@ func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, pe
 			return mounts.ErrSpecial
 		}
 		if created {
+			// Owner first: a chown clears setuid and setgid.
+			if err := f.chownNew(ctx, dirfd, base); err != nil {
+				unix.Close(fd)
+				return err
+			}
 			if want := mounts.UnixPerm(perm); st.Mode&0o7777 != want {
 				if err := unix.Fchmod(fd, want); err != nil {
 					unix.Close(fd)
 					return err
 				}
-			}
-			if err := f.chownNew(ctx, dirfd, base); err != nil {
-				unix.Close(fd)
-				return err
 			}
 		}
 		// O_NONBLOCK only guarded the open against FIFOs; a regular

@@ -16,6 +16,13 @@ import (
 // does for the process that creates a file. It only acts when the mount runs
 // as root (anyone else could not give files away) and the caller differs
 // from the process; a setgid parent keeps its group, as on Linux.
+//
+// The host kernel clears setuid and setgid when it changes a file's owner,
+// even for root, so callers create an entry without those bits, give it
+// away, and only then set its final mode: no entry ever carries a setuid
+// bit while it belongs to root. Between creation and chownNew the entry is
+// root's, with the permission bits its caller asked for; a process that
+// opens it in that window gets no more access than the mode grants anyway.
 func (f *ReadOnlyFS) chownNew(ctx context.Context, dirfd int, base string) error {
 	if f.euid != 0 {
 		return nil
@@ -81,7 +88,11 @@ func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 	return f.inParent("mkdir", name, func(dirfd int, base string) error {
 		want := mounts.UnixPerm(perm)
-		if err := unix.Mkdirat(dirfd, base, want); err != nil {
+		if err := unix.Mkdirat(dirfd, base, want&0o777); err != nil {
+			return err
+		}
+		// Owner first, then the mode (see chownNew).
+		if err := f.chownNew(ctx, dirfd, base); err != nil {
 			return err
 		}
 		var st unix.Stat_t
@@ -90,11 +101,9 @@ func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 		}
 		want |= st.Mode & unix.S_ISGID
 		if st.Mode&0o7777 != want {
-			if err := chmodat(dirfd, base, want); err != nil {
-				return err
-			}
+			return chmodat(dirfd, base, want)
 		}
-		return f.chownNew(ctx, dirfd, base)
+		return nil
 	})
 }
 
@@ -182,20 +191,22 @@ func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint3
 	}
 	return f.inParent(op, name, func(dirfd int, base string) error {
 		want := mounts.UnixPerm(mode)
-		if err := unix.Mknodat(dirfd, base, mounts.TypeBits(typ)|want, int(dev)); err != nil {
+		if err := unix.Mknodat(dirfd, base, mounts.TypeBits(typ)|want&0o777, int(dev)); err != nil {
 			return err
 		}
-		// The process's umask applied; the caller's mode is the truth.
+		// Owner first, then the mode (see chownNew): the process's
+		// umask applied, and the caller's mode is the truth.
+		if err := f.chownNew(ctx, dirfd, base); err != nil {
+			return err
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
 		if st.Mode&0o7777 != want {
-			if err := chmodat(dirfd, base, want); err != nil {
-				return err
-			}
+			return chmodat(dirfd, base, want)
 		}
-		return f.chownNew(ctx, dirfd, base)
+		return nil
 	})
 }
 

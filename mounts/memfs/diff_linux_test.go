@@ -28,7 +28,10 @@ import (
 //
 // It covers mkdir, create/write with O_EXCL, O_TRUNC and O_APPEND,
 // ftruncate, unlink, rmdir, rename with each flag, link, symlink, user
-// xattrs, and FIFOs and sockets made by mknod.
+// xattrs, FIFOs and sockets made by mknod, chmod with setuid, setgid and
+// sticky, and (as root) lchown, and compares modes and owners too: setgid
+// directories passing their group and bit down, and chown clearing setuid
+// and setgid.
 //
 // Symlinks point at /dev/null, so that the one place memfs differs on
 // purpose (it never follows a symlink in the middle of a path) gives the
@@ -66,12 +69,21 @@ func (d *differ) name() string {
 
 func (d *differ) host(name string) string { return filepath.Join(d.root, filepath.FromSlash(name)) }
 
+// ctx makes memfs calls as this process, the one making the system calls.
+func (d *differ) ctx() context.Context {
+	return mounts.WithCaller(context.Background(), mounts.Caller{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid())})
+}
+
 func (d *differ) step(step int) {
-	ctx := context.Background()
+	ctx := d.ctx()
 	a, b := d.name(), d.name()
 	var desc string
 	var memErr, osErr error
-	switch op := d.rnd.IntN(11); op {
+	ops := 11
+	if os.Geteuid() == 0 {
+		ops++ // giving files away needs root on Linux; memfs does not ask
+	}
+	switch op := d.rnd.IntN(ops); op {
 	case 0:
 		desc = "mkdir " + a
 		memErr = d.fsys.Mkdir(ctx, a, 0o755)
@@ -129,10 +141,27 @@ func (d *differ) step(step int) {
 		memErr = d.fsys.SetXattr(ctx, a, attr, val, flags)
 		osErr = unix.Lsetxattr(d.host(a), attr, val, flags)
 	case 9:
-		attr := "user." + string(rune('x'+d.rnd.IntN(2)))
-		desc = fmt.Sprintf("removexattr %s %s", a, attr)
-		memErr = d.fsys.RemoveXattr(ctx, a, attr)
-		osErr = unix.Lremovexattr(d.host(a), attr)
+		if d.rnd.IntN(2) == 0 {
+			attr := "user." + string(rune('x'+d.rnd.IntN(2)))
+			desc = fmt.Sprintf("removexattr %s %s", a, attr)
+			memErr = d.fsys.RemoveXattr(ctx, a, attr)
+			osErr = unix.Lremovexattr(d.host(a), attr)
+			break
+		}
+		// Any mode, setuid, setgid and sticky included; owner rwx
+		// stays so that the walk can go on as any user.
+		mode := uint32(d.rnd.IntN(0o10000)) | 0o700
+		if mode&unix.S_ISVTX != 0 {
+			// Not both sticky and world-writable: in such a
+			// directory the VFS refuses an O_CREAT open of a
+			// third user's entry (may_create_in_sticky), even
+			// for root, which is a permission check and the
+			// kernel's business, not memfs's.
+			mode &^= 0o002
+		}
+		desc = fmt.Sprintf("chmod %s %04o", a, mode)
+		memErr = d.fsys.Chmod(ctx, a, mounts.PermMode(mode))
+		osErr = unix.Fchmodat(unix.AT_FDCWD, d.host(a), mode, unix.AT_SYMLINK_NOFOLLOW)
 	case 10:
 		typ, ut := fs.ModeNamedPipe, uint32(unix.S_IFIFO)
 		if d.rnd.IntN(2) == 0 {
@@ -141,6 +170,12 @@ func (d *differ) step(step int) {
 		desc = fmt.Sprintf("mknod %s %v", a, typ)
 		memErr = d.fsys.Mknod(ctx, a, typ|0o644, 0)
 		osErr = unix.Mknod(d.host(a), ut|0o644, 0)
+	case 11:
+		ids := []int{-1, 0, 1001, 1002}
+		uid, gid := ids[d.rnd.IntN(len(ids))], ids[d.rnd.IntN(len(ids))]
+		desc = fmt.Sprintf("lchown %s %d:%d", a, uid, gid)
+		memErr = d.fsys.Chown(ctx, a, uid, gid)
+		osErr = unix.Lchown(d.host(a), uid, gid)
 	}
 	d.log = append(d.log, desc)
 	if got, want := errnoOf(d.t, memErr), errnoOf(d.t, osErr); got != want {
@@ -154,7 +189,7 @@ func (d *differ) step(step int) {
 
 // memWrite opens, writes or truncates, and closes through memfs.
 func (d *differ) memWrite(name string, flag int, data []byte, off, size int64) error {
-	f, err := d.fsys.OpenFile(context.Background(), name, flag, 0o644)
+	f, err := d.fsys.OpenFile(d.ctx(), name, flag, 0o644)
 	if err != nil {
 		return err
 	}
@@ -224,6 +259,12 @@ func (d *differ) compareTrees(name string) {
 		inoPairs[a.Ino] = st.Ino
 		hostType := mounts.FileModeOf(st.Mode).Type()
 		require.Equal(t, hostType, a.Mode.Type(), "%s type", name)
+		if name != "." {
+			// Mode bits (setuid, setgid, sticky included) and
+			// owners; the root is the test's temporary directory.
+			assert.Equal(t, fmt.Sprintf("%04o %d:%d", st.Mode&0o7777, st.Uid, st.Gid),
+				fmt.Sprintf("%04o %d:%d", mounts.UnixPerm(a.Mode), a.Uid, a.Gid), "%s mode and owner", name)
+		}
 		if hostType != fs.ModeSymlink {
 			assert.Equal(t, hostXattrs(t, d.host(name)), memXattrs(t, d.fsys, name), "%s xattrs", name)
 		}

@@ -462,7 +462,11 @@ func (f *FS) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
 }
 
 // Chown sets the owners; -1 leaves an id unchanged. It does not follow a
-// symlink.
+// symlink. As chown(2) on Linux, even by root and even with both ids -1,
+// it clears the setuid bit of a regular file, and its setgid bit when group
+// execute is on (setgid without it marks mandatory locking, not a
+// privilege); a directory keeps both. The kernel face sends the cleared
+// mode along with a chown anyway; this is for the tool face.
 func (f *FS) Chown(ctx context.Context, name string, uid, gid int) error {
 	valid := func(id int) bool { return id >= -1 && id <= math.MaxUint32 }
 	if !valid(uid) || !valid(gid) {
@@ -477,6 +481,12 @@ func (f *FS) Chown(ctx context.Context, name string, uid, gid int) error {
 		}
 		if gid != -1 {
 			n.gid = uint32(gid)
+		}
+		if !n.isDir() {
+			n.perm &^= fs.ModeSetuid
+			if n.perm&0o010 != 0 {
+				n.perm &^= fs.ModeSetgid
+			}
 		}
 		return nil
 	})

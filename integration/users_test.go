@@ -68,8 +68,8 @@ const usersUmask = 0o022
 
 // do performs op. Every verb is a single system call (create and write also
 // close what they opened), so its errno is the kernel's answer to it.
-// Special files (mkfifo, mknod, a unix socket's bind) are verbs still to
-// add here and in the step table, once the mounts can make them.
+// Special files come from mkfifo, mknod (Mode holds the type bits, Size the
+// device number) and bind, which makes a unix socket's name.
 func (op usersOp) do() error {
 	switch op.Op {
 	case "mkdir":
@@ -112,6 +112,16 @@ func (op usersOp) do() error {
 		return unix.Chmod(op.Path, op.Mode)
 	case "lchown":
 		return unix.Lchown(op.Path, op.Uid, op.Gid)
+	case "mkfifo":
+		return unix.Mkfifo(op.Path, op.Mode)
+	case "mknod":
+		return unix.Mknod(op.Path, op.Mode, int(op.Size))
+	case "bind": // a unix socket bound to Path, then closed: the name stays
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		return errors.Join(unix.Bind(fd, &unix.SockaddrUnix{Name: op.Path}), unix.Close(fd))
 	}
 	return fmt.Errorf("unknown op %q", op.Op)
 }
@@ -246,8 +256,10 @@ func (s usersStep) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s %s", s.who, s.op.Op, s.op.Path)
 	switch s.op.Op {
-	case "mkdir", "create", "chmod":
+	case "mkdir", "create", "chmod", "mkfifo":
 		fmt.Fprintf(&b, " %04o", s.op.Mode)
+	case "mknod":
+		fmt.Fprintf(&b, " %07o %d:%d", s.op.Mode, unix.Major(uint64(s.op.Size)), unix.Minor(uint64(s.op.Size)))
 	case "truncate":
 		fmt.Fprintf(&b, " %d", s.op.Size)
 	case "symlink":
@@ -307,6 +319,13 @@ func uChmod(who, p string, mode uint32) usersStep {
 func uChown(who, p string, uid, gid int) usersStep {
 	return usersStep{who: who, op: usersOp{Op: "lchown", Path: p, Uid: uid, Gid: gid}}
 }
+func uMkfifo(who, p string, mode uint32) usersStep {
+	return usersStep{who: who, op: usersOp{Op: "mkfifo", Path: p, Mode: mode}}
+}
+func uMknod(who, p string, mode uint32, major, minor uint32) usersStep {
+	return usersStep{who: who, op: usersOp{Op: "mknod", Path: p, Mode: mode, Size: int64(unix.Mkdev(major, minor))}}
+}
+func uBind(who, p string) usersStep { return usersStep{who: who, op: usersOp{Op: "bind", Path: p}} }
 
 // usersScript is the sequence every target goes through. Comments say what
 // ext4 does; the test checks that the mounts do the same, whatever it is.
@@ -440,6 +459,37 @@ var usersScript = []usersStep{
 	uMkdir("u1", "open/n/b", 0o755),
 	uRename("u1", "open/n/a", "open/n/b/a"),
 	uRmdir("u1", "open/n/b/a"),
+
+	// Special files: FIFOs and sockets for anyone who may write the
+	// directory, devices for root alone; owners, setgid directories and
+	// sticky rules as for any entry.
+	uMkfifo("u1", "open/u1fifo", 0o666),   // 0644 after the umask
+	uMkfifo("u2", "open/u1fifo", 0o644),   // EEXIST
+	uMkfifo("u2", "open/u1dir2/f", 0o644), // EACCES: u1's 0755
+	uBind("u2", "open/u2sock"),
+	uBind("u1", "open/u2sock"),                          // EADDRINUSE: the name exists
+	uMknod("u1", "open/null", unix.S_IFCHR|0o666, 1, 3), // EPERM: no CAP_MKNOD
+	uMknod("root", "open/null", unix.S_IFCHR|0o666, 1, 3),
+	uMknod("root", "open/blk", unix.S_IFBLK|0o600, 259, 300),
+	uMknod("u2", "open/fifo2", unix.S_IFIFO|0o640, 0, 0),  // mknod of a FIFO needs no privilege
+	uMknod("u2", "open/dirnod", unix.S_IFDIR|0o755, 0, 0), // EPERM: mknod makes no directories
+	uMknod("u2", "open/reg", unix.S_IFREG|0o640, 0, 0),    // a regular file
+	uMkfifo("u1", "sgid/fifo", 0o644),                     // group 1002
+	uBind("u1", "sgid/sock"),                              // group 1002
+	uMknod("root", "sgid/null", unix.S_IFCHR|0o644, 1, 3), // group 1002
+	uMkfifo("u1", "sticky/u1fifo", 0o666),
+	uUnlink("u2", "sticky/u1fifo"),               // EPERM: sticky
+	uRename("u2", "sticky/u1fifo", "sticky/f2"),  // EPERM
+	uLink("u1", "open/u1fifo", "open/fifolink"),  // nlink 2
+	uLink("u2", "open/u1fifo", "open/fifolink2"), // EPERM: protected_hardlinks
+	uChmod("u2", "open/u1fifo", 0o600),           // EPERM: not the owner
+	uChmod("u1", "open/u1fifo", 0o4640),          // setuid on a FIFO is kept
+	uTruncate("u1", "open/u1fifo", 0),            // EINVAL: not a regular file
+	uChown("root", "open/u1fifo", 1002, -1),      // and dropped by chown
+	uChown("u2", "open/u2sock", -1, 1001),        // EPERM: not a member
+	uRename("u2", "open/u2sock", "open/u2sock2"),
+	uUnlink("u1", "open/fifolink"),
+	uUnlink("u1", "open/null"), // ok: not sticky
 }
 
 // TestUsersDifferential runs usersScript against a plain directory, a host
@@ -509,8 +559,8 @@ func TestUsersDifferential(t *testing.T) {
 }
 
 // usersState describes the named entries under base (all of them when
-// names is nil): type and mode bits, owner, group, link count, and the
-// size of what is not a directory (a directory's size is the file
+// names is nil): type and mode bits, owner, group, link count, a device's
+// number, and the size of what is not a directory (a directory's size is the file
 // system's business). A missing entry says so.
 func usersState(t *testing.T, base string, names []string) []string {
 	t.Helper()
@@ -523,6 +573,9 @@ func usersState(t *testing.T, base string, names []string) []string {
 			st.Mode&0o7777, st.Uid, st.Gid, st.Nlink)
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			line += fmt.Sprintf(" size=%d", st.Size)
+		}
+		if t := st.Mode & unix.S_IFMT; t == unix.S_IFCHR || t == unix.S_IFBLK {
+			line += fmt.Sprintf(" dev=%d:%d", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 		}
 		return line
 	}

@@ -67,9 +67,8 @@
 //
 // # Limitations
 //
-//   - grep reads every file through the tree, except the subtrees of
-//     mounts that implement mounts.FileWalker when [Options.Resolve] is set
-//     (and no other mount is nested below them); there is no index.
+//   - grep reads every file through the tree, policy decorators included;
+//     there is no index.
 //     .gitignore files are honoured in "host" mounts only, and only
 //     .gitignore (not .ignore, .git/info/exclude or the global excludes
 //     file ripgrep also reads).

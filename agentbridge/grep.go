@@ -89,58 +89,6 @@ type grepHit struct {
 	r     grepResult
 }
 
-// pathLess orders paths component by component ("a/b" before "a.txt"),
-// the order of a depth-first walk of sorted directories.
-func pathLess(a, b string) bool {
-	for a != "" && b != "" {
-		ea, ra, _ := strings.Cut(a, "/")
-		eb, rb, _ := strings.Cut(b, "/")
-		if ea != eb {
-			return ea < eb
-		}
-		a, b = ra, rb
-	}
-	return a == "" && b != ""
-}
-
-// walkJob is a subtree searched with its mount's FileWalker.
-type walkJob struct {
-	fsys     mounts.FS
-	dir      string // mount-relative directory to walk
-	mountDir string // union name of the mount's root
-	relBase  string // union name of the search root, for glob matching
-	shownFor func(name string) string
-}
-
-func (j walkJob) run(ctx context.Context, filter *fileFilter, q *grepQuery) ([]grepHit, error) {
-	var (
-		mu   sync.Mutex
-		hits []grepHit
-	)
-	full := func(name string) string { return mounts.Join(j.mountDir, name) }
-	rel := func(name string) string {
-		f := full(name)
-		if j.relBase == "." {
-			return f
-		}
-		return strings.TrimPrefix(f, j.relBase+"/")
-	}
-	want := func(name string) bool {
-		_, base := mounts.Split(name)
-		return filter.match(base, rel(name))
-	}
-	_, err := mounts.WalkFiles(ctx, j.fsys, j.dir, want, func(name string, data []byte) error {
-		shown := j.shownFor(full(name))
-		if r := q.search(shown, data); r.count > 0 {
-			mu.Lock()
-			hits = append(hits, grepHit{shown: shown, r: r})
-			mu.Unlock()
-		}
-		return nil
-	})
-	return hits, err
-}
-
 func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 	pattern, err := a.str("pattern", true)
 	if err != nil {
@@ -224,9 +172,8 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 		return "", w.explain(ctx, "grep", p, err)
 	}
 	var files []grepFile
-	var jobs []walkJob
 	if attr.IsDir() {
-		files, jobs, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
 		if err != nil {
 			return "", w.explain(ctx, "grep", p, err)
 		}
@@ -239,18 +186,6 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 	hits, err := w.searchAll(ctx, files, &q)
 	if err != nil {
 		return "", w.explain(ctx, "grep", p, err)
-	}
-	for _, j := range jobs {
-		more, err := j.run(ctx, filter, &q)
-		if err != nil {
-			return "", w.explain(ctx, "grep", p, err)
-		}
-		hits = append(hits, more...)
-	}
-	if len(jobs) > 0 {
-		// Files walked by a mount come in any order: put every hit back
-		// in ripgrep's order, which is by path component.
-		sort.SliceStable(hits, func(i, j int) bool { return pathLess(hits[i].shown, hits[j].shown) })
 	}
 
 	var out []string
@@ -344,9 +279,8 @@ func (f *fileFilter) match(base, rel string) bool {
 
 // grepFiles lists the regular files below root in ripgrep's order,
 // honouring .gitignore files inside host mounts unless noIgnore.
-func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, []walkJob, error) {
+func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
 	var files []grepFile
-	var jobs []walkJob
 	var visit func(dir, rel string, ps []gitignore.Pattern) error
 	visit = func(dir, rel string, ps []gitignore.Pattern) error {
 		if err := ctx.Err(); err != nil {
@@ -354,12 +288,6 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		}
 		m, _ := w.mountFor(dir)
 		ignoring := !noIgnore && m.Type == "host"
-		if _, isMount := w.mountAt(dir); (isMount || dir == root) && !ignoring {
-			if j, ok := w.walker(dir, root, shownRoot); ok {
-				jobs = append(jobs, j)
-				return nil
-			}
-		}
 		var domain []string
 		if ignoring {
 			if mr := mounts.FromSlash(m.Prefix); dir != mr {
@@ -412,41 +340,7 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		return nil
 	}
 	err := visit(root, "", nil)
-	return files, jobs, err
-}
-
-// walker returns a job for the subtree dir when its mount walks files
-// itself and no other mount is nested below dir (the mount's walk would
-// see what the nested mount shadows).
-func (w *Workspace) walker(dir, root, shownRoot string) (walkJob, bool) {
-	if w.resolveMount == nil {
-		return walkJob{}, false
-	}
-	prefix, fsys, rel, ok := w.resolveMount(dir)
-	if !ok {
-		return walkJob{}, false
-	}
-	if _, isWalker := fsys.(mounts.FileWalker); !isWalker {
-		return walkJob{}, false
-	}
-	d := mounts.ToSlash(dir)
-	for _, m := range w.mounts {
-		if m.Prefix != d && strings.HasPrefix(m.Prefix, strings.TrimSuffix(d, "/")+"/") {
-			return walkJob{}, false
-		}
-	}
-	return walkJob{
-		fsys:     fsys,
-		dir:      rel,
-		mountDir: mounts.FromSlash(prefix),
-		relBase:  root,
-		shownFor: func(name string) string {
-			if root == "." {
-				return mounts.ToSlash(mounts.Join(shownRoot, name))
-			}
-			return mounts.ToSlash(mounts.Join(shownRoot, strings.TrimPrefix(name, root+"/")))
-		},
-	}, true
+	return files, err
 }
 
 func (w *Workspace) loadGitignore(ctx context.Context, dir string, domain []string, ps []gitignore.Pattern) []gitignore.Pattern {

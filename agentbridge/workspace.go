@@ -35,12 +35,6 @@ type MountInfo struct {
 type Options struct {
 	// Mounts is the mount table, for the brief and for error messages.
 	Mounts []MountInfo
-	// Resolve, when set, maps a name of the tree to the mount serving it
-	// (union.Union.Resolve has this signature). grep then lets a mount
-	// that implements mounts.FileWalker walk its own subtrees. The file
-	// systems it returns must carry the same policy as the tree: grep
-	// reads through them directly.
-	Resolve func(name string) (prefix string, fsys mounts.FS, rel string, ok bool)
 	// Shell enables the shell verb; nil means no shell.
 	Shell *ShellOptions
 	// Tools is an allowlist of canonical verb names; it may only narrow
@@ -79,12 +73,10 @@ type Workspace struct {
 	verbs  map[string]*verb
 	shell  *shellRunner
 	log    *slog.Logger
-	// resolveMount is Options.Resolve.
-	resolveMount func(name string) (prefix string, fsys mounts.FS, rel string, ok bool)
-	before       func(ctx context.Context, c *CallInfo) error
-	after        func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
-	dryRun       bool
-	limits       Limits
+	before func(ctx context.Context, c *CallInfo) error
+	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
+	dryRun bool
+	limits Limits
 	// rpcConns numbers JSON-RPC connections, so that the call ids of two
 	// clients that both count from 1 stay apart in an audit log.
 	rpcConns atomic.Int64
@@ -137,7 +129,7 @@ type verb struct {
 // New builds the tool face over fsys. It fails when opts.Tools names an
 // unknown verb or one the tree cannot serve.
 func New(fsys mounts.FS, opts Options) (*Workspace, error) {
-	w := &Workspace{fsys: fsys, log: opts.Logger, resolveMount: opts.Resolve,
+	w := &Workspace{fsys: fsys, log: opts.Logger,
 		before: opts.BeforeCall, after: opts.AfterCall, dryRun: opts.DryRun, limits: opts.Limits.withDefaults()}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)

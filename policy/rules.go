@@ -60,11 +60,6 @@ func (rs *RuleSet) Empty() bool {
 	return rs == nil || (rs.denyRead.empty() && rs.denyWrite.empty() && len(rs.readOnly) == 0)
 }
 
-// DeniesReads reports whether some read is refused; a reader that
-// bypasses the decorator (grep walking a mount directly) must not be
-// allowed then.
-func (rs *RuleSet) DeniesReads() bool { return rs != nil && !rs.denyRead.empty() }
-
 // ReadOnlyAt reports whether a read_only prefix covers the workspace path
 // p and everything below it (a mount point, say), so the tool face can
 // describe that mount as read-only.

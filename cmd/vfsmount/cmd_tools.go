@@ -96,11 +96,6 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 	}
 	opts.BeforeCall, opts.AfterCall = ws.toolHooks()
 	fsys := ws.toolFS()
-	if ws.Union != nil && ws.readsBypassOK() {
-		// grep may read a mount directly only when no decorator between
-		// the union and the faces refuses reads.
-		opts.Resolve = ws.Union.Resolve
-	}
 	switch mode {
 	case probeKernel:
 		// tools lists what serve and mcp offer: the shell is there when

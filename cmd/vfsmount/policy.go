@@ -407,10 +407,3 @@ func (ws *workspace) toolFS() mounts.FS {
 	}
 	return ws.FS
 }
-
-// readsBypassOK reports whether grep may read a mount directly, past the
-// decorators: only when no rule refuses a read (the audit log records
-// changes, not reads).
-func (ws *workspace) readsBypassOK() bool {
-	return ws.Policy == nil || !ws.Policy.Rules.DeniesReads()
-}

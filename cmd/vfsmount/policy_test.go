@@ -22,6 +22,7 @@ import (
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/policy"
 	"github.com/vfsmount/vfsmount/union"
 )
 
@@ -100,7 +101,22 @@ dry_run: true
 	require.NotNil(t, pc.Approver)
 	assert.True(t, pc.Approver.Applies("shell"))
 	assert.False(t, pc.Approver.Applies("delete"))
-	assert.True(t, pc.Rules.DeniesReads())
+	// Both deny_read sources refuse reads (the file's pattern, the flag's
+	// directory).
+	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, mounts.MkdirAll(ctx, u, "memory/secrets", 0o755))
+	for _, name := range []string{"memory/a.env", "memory/secrets/key", "memory/ok"} {
+		require.NoError(t, mounts.WriteFile(ctx, u, name, []byte("x"), 0o644))
+	}
+	guarded := policy.Guard(u, pc.Rules)
+	for _, name := range []string{"memory/a.env", "memory/secrets/key"} {
+		_, err := mounts.ReadFile(ctx, guarded, name)
+		assert.ErrorIs(t, err, mounts.ErrDenied, name)
+	}
+	_, err = mounts.ReadFile(ctx, guarded, "memory/ok")
+	assert.NoError(t, err)
 	assert.True(t, pc.Rules.ReadOnlyAt("/memory/ro/x"))
 
 	// The limit flags replace the file's values.

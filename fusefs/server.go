@@ -252,6 +252,9 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	}
 	fo := &fs.Options{
 		MountOptions: mo,
+		// Mounts report real permissions, 0000 included (open(2) with
+		// mode 0, chmod 0): go-fuse would otherwise show 0644 for it.
+		NullPermissions: true,
 		// Timeouts are set per node (tree.policy). NegativeTimeout
 		// stays nil: failed lookups are not cached at all.
 	}

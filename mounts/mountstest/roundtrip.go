@@ -77,7 +77,7 @@ var roundTrips = []roundTrip{
 		}
 	}},
 	{"Write/Perm", capW, capW, func(t *testing.T, e *env) {
-		for name, p := range map[string]fs.FileMode{"a": 0o600, "b": 0o755, "c": 0o444} {
+		for name, p := range map[string]fs.FileMode{"a": 0o600, "b": 0o755, "c": 0o444, "d": 0} {
 			writeFile(t, e.x, name, "", p)
 			assert.Equalf(t, e.created(p), perm(mustStat(t, e.x, name).Mode), "permissions of %q", name)
 		}

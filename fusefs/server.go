@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -268,6 +270,7 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 		raw = noOpendir{raw}
 	}
 	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
+	closeFuseOnExec()
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
@@ -281,6 +284,29 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	}
 	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", t.prefix, "readonly", opts.ReadOnly)
 	return &Server{srv: srv, mountpoint: mountpoint, t: t}, nil
+}
+
+// closeFuseOnExec marks the process's /dev/fuse descriptors close-on-exec.
+// go-fuse opens the device without O_CLOEXEC for DirectMount, so every
+// program this process starts (a shell of the tool face, a test's stat)
+// would hold the connection open: once this process is gone the mount
+// would not turn stale (ENOTCONN) but hang, and a child waiting on it would
+// wait for an answer that it alone could give. A program started between
+// go-fuse's open and this call still inherits it.
+func closeFuseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Unmount unmounts the file system cleanly, the connections of immutable

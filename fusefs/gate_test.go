@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 )
@@ -144,6 +145,44 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 	default:
 		t.Fatal("the window ended without the child")
 	}
+	st, err := Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, StateLive, st)
+}
+
+// TestProbeIncomplete: a workspace whose stacked connection is gone is not
+// live, although its main connection answers.
+func TestProbeIncomplete(t *testing.T) {
+	u, _, _ := immutableWorkspace(t)
+	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	root := filepath.Join(dir, "repo")
+
+	v := make([]byte, 64)
+	n, err := unix.Getxattr(dir, StackedXattr, v)
+	require.NoError(t, err)
+	assert.Equal(t, "repo\n", string(v[:n]), "the root lists its stacked connections")
+	assert.ErrorIs(t, unix.Setxattr(dir, StackedXattr, []byte("x\n"), 0), syscall.EPERM, "read-only")
+	st, err := Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, StateLive, st)
+
+	require.NoError(t, unix.Unmount(root, 0), "unmount the stacked connection by hand")
+	st, err = Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, StateIncomplete, st, "the main connection answers, /repo is not its own")
+	assert.Equal(t, "incomplete", st.String())
+	below, err := MountsBelow(dir)
+	require.NoError(t, err)
+	assert.Empty(t, below)
+}
+
+// TestProbeWithoutStackedRoots: a workspace with nothing stacked has an
+// empty list, and is live.
+func TestProbeWithoutStackedRoots(t *testing.T) {
+	_, dir := mountMem(t)
+	n, err := unix.Getxattr(dir, StackedXattr, make([]byte, 16))
+	require.NoError(t, err)
+	assert.Zero(t, n)
 	st, err := Probe(dir)
 	require.NoError(t, err)
 	assert.Equal(t, StateLive, st)

@@ -107,6 +107,33 @@
 // inode numbers. When every mount is immutable the main connection itself
 // works this way ("." in ImmutableRoots).
 //
+// # Readiness
+//
+// [Mount] returns once every connection is mounted, and no other process
+// sees the workspace before that: until Mount returns, the main connection
+// holds every request whose caller is not a thread of the serving process
+// or the fusermount3 child that mounts a stacked connection (pid 0, a
+// caller in a pid namespace the connection cannot name, is another
+// process). Held requests go on when Mount returns, whether every stacked
+// root could be mounted or some fell back to the main connection; one whose
+// caller gets a signal meanwhile (a FUSE INTERRUPT) fails with EINTR. The
+// kernel must not answer another process from what it cached for the
+// serving one (mount(2) of a stacked root walks the path through the main
+// connection), so until then replies carry zero entry and attribute
+// timeouts. Afterwards the gate costs one atomic load per request. So a
+// program that stats the workspace while it mounts waits, then sees it
+// whole: /repo already has its own device, and a file opened there stays
+// on it. (The same rule holds for programs the serving process starts:
+// only its own threads pass.)
+//
+// The root of the main connection answers the read-only extended
+// attribute [StackedXattr], user.vfsmount.stacked, with the stacked
+// connections it mounted, one name a line. [Probe] reads it: a workspace
+// whose listed connection is not in the mount table at that path (unmounted
+// by hand, or a non-recursive bind of the workspace) or does not answer
+// is [StateIncomplete], not live. A probe from another process therefore
+// waits while the workspace mounts, and reports live only once it is whole.
+//
 // # Read-ahead
 //
 // On an immutable connection, reading a file whose content the mount must

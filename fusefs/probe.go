@@ -26,6 +26,12 @@ const (
 	// StateStale: a FUSE file system is mounted but its server is gone
 	// (ENOTCONN after a crash) or does not answer.
 	StateStale
+	// StateIncomplete: the workspace's main connection answers, but a
+	// connection it says is stacked on it (StackedXattr) is not mounted
+	// there, or does not answer: someone unmounted it by hand, or its
+	// connection was aborted. Programs would see that directory served
+	// another way, or not at all; the workspace is not the one mounted.
+	StateIncomplete
 )
 
 func (s State) String() string {
@@ -36,6 +42,8 @@ func (s State) String() string {
 		return "live"
 	case StateStale:
 		return "stale"
+	case StateIncomplete:
+		return "incomplete"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -52,6 +60,12 @@ const probeTimeout = 5 * time.Second
 // whether it answers. Only FUSE mounts count: another file system mounted
 // there is StateNone, since it is not ours to clear.
 //
+// A workspace mounted by this package answers other processes only once it
+// is whole (see "# Readiness" in the package doc), so from another process
+// Probe waits for a workspace that is still mounting. It then checks every
+// connection the root lists in StackedXattr: one that is not mounted, or
+// whose server does not answer, makes the workspace StateIncomplete.
+//
 // A server that does not answer a stat within a few seconds is reported as
 // stale. The stat that timed out stays blocked in the kernel (and its
 // goroutine with it) until the mount is cleared or the server wakes up.
@@ -67,27 +81,85 @@ func Probe(mountpoint string) (State, error) {
 	if !found || !fuse {
 		return StateNone, nil
 	}
-	done := make(chan error, 1)
+	type result struct {
+		st  State
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		// FORCE_SYNC: attributes the kernel cached from the live server
-		// would otherwise answer a plain stat of a dead mount.
-		var stx unix.Statx_t
-		done <- unix.Statx(unix.AT_FDCWD, abs, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
+		st, err := probeMounted(abs)
+		done <- result{st, err}
 	}()
 	select {
-	case err = <-done:
+	case r := <-done:
+		if r.err != nil {
+			r.err = fmt.Errorf("fusefs: probe %s: %w", mountpoint, r.err)
+		}
+		return r.st, r.err
 	case <-time.After(probeTimeout):
 		return StateStale, nil
 	}
-	switch {
+}
+
+// probeMounted probes the FUSE mount at abs and the connections stacked on
+// it.
+func probeMounted(abs string) (State, error) {
+	switch err := statSync(abs); {
 	case err == nil:
-		return StateLive, nil
-	case errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ECONNABORTED):
+	case isDisconnected(err):
 		return StateStale, nil
 	default:
 		// Something answered (EACCES from a mount of another user
 		// without allow_other, say): not ours to call dead.
-		return StateLive, fmt.Errorf("fusefs: probe %s: %w", mountpoint, err)
+		return StateLive, err
+	}
+	for _, root := range stackedRoots(abs) {
+		mp := filepath.Join(abs, filepath.FromSlash(root))
+		fuse, found, err := mountedAt(mp)
+		if err != nil {
+			return StateLive, err
+		}
+		if !found || !fuse || isDisconnected(statSync(mp)) {
+			return StateIncomplete, nil
+		}
+	}
+	return StateLive, nil
+}
+
+// statSync stats name, asking the server: FORCE_SYNC, since attributes the
+// kernel cached from a live server would otherwise answer a plain stat of
+// a dead mount.
+func statSync(name string) error {
+	var stx unix.Statx_t
+	return unix.Statx(unix.AT_FDCWD, name, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
+}
+
+func isDisconnected(err error) bool {
+	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// stackedRoots reads StackedXattr of the mount root abs: the directories
+// (fsys-relative) that have connections of their own. A root that does not
+// have the attribute (another FUSE file system, an older vfsmount) or
+// cannot say expects none.
+func stackedRoots(abs string) []string {
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Getxattr(abs, StackedXattr, buf)
+		if errors.Is(err, syscall.ERANGE) && len(buf) < 1<<20 {
+			buf = make([]byte, 2*len(buf))
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		var roots []string
+		for _, line := range strings.Split(string(buf[:n]), "\n") {
+			if line != "" {
+				roots = append(roots, line)
+			}
+		}
+		return roots
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -71,6 +73,9 @@ type Server struct {
 	// subs are the connections of Options.ImmutableRoots, mounted on
 	// top of this one.
 	subs []*Server
+	// gated is the main connection's request layer (see "# Readiness"
+	// in the package doc); nil on a stacked connection.
+	gated *gated
 }
 
 // tree is the state shared by every node of one connection.
@@ -98,8 +103,10 @@ type tree struct {
 }
 
 // Mount serves fsys at mountpoint (DirectMount, falling back to fusermount)
-// and returns once the kernel has answered the FUSE handshake, so the mount
-// is usable as soon as Mount returns.
+// and returns once every connection is mounted: the main one and those of
+// Options.ImmutableRoots stacked on it. Until then no other process gets an
+// answer through the main connection (see "# Readiness" in the package
+// doc), so whoever sees the mount answer sees it whole.
 func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -119,11 +126,22 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
 		}
 	}
-	s, err := mountTree(mountpoint, t, opts)
+	g := newGate()
+	if !g.procOK {
+		logger.Warn("fusefs: /proc does not show this process as the kernel names it; other processes may see the workspace before it is whole")
+	}
+	// Whatever happens below, the gate opens when Mount returns: a held
+	// request must never outlive the mounting.
+	defer g.release()
+	s, err := mountTree(mountpoint, t, opts, g)
 	if err != nil {
 		t.ra.close()
 		return nil, err
 	}
+	if hook := testHookMainMounted; hook != nil {
+		hook(mountpoint)
+	}
+	var stacked []string
 	for _, root := range roots {
 		sub, err := s.mountImmutable(root, opts)
 		if err != nil {
@@ -132,7 +150,9 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 			continue
 		}
 		s.subs = append(s.subs, sub)
+		stacked = append(stacked, root)
 	}
+	s.gated.setStacked(stacked)
 	return s, nil
 }
 
@@ -160,7 +180,7 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 	t.setImmutable()
 	opts.ReadOnly = true
 	opts.Passthrough = false
-	sub, err := mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts)
+	sub, err := mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts, nil)
 	if err != nil {
 		t.ra.close()
 	}
@@ -193,8 +213,9 @@ func mountCtx() context.Context {
 		Pid: uint32(syscall.Getpid()), Face: "kernel"})
 }
 
-// mountTree mounts one connection serving t.
-func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
+// mountTree mounts one connection serving t. The main connection has a
+// gate, whose requests pass it (see "# Readiness" in the package doc).
+func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -270,7 +291,13 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	if t.noOpen {
 		raw = noOpendir{raw}
 	}
+	var gr *gated
+	if g != nil {
+		gr = newGated(raw, g)
+		raw = gr
+	}
 	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
+	closeFuseOnExec()
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
@@ -283,7 +310,30 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 		t.setupPassthrough(srv, opts.Passthrough, mountpoint)
 	}
 	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", t.prefix, "readonly", opts.ReadOnly)
-	return &Server{srv: srv, mountpoint: mountpoint, t: t}, nil
+	return &Server{srv: srv, mountpoint: mountpoint, t: t, gated: gr}, nil
+}
+
+// closeFuseOnExec marks the process's /dev/fuse descriptors close-on-exec.
+// go-fuse opens the device without O_CLOEXEC for DirectMount, so every
+// program this process starts (a shell of the tool face, a test's stat)
+// would hold the connection open: once this process is gone the mount
+// would not turn stale (ENOTCONN) but hang, and a child waiting on it would
+// wait for an answer that it alone could give. A program started between
+// go-fuse's open and this call still inherits it.
+func closeFuseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Unmount unmounts the file system cleanly, the connections of immutable

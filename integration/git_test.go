@@ -478,3 +478,61 @@ func TestGitWorkspaceLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fusefs.StateNone, st)
 }
+
+// TestGitWorkspaceIncomplete: a workspace whose stacked /repo connection
+// was unmounted by hand still answers through its main connection, but
+// status calls it incomplete (exit 1), a new mount refuses it, and umount
+// clears it.
+func TestGitWorkspaceIncomplete(t *testing.T) {
+	repo := makeGitRepo(t)
+	dir := t.TempDir()
+	args := []string{"--mount", "type=git,src=" + repo.dir + ",dst=/repo", "--mount", "type=memory,dst=/memory"}
+	d := startDaemon(t, dir, nil, args...)
+	status := func() (int, string) {
+		t.Helper()
+		var stdout bytes.Buffer
+		cmd := exec.Command(vfsmountBinary(t), "status", dir)
+		cmd.Stdout = &stdout
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), stdout.String()
+		}
+		require.NoError(t, err)
+		return 0, stdout.String()
+	}
+	code, out := status()
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, dir+": live\n", out)
+
+	require.NoError(t, unix.Unmount(filepath.Join(dir, "repo"), 0), "unmount /repo's connection by hand")
+	b, err := os.ReadFile(filepath.Join(dir, "repo", "README.md"))
+	require.NoError(t, err, "the main connection still serves /repo")
+	assert.Equal(t, "# integration\n", string(b))
+	code, out = status()
+	assert.Equal(t, 1, code, "status of a workspace missing a stacked connection")
+	assert.Equal(t, dir+": incomplete\n", out)
+
+	code, stderr := runVfsmount(t, "mount", "--mount", "type=memory,dst=/memory", dir)
+	assert.Equal(t, 1, code, "mount over an incomplete workspace")
+	assert.Contains(t, stderr, "missing a stacked connection")
+	select {
+	case <-d.done:
+		t.Fatalf("the running vfsmount was stopped: %v\n%s", d.err, d.stderr)
+	default:
+	}
+	st, err := fusefs.Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, fusefs.StateIncomplete, st, "the running vfsmount's mount is left alone")
+
+	code, stderr = runVfsmount(t, "umount", dir)
+	require.Equal(t, 0, code, stderr)
+	select {
+	case <-d.done:
+		assert.NoError(t, d.err, "vfsmount exits 0 when unmounted from outside")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("vfsmount still runs after umount:\n%s", d.stderr)
+	}
+	code, out = status()
+	assert.Equal(t, 2, code)
+	assert.Equal(t, dir+": not mounted\n", out)
+}

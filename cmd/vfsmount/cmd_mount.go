@@ -30,7 +30,14 @@ program holds the mount busy, it retries for ` + unmountGrace.String() + ` and t
 a second Ctrl-C detaches at once.
 
 A stale mount at MOUNTPOINT (left by a crashed vfsmount; "transport endpoint
-is not connected") is cleared first. A live mount there is an error.
+is not connected") is cleared first. A live mount there is an error, and so
+is an incomplete one (see vfsmount help status).
+
+Readiness: until every part of the workspace is mounted (a git mount is
+served on a FUSE connection of its own, stacked on MOUNTPOINT at its path),
+no other process gets an answer from MOUNTPOINT: its requests wait. So the
+first thing any program sees is the whole workspace, and "vfsmount status
+MOUNTPOINT" exits 0 only then; use it as the readiness check.
 
 With no mount given, the workspace is ` + defaultWorkspace + `.
 
@@ -85,9 +92,15 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err != nil {
 		return err
 	}
-	if state == fusefs.StateLive {
+	switch state {
+	case fusefs.StateLive:
 		return &exitError{code: exitFailure, err: fmt.Errorf(
 			"mountpoint %s: a live FUSE mount is already there (stop it, or run: vfsmount umount %s)", mountpoint, mountpoint)}
+	case fusefs.StateIncomplete:
+		// Its server still answers: clearing it would take a running
+		// vfsmount's mount away, so it is left to the user, as a live one.
+		return &exitError{code: exitFailure, err: fmt.Errorf(
+			"mountpoint %s: a live FUSE mount missing a stacked connection is there (stop it, or run: vfsmount umount %s)", mountpoint, mountpoint)}
 	}
 	ws, err := buildWorkspace(ctx, cfg, log)
 	if err != nil {

@@ -104,6 +104,8 @@ func stateName(s fusefs.State) string {
 		return "live"
 	case fusefs.StateStale:
 		return "stale"
+	case fusefs.StateIncomplete:
+		return "incomplete"
 	}
 	return "not mounted"
 }
@@ -111,12 +113,26 @@ func stateName(s fusefs.State) string {
 func statusCommand() *command {
 	return &command{
 		Name:    "status",
-		Summary: "report whether MOUNTPOINT is live (exit 0), stale (1) or not mounted (2)",
+		Summary: "report whether MOUNTPOINT is live (exit 0), stale or incomplete (1), or not mounted (2)",
 		Usage:   "MOUNTPOINT",
-		Help: `Prints "MOUNTPOINT: live", "MOUNTPOINT: stale" or "MOUNTPOINT: not mounted" and
-answers with the exit code: 0 live, 1 stale (the serving vfsmount is gone;
-clear it with vfsmount umount), 2 not mounted. A MOUNTPOINT that does not
-exist is also exit 2, with an error line.
+		Help: `Prints "MOUNTPOINT: live", "MOUNTPOINT: stale", "MOUNTPOINT: incomplete" or
+"MOUNTPOINT: not mounted" and answers with the exit code:
+
+  0  live: the workspace answers, whole. A git mount served on a FUSE
+     connection of its own (stacked on the workspace at its path) is
+     mounted and answers too.
+  1  stale: the serving vfsmount is gone (clear it with vfsmount umount);
+     or incomplete: vfsmount answers, but a stacked connection it mounted is
+     missing (unmounted by hand) or does not answer, so that directory is
+     not served the way it was mounted. Both are a mount that is there
+     but broken, hence the same code; vfsmount umount clears either.
+  2  not mounted. A MOUNTPOINT that does not exist is also exit 2, with an
+     error line.
+
+A workspace still being mounted answers no other process until all its
+connections are mounted, so status (like any program) waits for it rather
+than seeing part of it: live means whole, and a readiness probe can rely on
+it. A server that does not answer within 5s is reported stale.
 
 Example:
   $ vfsmount status mnt && ls mnt
@@ -133,7 +149,7 @@ Example:
 				switch state {
 				case fusefs.StateLive:
 					return nil
-				case fusefs.StateStale:
+				case fusefs.StateStale, fusefs.StateIncomplete:
 					return &exitError{code: exitFailure}
 				}
 				return &exitError{code: exitUsage}

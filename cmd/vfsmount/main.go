@@ -15,7 +15,8 @@
 // 0 success; 1 runtime failure (a live mount in the way, a busy mount, a
 // mount that failed); 2 usage or config error, in which case nothing was
 // mounted and one line on stderr names the flag, spec, key or path at
-// fault. `status` answers with its exit code: 0 live, 1 stale, 2 none.
+// fault. `status` answers with its exit code: 0 live (and whole), 1 stale
+// or incomplete, 2 none.
 //
 // # Layout of this package
 //

@@ -49,6 +49,10 @@ type Options struct {
 	// is served through the main connection like the rest, with a log
 	// line saying why.
 	ImmutableRoots []string
+
+	// wrapRaw, when set (by tests), wraps the connection's raw file
+	// system, so a test can see requests as go-fuse hands them over.
+	wrapRaw func(fuse.RawFileSystem) fuse.RawFileSystem
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -267,6 +271,9 @@ func mountTree(mountpoint string, t *tree, opts Options) (*Server, error) {
 	if t.noOpen {
 		raw = noOpendir{raw}
 	}
+	if opts.wrapRaw != nil {
+		raw = opts.wrapRaw(raw)
+	}
 	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
@@ -393,14 +400,16 @@ func (t *tree) policy(name string) cachePolicy {
 	}
 }
 
-// ctx puts the FUSE caller into ctx, for owners of new files and the audit
-// log.
+// ctx is the context a request hands the mounts: the FUSE caller, for
+// owners of new files and the audit log, and not the request's
+// cancellation, which the kernel's INTERRUPT triggers (see "#
+// Interrupts" in the package doc).
 func (t *tree) ctx(ctx context.Context) context.Context {
 	c := mounts.Caller{Face: "kernel"}
 	if fc, ok := fuse.FromContext(ctx); ok {
 		c.Uid, c.Gid, c.Pid = fc.Uid, fc.Gid, fc.Pid
 	}
-	return mounts.WithCaller(ctx, c)
+	return mounts.WithCaller(context.WithoutCancel(ctx), c)
 }
 
 // rescue is deferred by every handler: a panic below becomes EIO and one

@@ -297,7 +297,15 @@ func (s *Server) Unmount() error {
 	// go-fuse's Unmount of a server already unmounted succeeds, so a
 	// retry after EBUSY starts over harmlessly.
 	for i := len(s.subs) - 1; i >= 0; i-- {
-		if err := s.subs[i].Unmount(); err != nil {
+		sub := s.subs[i]
+		if !sub.mounted() {
+			// Unmounted from outside: vfsmount umount takes the
+			// immutable roots first and may then find the workspace
+			// busy. go-fuse's Unmount would fail on it every time.
+			sub.t.closed()
+			continue
+		}
+		if err := sub.Unmount(); err != nil {
 			return err
 		}
 	}
@@ -306,6 +314,22 @@ func (s *Server) Unmount() error {
 	}
 	s.t.closed()
 	return nil
+}
+
+// mounted reports whether s's mount point is still a FUSE mount; when that
+// cannot be told, it is.
+func (s *Server) mounted() bool {
+	abs, err := absMountpoint(s.mountpoint)
+	if err != nil {
+		return true
+	}
+	found := false
+	if err := eachMount(func(mp, fstype string) {
+		found = found || (mp == abs && isFUSE(fstype))
+	}); err != nil {
+		return true
+	}
+	return found
 }
 
 // Wait blocks until the file system is unmounted: the main connection, and

@@ -10,12 +10,20 @@ LDFLAGS   := -X main.version=$(VERSION)
 TIMEOUT   ?= 600s
 FUZZTIME  ?= 60s
 BENCHTIME ?= 200ms
+# The packages whose tests mount through the kernel: those that call
+# fusetest.Need. ./stress is one too, behind its build tag and its own target.
+KERNEL_PKGS = $(filter-out ./stress,$(sort $(patsubst %/,%,$(dir $(shell grep -rl --include='*_test.go' --exclude-dir=.git --exclude-dir=$(MNT) 'fusetest\.Need' .)))))
+# make soak runs them SOAKCOUNT times; the timeout is per package binary.
+SOAKCOUNT   ?= 10
+SOAKTIMEOUT ?= 3600s
+# Extra go test flags for soak and race-kernel, e.g. TESTFLAGS='-run ReadDir'.
+TESTFLAGS   ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build test race bench lint run clean fuzz stress
+.PHONY: help build test race race-kernel soak bench lint run clean fuzz stress
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/vfsmount
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vfsmount
@@ -25,6 +33,12 @@ test: ## run every test, FUSE integration tests included (VFSMOUNT_REQUIRE_FUSE=
 
 race: ## run every test under the race detector
 	$(GO) test -count=1 -race -timeout $(TIMEOUT) ./...
+
+race-kernel: ## run the tests that mount through the kernel (KERNEL_PKGS) under the race detector
+	$(GO) test -count=1 -race -timeout $(TIMEOUT) $(TESTFLAGS) $(KERNEL_PKGS)
+
+soak: ## run the tests that mount through the kernel SOAKCOUNT (10) times, to shake out flakes
+	$(GO) test -count=$(SOAKCOUNT) -timeout $(SOAKTIMEOUT) $(TESTFLAGS) $(KERNEL_PKGS)
 
 bench: ## run the Go benchmarks briefly, then the kernel benchmarks against /dev/shm (one table)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...

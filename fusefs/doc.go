@@ -239,6 +239,25 @@
 // per-directory state: the mounts are safe for concurrent use, and renames
 // are atomic in the mount, not emulated in this package.
 //
+// # Interrupts
+//
+// When a process waiting for a request gets a signal, the kernel sends
+// INTERRUPT for it and keeps waiting (only a fatal signal stops the wait,
+// and not for a request the server already has): whatever the server
+// answers is what the system call returns. go-fuse cancels the request's
+// context on INTERRUPT, and a mount that honours the cancellation fails
+// with context.Canceled, which [ToErrno] maps to EINTR. That EINTR reaches
+// the caller even when its handler has SA_RESTART (the kernel restarts a
+// system call only on its own ERESTART codes), and Go programs get SIGURG,
+// the runtime's preemption signal, all the time: a getdents(2) that a
+// local file system would have answered failed with "interrupted system
+// call" (the host mount checks its context between getdents calls; git
+// lookups check it too). So requests hand the mounts a context without
+// the kernel's cancellation: every request runs to its end and answers
+// its real result, as libfuse serves by default (without -o intr). The
+// mounts' operations are bounded local work; a caller killed while one
+// runs exits when it ends.
+//
 // # Deadlocks
 //
 // go-fuse's warnings apply (see the "Deadlocks" section of its fs package):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts"
@@ -132,6 +133,24 @@ func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 		assert.Equal(t, StateNone, st)
 		assert.Zero(t, repo.open.Load(), "every reader closed")
 	})
+}
+
+// TestImmutableRootUnmountedFromOutside: vfsmount umount of a busy
+// workspace unmounts the immutable roots and then fails on the workspace;
+// the server's own unmount must still succeed once it is idle.
+func TestImmutableRootUnmountedFromOutside(t *testing.T) {
+	u, _, _ := immutableWorkspace(t)
+	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	busy, err := os.Open(filepath.Join(dir, "memory"))
+	require.NoError(t, err)
+	require.NoError(t, unix.Unmount(filepath.Join(dir, "repo"), 0))
+	assert.ErrorIs(t, unix.Unmount(dir, 0), syscall.EBUSY)
+	require.NoError(t, busy.Close())
+	require.NoError(t, srv.Unmount())
+	srv.Wait()
+	st, err := Probe(dir)
+	require.NoError(t, err)
+	assert.Equal(t, StateNone, st)
 }
 
 func TestImmutableRootForceUnmount(t *testing.T) {

@@ -51,6 +51,10 @@ type Options struct {
 	// is served through the main connection like the rest, with a log
 	// line saying why.
 	ImmutableRoots []string
+
+	// wrapRaw, when set (by tests), wraps the connection's raw file
+	// system, so a test can see requests as go-fuse hands them over.
+	wrapRaw func(fuse.RawFileSystem) fuse.RawFileSystem
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -291,8 +295,12 @@ func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, erro
 	if t.noOpen {
 		raw = noOpendir{raw}
 	}
+	if opts.wrapRaw != nil {
+		raw = opts.wrapRaw(raw)
+	}
 	var gr *gated
 	if g != nil {
+		// Outermost: nothing below sees a request the gate holds.
 		gr = newGated(raw, g)
 		raw = gr
 	}
@@ -343,7 +351,15 @@ func (s *Server) Unmount() error {
 	// go-fuse's Unmount of a server already unmounted succeeds, so a
 	// retry after EBUSY starts over harmlessly.
 	for i := len(s.subs) - 1; i >= 0; i-- {
-		if err := s.subs[i].Unmount(); err != nil {
+		sub := s.subs[i]
+		if !sub.mounted() {
+			// Unmounted from outside: vfsmount umount takes the
+			// immutable roots first and may then find the workspace
+			// busy. go-fuse's Unmount would fail on it every time.
+			sub.t.closed()
+			continue
+		}
+		if err := sub.Unmount(); err != nil {
 			return err
 		}
 	}
@@ -352,6 +368,22 @@ func (s *Server) Unmount() error {
 	}
 	s.t.closed()
 	return nil
+}
+
+// mounted reports whether s's mount point is still a FUSE mount; when that
+// cannot be told, it is.
+func (s *Server) mounted() bool {
+	abs, err := absMountpoint(s.mountpoint)
+	if err != nil {
+		return true
+	}
+	found := false
+	if err := eachMount(func(mp, fstype string) {
+		found = found || (mp == abs && isFUSE(fstype))
+	}); err != nil {
+		return true
+	}
+	return found
 }
 
 // Wait blocks until the file system is unmounted: the main connection, and
@@ -446,14 +478,16 @@ func (t *tree) policy(name string) cachePolicy {
 	}
 }
 
-// ctx puts the FUSE caller into ctx, for owners of new files and the audit
-// log.
+// ctx is the context a request hands the mounts: the FUSE caller, for
+// owners of new files and the audit log, and not the request's
+// cancellation, which the kernel's INTERRUPT triggers (see "#
+// Interrupts" in the package doc).
 func (t *tree) ctx(ctx context.Context) context.Context {
 	c := mounts.Caller{Face: "kernel"}
 	if fc, ok := fuse.FromContext(ctx); ok {
 		c.Uid, c.Gid, c.Pid = fc.Uid, fc.Gid, fc.Pid
 	}
-	return mounts.WithCaller(ctx, c)
+	return mounts.WithCaller(context.WithoutCancel(ctx), c)
 }
 
 // rescue is deferred by every handler: a panic below becomes EIO and one

@@ -184,17 +184,34 @@ func shutdown(srv *fusefs.Server, mountpoint string, done <-chan struct{}, again
 			log.Warn("mountpoint busy, retrying", "err", err, "grace", unmountGrace.String())
 			warned = true
 		}
+		// What already happened wins over the next tick: an Unmount
+		// can outlast a tick, and select picks at random among the
+		// ready cases, so a pending second signal could otherwise
+		// lose to ticks until the deadline.
 		lazy := ""
 		select {
-		case <-tick.C:
-			continue
 		case <-done: // unmounted by someone else meanwhile
 			log.Info("unmounted", "mountpoint", mountpoint)
 			return nil
-		case <-deadline:
-			lazy = "grace period over"
+		default:
+		}
+		select {
 		case <-again:
 			lazy = "second signal"
+		case <-deadline:
+			lazy = "grace period over"
+		default:
+			select {
+			case <-tick.C:
+				continue
+			case <-done: // unmounted by someone else meanwhile
+				log.Info("unmounted", "mountpoint", mountpoint)
+				return nil
+			case <-deadline:
+				lazy = "grace period over"
+			case <-again:
+				lazy = "second signal"
+			}
 		}
 		if err := fusefs.ForceUnmount(mountpoint); err != nil {
 			return fmt.Errorf("unmount %s: %w", mountpoint, err)

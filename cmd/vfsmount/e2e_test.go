@@ -68,8 +68,13 @@ func (c *child) exitCode(t *testing.T, timeout time.Duration) int {
 }
 
 // startMount runs `vfsmount mount ARGS... dir` and waits until the mount is
-// live. The cleanup kills the child and clears its mount if the test did
-// not.
+// live and the child says it is serving. The cleanup kills the child and
+// clears its mount if the test did not.
+//
+// Live alone is not enough: the kernel answers as soon as mount(2) is
+// done, while go-fuse still holds a file of the mount open (its poll
+// probe, in WaitMount). A child killed then flushes that file on its way
+// out, to a connection only it serves, and hangs in D state for good.
 func startMount(t *testing.T, dir string, args ...string) *child {
 	t.Helper()
 	fusetest.Need(t)
@@ -95,7 +100,8 @@ func startMount(t *testing.T, dir string, args ...string) *child {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		st, _ := fusefs.Probe(dir)
-		if st == fusefs.StateLive {
+		if log := c.stderr.String(); st == fusefs.StateLive &&
+			(strings.Contains(log, "msg=serving") || strings.Contains(log, `"msg":"serving"`)) {
 			return c
 		}
 		select {

@@ -70,7 +70,7 @@ func Abort(mountpoint string) error {
 			continue
 		}
 		for i := 6; i < len(f)-1; i++ {
-			if f[i] == "-" && strings.HasPrefix(f[i+1], "fuse") {
+			if t := f[i+1]; f[i] == "-" && (t == "fuse" || t == "fuseblk" || strings.HasPrefix(t, "fuse.")) {
 				if _, minor, ok := strings.Cut(f[2], ":"); ok {
 					conns = append(conns, minor)
 				}

@@ -455,7 +455,7 @@ func TestGitWorkspaceLifecycle(t *testing.T) {
 
 	d := startDaemon(t, dir, nil, args...)
 	stacked(t)
-	d.kill()
+	d.kill(t)
 	code, _ := runVfsmount(t, "status", dir)
 	assert.Equal(t, 1, code, "status of a stale mount")
 

@@ -68,7 +68,7 @@ func startDaemon(t testing.TB, dir string, env []string, args ...string) *daemon
 		close(d.done)
 	}()
 	t.Cleanup(func() {
-		d.kill()
+		d.kill(t)
 		if st, _ := fusefs.Probe(dir); st != fusefs.StateNone {
 			_ = fusefs.ForceUnmount(dir)
 		}
@@ -90,13 +90,31 @@ func startDaemon(t testing.TB, dir string, env []string, args ...string) *daemon
 	}
 }
 
-// kill sends SIGKILL and waits for the process to be gone.
-func (d *daemon) kill() {
+// kill sends SIGKILL and waits for the process to be gone. A daemon that
+// cannot exit, because a thread of its own waits on its own mount (see
+// fusetest.Abort), has its connections aborted, which lets it go; the
+// test then fails, since that should not happen.
+func (d *daemon) kill(t testing.TB) {
+	t.Helper()
 	select {
 	case <-d.done:
+		return
 	default:
-		_ = d.cmd.Process.Kill()
-		<-d.done
+	}
+	_ = d.cmd.Process.Kill()
+	select {
+	case <-d.done:
+		return
+	case <-time.After(30 * time.Second):
+	}
+	t.Errorf("vfsmount did not exit 30s after SIGKILL; aborting its FUSE connections")
+	if err := fusetest.Abort(d.dir); err != nil {
+		t.Errorf("abort: %v", err)
+	}
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("vfsmount still there after the abort")
 	}
 }
 
@@ -260,7 +278,7 @@ func TestPersistSurvivesKill9(t *testing.T) {
 			})
 		}
 		require.Eventually(t, func() bool { return wrote.Load() > 10 }, 10*time.Second, 5*time.Millisecond)
-		d.kill()
+		d.kill(t)
 		close(stop)
 		wg.Wait()
 

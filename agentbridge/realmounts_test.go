@@ -45,20 +45,7 @@ func TestGitAndHostMounts(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, ".gitignore"), []byte("build/\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(hostDir, "build"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "build/out.txt"), []byte("main\n"), 0o644))
-	h, err := hostfs.Open(hostDir, hostfs.Options{})
-	require.NoError(t, err)
-	if c, ok := h.(io.Closer); ok {
-		t.Cleanup(func() { c.Close() })
-	}
-
-	u, err := union.New(map[string]mounts.FS{"/repo": g, "/host": h})
-	require.NoError(t, err)
-	var infos []MountInfo
-	for _, m := range u.Brief() {
-		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
-	w, err := New(u, Options{Mounts: infos})
-	require.NoError(t, err)
+	u, w := realWorkspace(t, map[string]mounts.FS{"/repo": g, "/host": openHost(t, hostDir)})
 	src := u.Brief()[0].Source
 	if u.Brief()[0].Prefix != "/repo" {
 		src = u.Brief()[1].Source
@@ -91,4 +78,30 @@ func hostSource(u *union.Union) string {
 		}
 	}
 	return ""
+}
+
+// openHost opens a writable host mount of dir until the test ends.
+func openHost(t *testing.T, dir string) mounts.FS {
+	t.Helper()
+	h, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	if c, ok := h.(io.Closer); ok {
+		t.Cleanup(func() { c.Close() })
+	}
+	return h
+}
+
+// realWorkspace composes table with the real union and serves it with the
+// mount table the CLI builds.
+func realWorkspace(t *testing.T, table map[string]mounts.FS) (*union.Union, *Workspace) {
+	t.Helper()
+	u, err := union.New(table)
+	require.NoError(t, err)
+	var infos []MountInfo
+	for _, m := range u.Brief() {
+		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
+	}
+	w, err := New(u, Options{Mounts: infos})
+	require.NoError(t, err)
+	return u, w
 }

@@ -2,7 +2,6 @@ package agentbridge
 
 import (
 	"context"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -15,9 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/mounts"
-	"github.com/vfsmount/vfsmount/mounts/hostfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
-	"github.com/vfsmount/vfsmount/union"
 )
 
 // TestSpecialFiles: FIFOs, sockets and devices are listed as what they are,
@@ -41,20 +38,7 @@ func TestSpecialFiles(t *testing.T) {
 	l, err := net.Listen("unix", filepath.Join(hostDir, "s.sock"))
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
-	h, err := hostfs.Open(hostDir, hostfs.Options{})
-	require.NoError(t, err)
-	if c, ok := h.(io.Closer); ok {
-		t.Cleanup(func() { c.Close() })
-	}
-
-	u, err := union.New(map[string]mounts.FS{"/memory": mem, "/host": h})
-	require.NoError(t, err)
-	var infos []MountInfo
-	for _, m := range u.Brief() {
-		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
-	w, err := New(u, Options{Mounts: infos})
-	require.NoError(t, err)
+	_, w := realWorkspace(t, map[string]mounts.FS{"/memory": mem, "/host": openHost(t, hostDir)})
 
 	want := "notes.txt\npipe  [named pipe (FIFO)]\nsock  [unix socket]\n"
 	if root {

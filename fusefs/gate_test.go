@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // inMountWindow runs during Mount between the main connection's mount and
@@ -76,15 +77,7 @@ func TestForeignCallerSeesTheWholeWorkspace(t *testing.T) {
 			t.Error("the child's stat neither finished nor was held")
 		}
 	})
-	srv, err := Mount(dir, u, Options{ImmutableRoots: []string{"repo"}})
-	if err != nil {
-		fusetest.MountFailed(t, err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			_ = ForceUnmount(dir)
-		}
-	})
+	mountStacked(t, dir, u)
 
 	var r result
 	select {
@@ -128,15 +121,7 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 			t.Error("a killed caller stays stuck in the gate")
 		}
 	})
-	srv, err := Mount(dir, u, Options{ImmutableRoots: []string{"repo"}})
-	if err != nil {
-		fusetest.MountFailed(t, err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			_ = ForceUnmount(dir)
-		}
-	})
+	mountStacked(t, dir, u)
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
@@ -186,4 +171,20 @@ func TestProbeWithoutStackedRoots(t *testing.T) {
 	st, err := Probe(dir)
 	require.NoError(t, err)
 	assert.Equal(t, StateLive, st)
+}
+
+// mountStacked mounts u at dir with repo on a connection of its own, until
+// the test ends.
+func mountStacked(t *testing.T, dir string, u mounts.FS) *Server {
+	t.Helper()
+	srv, err := Mount(dir, u, Options{ImmutableRoots: []string{"repo"}})
+	if err != nil {
+		fusetest.MountFailed(t, err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			_ = ForceUnmount(dir)
+		}
+	})
+	return srv
 }

@@ -236,23 +236,27 @@ func inspectMountpoint(mountpoint string) (abs string, state fusefs.State, err e
 	if err != nil {
 		return "", fusefs.StateNone, usageErrorf("mountpoint %s: %v", mountpoint, err)
 	}
-	fi, statErr := os.Stat(abs)
-	switch {
-	case errors.Is(statErr, os.ErrNotExist):
-		return "", fusefs.StateNone, usageErrorf("mountpoint %s: no such directory (create it: mkdir -p %s)", mountpoint, mountpoint)
-	case statErr == nil && !fi.IsDir():
-		return "", fusefs.StateNone, usageErrorf("mountpoint %s: not a directory", mountpoint)
-	}
+	// Probe first: it stats a FUSE mount with a time limit, where a
+	// plain stat of a server that hangs would hang too.
 	state, err = fusefs.Probe(abs)
 	if err != nil {
 		return "", fusefs.StateNone, fmt.Errorf("mountpoint %s: %w", mountpoint, err)
 	}
-	if state == fusefs.StateNone && statErr != nil {
+	if state != fusefs.StateNone {
+		return abs, state, nil
+	}
+	fi, statErr := os.Stat(abs)
+	switch {
+	case errors.Is(statErr, os.ErrNotExist):
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: no such directory (create it: mkdir -p %s)", mountpoint, mountpoint)
+	case statErr != nil:
 		var pe *os.PathError
 		if errors.As(statErr, &pe) {
 			statErr = pe.Err
 		}
 		return "", fusefs.StateNone, usageErrorf("mountpoint %s: %v", mountpoint, statErr)
+	case !fi.IsDir():
+		return "", fusefs.StateNone, usageErrorf("mountpoint %s: not a directory", mountpoint)
 	}
 	return abs, state, nil
 }

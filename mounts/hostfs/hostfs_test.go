@@ -465,3 +465,25 @@ func TestSync(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.ErrorIs(t, mounts.Sync(ctx, fsys, "../x"), fs.ErrInvalid)
 }
+
+// TestMknodCallers: a device for a tool caller that is not root is EPERM
+// whatever this process may do; a FIFO is anyone's, with the exact mode.
+func TestMknodCallers(t *testing.T) {
+	dir := t.TempDir()
+	fsys := openRW(t, dir)
+	user := mounts.WithCaller(context.Background(), mounts.Caller{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()) + 1, Face: "tool"})
+	if os.Getuid() == 0 {
+		user = mounts.WithCaller(context.Background(), mounts.Caller{Uid: 1001, Gid: 1002, Face: "tool"})
+	}
+	err := fsys.Mknod(user, "dev", fs.ModeDevice|fs.ModeCharDevice|0o666, mounts.MakeDev(1, 3))
+	assert.ErrorIs(t, err, fs.ErrPermission)
+	_, err = os.Lstat(filepath.Join(dir, "dev"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing was made")
+
+	require.NoError(t, fsys.Mknod(user, "fifo", fs.ModeNamedPipe|0o606, 0))
+	fi, err := os.Lstat(filepath.Join(dir, "fifo"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeNamedPipe|0o606, fi.Mode(), "the exact mode, whatever the umask")
+	assert.ErrorIs(t, fsys.Mknod(user, "odd", fs.ModeIrregular|0o644, 0), fs.ErrInvalid)
+	assert.ErrorIs(t, fsys.Mknod(user, "fifo", fs.ModeSocket|0o644, 0), fs.ErrExist)
+}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // missing returns the error for a verb fsys lacks: ErrReadOnly when the
@@ -232,7 +234,7 @@ func Mknod(ctx context.Context, fsys FS, name string, mode fs.FileMode, dev uint
 	}
 	switch typ := mode.Type(); {
 	case typ == 0:
-		f, err := OpenFile(ctx, fsys, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()|mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		f, err := OpenFile(ctx, fsys, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 		if err != nil {
 			return err
 		}
@@ -248,6 +250,26 @@ func Mknod(ctx context.Context, fsys FS, name string, mode fs.FileMode, dev uint
 	return missing(fsys, "mknod", name)
 }
 
+// CheckMknod is what an implementation of [MknodFS] checks first: a valid
+// name, a special type (fs.ErrInvalid otherwise) and, for a device, a
+// caller that may make one (fs.ErrPermission otherwise, see
+// [MayCreateDevice]). It returns the device number to store: dev for a
+// device, 0 for a FIFO or a socket.
+func CheckMknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) (uint32, error) {
+	if err := CheckPath("mknod", name); err != nil {
+		return 0, err
+	}
+	switch {
+	case !IsSpecial(mode):
+		return 0, PathErr("mknod", name, fs.ErrInvalid)
+	case !IsDevice(mode):
+		return 0, nil
+	case !MayCreateDevice(ctx):
+		return 0, PathErr("mknod", name, fs.ErrPermission)
+	}
+	return dev, nil
+}
+
 // IsSpecial reports whether mode is a FIFO, a socket or a device: a type
 // whose content lives in the kernel, never in the mount.
 func IsSpecial(mode fs.FileMode) bool {
@@ -261,17 +283,15 @@ func IsSpecial(mode fs.FileMode) bool {
 // IsDevice reports whether mode is a character or block device.
 func IsDevice(mode fs.FileMode) bool { return mode&fs.ModeDevice != 0 }
 
-// DevNumbers splits a device number in the kernel's encoding (Attr.Rdev)
-// into its major and minor numbers.
+// DevNumbers splits a device number as Attr.Rdev holds it (FUSE's 32
+// bits of dev_t) into its major and minor numbers.
 func DevNumbers(dev uint32) (major, minor uint32) {
-	return (dev >> 8) & 0xfff, dev&0xff | (dev>>12)&0xfff00
+	return unix.Major(uint64(dev)), unix.Minor(uint64(dev))
 }
 
-// MakeDev is the device number of major and minor in the kernel's
-// encoding, as makedev(3) makes it for numbers that fit in 32 bits.
-func MakeDev(major, minor uint32) uint32 {
-	return minor&0xff | (major&0xfff)<<8 | (minor&^0xff)<<12
-}
+// MakeDev is the device number of major and minor as Attr.Rdev holds it:
+// makedev(3), for a major below 4096 and a minor below 2^20.
+func MakeDev(major, minor uint32) uint32 { return uint32(unix.Mkdev(major, minor)) }
 
 // Chmod changes permission bits.
 func Chmod(ctx context.Context, fsys FS, name string, mode fs.FileMode) error {

@@ -42,6 +42,26 @@ func (f *ReadOnlyFS) chownNew(ctx context.Context, dirfd int, base string) error
 	return unix.Fchownat(dirfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// settleNew finishes an entry just made in dirfd without its setuid and
+// setgid bits: it gives it to its caller (chownNew), then sets exactly the
+// mode want, plus the bits of keep the host gave it (the setgid a setgid
+// parent passes to a directory). The process's umask applied at creation;
+// the caller's mode is the truth.
+func (f *ReadOnlyFS) settleNew(ctx context.Context, dirfd int, base string, want, keep uint32) error {
+	if err := f.chownNew(ctx, dirfd, base); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	want |= st.Mode & keep
+	if st.Mode&0o7777 != want {
+		return chmodat(dirfd, base, want)
+	}
+	return nil
+}
+
 // OpenFile opens name with os.OpenFile flag semantics. A final symlink is
 // never followed (ELOOP), also not to create through a dangling one. A new
 // file gets exactly perm.
@@ -91,19 +111,7 @@ func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 		if err := unix.Mkdirat(dirfd, base, want&0o777); err != nil {
 			return err
 		}
-		// Owner first, then the mode (see chownNew).
-		if err := f.chownNew(ctx, dirfd, base); err != nil {
-			return err
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-		want |= st.Mode & unix.S_ISGID
-		if st.Mode&0o7777 != want {
-			return chmodat(dirfd, base, want)
-		}
-		return nil
+		return f.settleNew(ctx, dirfd, base, want, unix.S_ISGID)
 	})
 }
 
@@ -176,37 +184,16 @@ func (f *FS) Symlink(ctx context.Context, target, name string) error {
 // caller that may create one (mounts.MayCreateDevice); the host then asks
 // the same of this process.
 func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
-	const op = "mknod"
-	if err := mounts.CheckPath(op, name); err != nil {
+	dev, err := mounts.CheckMknod(ctx, name, mode, dev)
+	if err != nil {
 		return err
 	}
-	typ := mode.Type()
-	switch {
-	case !mounts.IsSpecial(typ):
-		return mounts.PathErr(op, name, fs.ErrInvalid)
-	case mounts.IsDevice(typ) && !mounts.MayCreateDevice(ctx):
-		return mounts.PathErr(op, name, fs.ErrPermission)
-	case !mounts.IsDevice(typ):
-		dev = 0
-	}
-	return f.inParent(op, name, func(dirfd int, base string) error {
+	return f.inParent("mknod", name, func(dirfd int, base string) error {
 		want := mounts.UnixPerm(mode)
-		if err := unix.Mknodat(dirfd, base, mounts.TypeBits(typ)|want&0o777, int(dev)); err != nil {
+		if err := unix.Mknodat(dirfd, base, mounts.TypeBits(mode)|want&0o777, int(dev)); err != nil {
 			return err
 		}
-		// Owner first, then the mode (see chownNew): the process's
-		// umask applied, and the caller's mode is the truth.
-		if err := f.chownNew(ctx, dirfd, base); err != nil {
-			return err
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-		if st.Mode&0o7777 != want {
-			return chmodat(dirfd, base, want)
-		}
-		return nil
+		return f.settleNew(ctx, dirfd, base, want, 0)
 	})
 }
 

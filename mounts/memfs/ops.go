@@ -147,23 +147,11 @@ func (f *FS) Symlink(ctx context.Context, target, name string) error {
 // since what it stands for lives in the kernel. A device needs a caller
 // that may create one (mounts.MayCreateDevice).
 func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
-	const op = "mknod"
-	typ := mode.Type()
-	switch {
-	case !mounts.IsSpecial(typ):
-		if err := mounts.CheckPath(op, name); err != nil {
-			return err
-		}
-		return pathErr(op, name, fs.ErrInvalid)
-	case mounts.IsDevice(typ) && !mounts.MayCreateDevice(ctx):
-		if err := mounts.CheckPath(op, name); err != nil {
-			return err
-		}
-		return pathErr(op, name, fs.ErrPermission)
-	case !mounts.IsDevice(typ):
-		dev = 0
+	dev, err := mounts.CheckMknod(ctx, name, mode, dev)
+	if err != nil {
+		return err
 	}
-	return f.mknod(ctx, op, name, typ, mode&permBits, "", dev)
+	return f.mknod(ctx, "mknod", name, mode.Type(), mode&permBits, "", dev)
 }
 
 // mknod creates a directory, a symlink or a special file at a free name.

@@ -370,20 +370,15 @@ func (s *Server) Unmount() error {
 	return nil
 }
 
-// mounted reports whether s's mount point is still a FUSE mount; when that
-// cannot be told, it is.
+// mounted reports whether a FUSE mount is still on top of s's mount
+// point; when that cannot be told, it is.
 func (s *Server) mounted() bool {
 	abs, err := absMountpoint(s.mountpoint)
 	if err != nil {
 		return true
 	}
-	found := false
-	if err := eachMount(func(mp, fstype string) {
-		found = found || (mp == abs && isFUSE(fstype))
-	}); err != nil {
-		return true
-	}
-	return found
+	fuse, _, err := mountedAt(abs)
+	return err != nil || fuse
 }
 
 // Wait blocks until the file system is unmounted: the main connection, and

@@ -18,6 +18,9 @@ import (
 // while something holds the mountpoint busy, before it detaches lazily.
 const unmountGrace = 5 * time.Second
 
+// retryUnmount is the pause between two clean unmounts of a busy mount.
+const retryUnmount = 200 * time.Millisecond
+
 func mountCommand() *command {
 	return &command{
 		Name:    "mount",
@@ -166,8 +169,6 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 // last user lets go.
 func shutdown(srv *fusefs.Server, mountpoint string, done <-chan struct{}, again <-chan os.Signal, log *slog.Logger) error {
 	deadline := time.After(unmountGrace)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
 	warned := false
 	for {
 		err := srv.Unmount()
@@ -184,34 +185,20 @@ func shutdown(srv *fusefs.Server, mountpoint string, done <-chan struct{}, again
 			log.Warn("mountpoint busy, retrying", "err", err, "grace", unmountGrace.String())
 			warned = true
 		}
-		// What already happened wins over the next tick: an Unmount
-		// can outlast a tick, and select picks at random among the
-		// ready cases, so a pending second signal could otherwise
-		// lose to ticks until the deadline.
+		// The retry waits from now, not on a ticker: an Unmount can
+		// outlast a tick, and a tick already due would compete at
+		// random with a second signal or the deadline that is pending.
 		lazy := ""
 		select {
+		case <-time.After(retryUnmount):
+			continue
 		case <-done: // unmounted by someone else meanwhile
 			log.Info("unmounted", "mountpoint", mountpoint)
 			return nil
-		default:
-		}
-		select {
-		case <-again:
-			lazy = "second signal"
 		case <-deadline:
 			lazy = "grace period over"
-		default:
-			select {
-			case <-tick.C:
-				continue
-			case <-done: // unmounted by someone else meanwhile
-				log.Info("unmounted", "mountpoint", mountpoint)
-				return nil
-			case <-deadline:
-				lazy = "grace period over"
-			case <-again:
-				lazy = "second signal"
-			}
+		case <-again:
+			lazy = "second signal"
 		}
 		if err := fusefs.ForceUnmount(mountpoint); err != nil {
 			return fmt.Errorf("unmount %s: %w", mountpoint, err)

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,10 +164,13 @@ func TestParseMountinfo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mp, fstype, ok := parseMountinfo(tt.line)
+			m, ok := parseMountinfo(tt.line)
 			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.mp, mp)
-			assert.Equal(t, tt.fstype, fstype)
+			assert.Equal(t, tt.mp, m.point)
+			assert.Equal(t, tt.fstype, m.fstype)
+			if ok {
+				assert.Equal(t, strings.Fields(tt.line)[2], m.dev)
+			}
 		})
 	}
 }

@@ -184,6 +184,49 @@ func ForceUnmount(mountpoint string) error {
 	return unmountOne(abs, mountpoint)
 }
 
+// Abort aborts the FUSE connections mounted at mountpoint and below, as
+// writing to /sys/fs/fuse/connections/N/abort does (mounting fusectl there
+// for the while when nothing is): every request pending on them fails, so
+// a server that cannot exit can. Such a server is one killed while a thread
+// of its own waited on its own mount (mount(2) of a stacked connection
+// walks through the main one, go-fuse's poll probe opens a file of it): the
+// kernel waits for the answer to a request it handed over, fatal signal or
+// not, and only that server could give it. The mounts stay, disconnected,
+// for an unmount to clear. It needs root.
+func Abort(mountpoint string) error {
+	abs, err := absMountpoint(mountpoint)
+	if err != nil {
+		return err
+	}
+	var conns []string
+	err = eachMount(func(m mountEntry) {
+		if isFUSE(m.fstype) && within(m.point, abs) {
+			// The connection is named by the device's minor
+			// number; FUSE devices have major 0.
+			if _, minor, ok := strings.Cut(m.dev, ":"); ok {
+				conns = append(conns, minor)
+			}
+		}
+	})
+	if err != nil || len(conns) == 0 {
+		return err
+	}
+	const ctl = "/sys/fs/fuse/connections"
+	if ents, _ := os.ReadDir(ctl); len(ents) == 0 {
+		if err := unix.Mount("none", ctl, "fusectl", 0, ""); err != nil {
+			return fmt.Errorf("fusefs: abort %s: mount fusectl: %w", mountpoint, err)
+		}
+		defer unix.Unmount(ctl, 0)
+	}
+	var errs []error
+	for _, c := range conns {
+		if err := os.WriteFile(filepath.Join(ctl, c, "abort"), []byte("1"), 0); err != nil {
+			errs = append(errs, fmt.Errorf("fusefs: abort %s: %w", mountpoint, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // unmountOne clears the mount at abs, naming it mountpoint in errors.
 func unmountOne(abs, mountpoint string) error {
 	err := unix.Unmount(abs, 0)
@@ -243,18 +286,25 @@ func MountsBelow(mountpoint string) ([]string, error) {
 	}
 	prefix := strings.TrimSuffix(abs, "/") + "/"
 	var below []string
-	err = eachMount(func(mp, fstype string) {
-		if isFUSE(fstype) && strings.HasPrefix(mp, prefix) && !slices.Contains(below, mp) {
-			below = append(below, mp)
+	err = eachMount(func(m mountEntry) {
+		if isFUSE(m.fstype) && strings.HasPrefix(m.point, prefix) && !slices.Contains(below, m.point) {
+			below = append(below, m.point)
 		}
 	})
 	slices.SortFunc(below, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return below, err
 }
 
-// eachMount calls fn with the mount point and file system type of every
-// line of /proc/self/mountinfo, in order (later mounts are on top).
-func eachMount(fn func(mountpoint, fstype string)) error {
+// mountEntry is what this package reads of a line of /proc/self/mountinfo.
+type mountEntry struct {
+	point  string // the mount point, unescaped
+	fstype string
+	dev    string // the device, "major:minor"
+}
+
+// eachMount calls fn with every line of /proc/self/mountinfo, in order
+// (later mounts are on top).
+func eachMount(fn func(mountEntry)) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return err
@@ -263,8 +313,8 @@ func eachMount(fn func(mountpoint, fstype string)) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		if mp, fstype, ok := parseMountinfo(sc.Text()); ok {
-			fn(mp, fstype)
+		if m, ok := parseMountinfo(sc.Text()); ok {
+			fn(m)
 		}
 	}
 	return sc.Err()
@@ -277,28 +327,28 @@ func isFUSE(fstype string) bool {
 // mountedAt reports whether something is mounted at abs according to
 // /proc/self/mountinfo, and whether the topmost mount there is FUSE.
 func mountedAt(abs string) (fuse, found bool, err error) {
-	err = eachMount(func(mp, fstype string) {
-		if mp == abs {
-			found, fuse = true, isFUSE(fstype)
+	err = eachMount(func(m mountEntry) {
+		if m.point == abs {
+			found, fuse = true, isFUSE(m.fstype)
 		}
 	})
 	return fuse, found, err
 }
 
-// parseMountinfo returns the mount point and file system type of one line
-// of /proc/self/mountinfo (proc(5)): "36 35 98:0 /root /mnt opts - type src
-// superopts", where optional fields sit before the "-".
-func parseMountinfo(line string) (mountpoint, fstype string, ok bool) {
+// parseMountinfo reads one line of /proc/self/mountinfo (proc(5)): "36 35
+// 98:0 /root /mnt opts - type src superopts", where optional fields sit
+// before the "-".
+func parseMountinfo(line string) (mountEntry, bool) {
 	fields := strings.Fields(line)
 	if len(fields) < 7 {
-		return "", "", false
+		return mountEntry{}, false
 	}
 	for i := 6; i < len(fields)-1; i++ {
 		if fields[i] == "-" {
-			return unescapeMountinfo(fields[4]), fields[i+1], true
+			return mountEntry{point: unescapeMountinfo(fields[4]), fstype: fields[i+1], dev: fields[2]}, true
 		}
 	}
-	return "", "", false
+	return mountEntry{}, false
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space, ...) the

@@ -92,7 +92,7 @@ func startDaemon(t testing.TB, dir string, env []string, args ...string) *daemon
 
 // kill sends SIGKILL and waits for the process to be gone. A daemon that
 // cannot exit, because a thread of its own waits on its own mount (see
-// fusetest.Abort), has its connections aborted, which lets it go; the
+// fusefs.Abort), has its connections aborted, which lets it go; the
 // test then fails, since that should not happen.
 func (d *daemon) kill(t testing.TB) {
 	t.Helper()
@@ -108,7 +108,7 @@ func (d *daemon) kill(t testing.TB) {
 	case <-time.After(30 * time.Second):
 	}
 	t.Errorf("vfsmount did not exit 30s after SIGKILL; aborting its FUSE connections")
-	if err := fusetest.Abort(d.dir); err != nil {
+	if err := fusefs.Abort(d.dir); err != nil {
 		t.Errorf("abort: %v", err)
 	}
 	select {

@@ -1,4 +1,4 @@
-package fusetest_test
+package fusefs
 
 import (
 	"os"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vfsmount/vfsmount/fusefs"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 )
@@ -21,21 +20,21 @@ func TestAbort(t *testing.T) {
 		t.Skip("aborting a connection needs root")
 	}
 	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, memfs.New(memfs.Options{}), fusefs.Options{})
+	srv, err := Mount(dir, memfs.New(memfs.Options{}), Options{})
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}
 	t.Cleanup(func() {
-		if st, _ := fusefs.Probe(dir); st != fusefs.StateNone {
-			assert.NoError(t, fusefs.ForceUnmount(dir))
+		if st, _ := Probe(dir); st != StateNone {
+			assert.NoError(t, ForceUnmount(dir))
 		}
 		srv.Wait()
 	})
 	require.NoError(t, os.WriteFile(dir+"/f", []byte("x"), 0o644))
-	require.NoError(t, fusetest.Abort(dir))
+	require.NoError(t, Abort(dir))
 	_, err = os.ReadDir(dir)
 	assert.ErrorIs(t, err, syscall.ENOTCONN, "a request after the abort")
-	st, err := fusefs.Probe(dir)
+	st, err := Probe(dir)
 	require.NoError(t, err)
-	assert.Equal(t, fusefs.StateStale, st)
+	assert.Equal(t, StateStale, st)
 }

@@ -62,6 +62,9 @@ func (stubFS) Rename(_ context.Context, oldname, _ string, _ mounts.RenameFlags)
 	return stubErr("rename", oldname)
 }
 func (stubFS) Symlink(_ context.Context, _, name string) error { return stubErr("symlink", name) }
+func (stubFS) Mknod(_ context.Context, name string, _ fs.FileMode, _ uint32) error {
+	return stubErr("mknod", name)
+}
 func (stubFS) Link(_ context.Context, oldname, _ string) error { return stubErr("link", oldname) }
 func (stubFS) Chmod(_ context.Context, name string, _ fs.FileMode) error {
 	return stubErr("chmod", name)
@@ -142,6 +145,7 @@ func TestObserveReportsMutations(t *testing.T) {
 		{"rmdir", func(f mounts.FS) error { return mounts.Rmdir(ctx, f, "d") }, [][]string{{"d"}}, false},
 		{"rename", func(f mounts.FS) error { return mounts.Rename(ctx, f, "a", "b", 0) }, [][]string{{"a", "b"}}, false},
 		{"symlink", func(f mounts.FS) error { return mounts.Symlink(ctx, f, "t", "l") }, [][]string{{"l"}}, false},
+		{"mknod", func(f mounts.FS) error { return mounts.Mknod(ctx, f, "p", fs.ModeNamedPipe|0o644, 0) }, [][]string{{"p"}}, false},
 		{"link", func(f mounts.FS) error { return mounts.Link(ctx, f, "a", "b") }, [][]string{{"a", "b"}}, false},
 		{"chmod", func(f mounts.FS) error { return mounts.Chmod(ctx, f, "a", 0o600) }, [][]string{{"a"}}, false},
 		{"chown", func(f mounts.FS) error { return mounts.Chown(ctx, f, "a", 1, 1) }, [][]string{{"a"}}, false},
@@ -205,6 +209,7 @@ func TestObserveIgnoresFailures(t *testing.T) {
 		mounts.Rmdir(ctx, o, "fail"),
 		mounts.Rename(ctx, o, "fail", "b", 0),
 		mounts.Symlink(ctx, o, "t", "fail"),
+		mounts.Mknod(ctx, o, "fail", fs.ModeSocket|0o644, 0),
 		mounts.Link(ctx, o, "fail", "b"),
 		mounts.Chmod(ctx, o, "fail", 0),
 		mounts.Chown(ctx, o, "fail", 0, 0),

@@ -82,6 +82,8 @@ func TestAuditSequence(t *testing.T) {
 	require.NoError(t, mounts.Rename(tool, fsys, "memory/a", "memory/b", 0))
 	require.NoError(t, mounts.Mkdir(tool, fsys, "memory/d", 0o750))
 	require.NoError(t, mounts.Symlink(tool, fsys, "b", "memory/l"))
+	require.NoError(t, mounts.Mknod(kernel, fsys, "memory/p", fs.ModeNamedPipe|0o640, 0))
+	require.NoError(t, mounts.Mknod(kernel, fsys, "memory/null", fs.ModeDevice|fs.ModeCharDevice|0o666, mounts.MakeDev(1, 3)))
 	require.NoError(t, mounts.Chmod(kernel, fsys, "memory/b", 0o600))
 	require.NoError(t, mounts.Truncate(kernel, fsys, "memory/b", 1))
 	require.NoError(t, mounts.Unlink(tool, fsys, "memory/l"))
@@ -110,6 +112,8 @@ func TestAuditSequence(t *testing.T) {
 		tl(map[string]any{"op": "rename", "path": "/memory/a", "to": "/memory/b", "outcome": "ok"}),
 		tl(map[string]any{"op": "mkdir", "path": "/memory/d", "mode": "0750", "outcome": "ok"}),
 		tl(map[string]any{"op": "symlink", "path": "/memory/l", "target": "b", "outcome": "ok"}),
+		k(map[string]any{"op": "mknod", "path": "/memory/p", "mode": "0640", "type": "fifo", "outcome": "ok"}),
+		k(map[string]any{"op": "mknod", "path": "/memory/null", "mode": "0666", "type": "char 1:3", "outcome": "ok"}),
 		k(map[string]any{"op": "chmod", "path": "/memory/b", "mode": "0600", "outcome": "ok"}),
 		k(map[string]any{"op": "truncate", "path": "/memory/b", "size": float64(1), "outcome": "ok"}),
 		tl(map[string]any{"op": "unlink", "path": "/memory/l", "outcome": "ok"}),

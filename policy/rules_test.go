@@ -210,6 +210,12 @@ func TestGuardVerdicts(t *testing.T) {
 		{"read under read-only", open("memory/ro/x"), nil},
 		{"sibling not read-only", func(g mounts.FS) error { return mounts.WriteFile(ctx, g, "memory/rox", []byte("y"), 0o644) }, nil},
 		{"symlink name denied", func(g mounts.FS) error { return mounts.Symlink(ctx, g, "x", "repo/src/l.go") }, mounts.ErrDenied},
+		{"mknod name denied", func(g mounts.FS) error {
+			return mounts.Mknod(ctx, g, "repo/src/p.go", fs.ModeNamedPipe|0o644, 0)
+		}, mounts.ErrDenied},
+		{"mknod under read-only", func(g mounts.FS) error {
+			return mounts.Mknod(ctx, g, "memory/ro/p", fs.ModeNamedPipe|0o644, 0)
+		}, mounts.ErrReadOnly},
 		{"setxattr under read-only", func(g mounts.FS) error { return mounts.SetXattr(ctx, g, "memory/ro/x", "user.a", nil, 0) }, mounts.ErrReadOnly},
 	}
 	for _, tt := range tests {

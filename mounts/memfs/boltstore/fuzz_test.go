@@ -28,6 +28,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add(file, "f", uint64(2), uint64(0), []byte("hello"))
 	f.Add(dir, "d", uint64(2), uint64(0), []byte(nil))
 	f.Add(link, "l", uint64(2), uint64(0), []byte(nil))
+	f.Add(encodeInode(&memfs.InodeRecord{Mode: fs.ModeNamedPipe | 0o644, Nlink: 1}), "p", uint64(2), uint64(0), []byte(nil))
+	f.Add(encodeInode(&memfs.InodeRecord{Mode: fs.ModeDevice | 0o600, Nlink: 1, Rdev: 259<<8 | 1}), "b", uint64(2), uint64(0), []byte(nil))
 	f.Add(file, "f", uint64(2), uint64(1), []byte("past the size"))
 	f.Add(file, "..", uint64(1), uint64(0), []byte("x"))
 	f.Add([]byte{1, 2, 3}, "f", uint64(2), uint64(0), []byte("x"))

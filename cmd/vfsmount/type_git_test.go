@@ -18,6 +18,12 @@ import (
 // gitRepo makes a one-commit repository holding src/a.txt and returns its
 // directory and the commit's SHA.
 func gitRepo(t *testing.T) (string, string) {
+	return gitCommit(t, map[string]string{"src/a.txt": "hello\n"})
+}
+
+// gitCommit makes a repository whose one commit holds files (name ->
+// content) and returns its directory and the commit's SHA.
+func gitCommit(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	run := func(args ...string) string {
@@ -32,8 +38,11 @@ func gitRepo(t *testing.T) (string, string) {
 		return strings.TrimSpace(out.String())
 	}
 	run("init", "-q", "-b", "main")
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "a.txt"), []byte("hello\n"), 0o644))
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
 	run("add", "-A")
 	run("commit", "-q", "-m", "one")
 	return dir, run("rev-parse", "HEAD")

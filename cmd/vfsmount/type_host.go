@@ -23,7 +23,13 @@ func hostType() mountType {
 }
 
 func buildHost(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, error) {
-	fsys, err := hostfs.Open(spec.String("src"), hostfs.Options{ReadOnly: spec.Bool("ro"), Logger: env.Logger})
+	return openHost(spec, spec.Bool("ro"), env)
+}
+
+// openHost opens the host directory spec's src names, closed with the
+// workspace.
+func openHost(spec *mountSpec, readOnly bool, env *buildEnv) (mounts.FS, error) {
+	fsys, err := hostfs.Open(spec.String("src"), hostfs.Options{ReadOnly: readOnly, Logger: env.Logger})
 	switch {
 	case errors.Is(err, hostfs.ErrBadSource):
 		return nil, specErrorf(spec.Origin, "src: %v", err)

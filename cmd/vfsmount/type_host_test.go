@@ -96,6 +96,47 @@ func TestHostAndSkillsSpecs(t *testing.T) {
 	}
 }
 
+// TestSkillsFromGit serves the skills of a commit: the skills mount takes
+// the git mount the CLI opened, as it takes a host one.
+func TestSkillsFromGit(t *testing.T) {
+	ctx := context.Background()
+	dir, sha := gitCommit(t, map[string]string{
+		"tools/skills/pdf/SKILL.md": "---\nname: pdf\ndescription: PDFs.\n---\n",
+		"tools/skills/Bad/SKILL.md": "---\nname: Bad\ndescription: no.\n---\n",
+		"skills/csv/SKILL.md":       "---\nname: csv\ndescription: Tables.\n---\n",
+	})
+	build := func(spec string) (mounts.FS, error) {
+		raw, err := parseSpec(spec, "/")
+		require.NoError(t, err)
+		return buildOne(t, raw)
+	}
+
+	fsys, err := build("type=skills,src=" + dir + ",rev=" + sha + ",subdir=skills,dst=/agent/skills")
+	require.NoError(t, err)
+	assert.Equal(t, "skills", mounts.Describe(fsys).Type)
+	assert.False(t, mounts.Writable(fsys))
+	cat, err := mounts.ReadFile(ctx, fsys, "SKILLS.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(cat), "## csv")
+	got, err := mounts.ReadFile(ctx, fsys, "csv/SKILL.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "Tables.")
+
+	for _, tt := range []struct{ name, spec, mention string }{
+		{"invalid skill in the commit", "type=skills,src=" + dir + ",rev=main,subdir=tools/skills,dst=/s", `invalid skill "Bad"`},
+		{"rev does not exist", "type=skills,src=" + dir + ",rev=nope,dst=/s", `rev "nope"`},
+		{"subdir without rev", "type=skills,src=" + dir + ",subdir=skills,dst=/s", "subdir needs rev"},
+		{"URL without rev", "type=skills,src=https://example.com/skills.git,dst=/s", "give rev="},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := build(tt.spec)
+			require.Error(t, err)
+			assert.Equal(t, exitUsage, exitCode(err), "bad input exits 2: %v", err)
+			assert.Contains(t, err.Error(), tt.mention)
+		})
+	}
+}
+
 func TestHostAndSkillsConfig(t *testing.T) {
 	base := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(base, "out"), 0o755))

@@ -28,9 +28,8 @@ func TestConformance(t *testing.T) {
 		"\n## csv-2\n\nTables.\n\nPath: /agent/skills/csv-2/SKILL.md\n" +
 		"\n## pdf\n\nWork with PDF files.\n\nPath: /agent/skills/pdf/SKILL.md\n"
 	mountstest.Run(t, func(t *testing.T) mounts.FS {
-		fsys, err := Open(src, Options{})
+		fsys, err := openDir(t, src, Options{})
 		require.NoError(t, err)
-		t.Cleanup(func() { fsys.Close() })
 		return fsys
 	}, mountstest.Caps(mounts.CapXattr|mounts.CapStatFS), mountstest.Expect(files),
 		mountstest.ExpectSymlinks(map[string]string{"csv-2/see-also.md": "../pdf/SKILL.md"}))

@@ -11,7 +11,7 @@
 //   - description: non-empty, at most 1024 characters;
 //   - any other keys, which are kept ([Skill.Extra]).
 //
-// [Open] validates every skill and refuses the mount if any is invalid, with
+// [New] validates every skill and refuses the mount if any is invalid, with
 // an error wrapping [ErrInvalidSkill] that names each bad skill directory and
 // the rule it breaks. Files at the top of the source (a README, a LICENSE),
 // symlinks and hidden directories (.git) are served as they are but are not
@@ -20,9 +20,11 @@
 //
 // # What it serves
 //
-// The source, live and read-only, through a read-only host mount (so
-// confinement is the host mount's: see package hostfs). Scripts keep their
-// exec bits; edits to the source show at once. At the root the mount adds
+// The source is any mount ([mounts.FS]) the caller gives [New]: a read-only
+// host directory (confinement is then the host mount's: see package hostfs),
+// one commit of a git repository, a memory tree. The skills mount serves it
+// read-only, whatever verbs the source has, and live: scripts keep their exec
+// bits, and edits to a live source show at once. At the root the mount adds
 // SKILLS.md, generated whenever it is stat'ed or opened from the source as it
 // is then: one entry per skill with its name, description and the workspace
 // path of its SKILL.md (under [Options.Prefix]). A skill that became invalid
@@ -45,16 +47,14 @@ import (
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
-	"github.com/vfsmount/vfsmount/mounts/hostfs"
 )
 
 // ErrInvalidSkill is wrapped by Open's error when a skill breaks a rule.
 var ErrInvalidSkill = errors.New("invalid skill")
 
-// ErrBadSource is wrapped by Open's error when the source is missing, not a
-// directory, unreadable, or holds a SKILLS.md of its own. It is the host
-// mount's sentinel, so either package's name matches.
-var ErrBadSource = hostfs.ErrBadSource
+// ErrBadSource is wrapped by New's error when the source cannot be listed or
+// holds a SKILLS.md of its own.
+var ErrBadSource = errors.New("bad skills source")
 
 // CatalogName is the generated catalog at the root of the mount.
 const CatalogName = "SKILLS.md"
@@ -62,8 +62,10 @@ const CatalogName = "SKILLS.md"
 // DefaultPrefix is where the mount usually sits in the workspace.
 const DefaultPrefix = "/agent/skills"
 
-// catalogIno is the catalog's inode number. The host mount's numbers are
-// below 2^48 or have bit 55 set; this one is neither.
+// catalogIno is the catalog's inode number. The host mount numbers its
+// entries below 2^48 or with bit 55 set, the memory mount counts up from 1,
+// and the git mount hashes ids and paths into 64 bits: this number is never
+// one of the first two, and one value in 2^64 of the third.
 const catalogIno = 1 << 54
 
 // Options configure a skills mount.
@@ -78,20 +80,22 @@ type Options struct {
 
 // FS is a skills mount. It is safe for concurrent use.
 type FS struct {
-	host   *hostfs.ReadOnlyFS
+	src    mounts.FS
 	prefix string
 	log    *slog.Logger
 }
 
 var (
-	_ mounts.FS        = (*FS)(nil)
-	_ mounts.XattrFS   = (*FS)(nil)
-	_ mounts.StatFSer  = (*FS)(nil)
-	_ mounts.Describer = (*FS)(nil)
+	_ mounts.FS                 = (*FS)(nil)
+	_ mounts.XattrFS            = (*FS)(nil)
+	_ mounts.StatFSer           = (*FS)(nil)
+	_ mounts.Describer          = (*FS)(nil)
+	_ mounts.CapabilityReporter = (*FS)(nil)
 )
 
-// Open validates the skills in dir and serves them.
-func Open(dir string, opts Options) (*FS, error) {
+// New validates the skills in src and serves them, read-only. The caller
+// keeps src and closes it after the skills mount is done with it.
+func New(src mounts.FS, opts Options) (*FS, error) {
 	prefix := opts.Prefix
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -99,39 +103,38 @@ func Open(dir string, opts Options) (*FS, error) {
 	if !strings.HasPrefix(prefix, "/") || path.Clean(prefix) != prefix {
 		return nil, fmt.Errorf("skills prefix %q must be an absolute, clean workspace path", prefix)
 	}
-	h, err := hostfs.Open(dir, hostfs.Options{ReadOnly: true, Logger: opts.Logger})
-	if err != nil {
-		return nil, err
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &FS{host: h.(*hostfs.ReadOnlyFS), prefix: prefix, log: log}
+	f := &FS{src: src, prefix: prefix, log: log}
 	ctx := context.Background()
-	if _, err := f.host.Stat(ctx, CatalogName); err == nil {
-		f.Close()
-		return nil, fmt.Errorf("%w %q: it has a %s at its root, a name the skills mount generates", ErrBadSource, dir, CatalogName)
+	if _, err := src.Stat(ctx, CatalogName); err == nil {
+		return nil, fmt.Errorf("%w: it has a %s at its root, a name the skills mount generates", ErrBadSource, CatalogName)
 	}
 	_, bad, err := f.scan(ctx)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w %q: %w", ErrBadSource, dir, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadSource, err)
 	}
 	if len(bad) > 0 {
-		f.Close()
 		return nil, errors.Join(bad...)
 	}
 	return f, nil
 }
 
-// Close releases the source.
-func (f *FS) Close() error { return f.host.Close() }
-
-// Describe reports the mount type; the source is never the path.
+// Describe reports the mount type; the source is never the path. External
+// is the source's: a host directory can change under the mount, a commit
+// cannot.
 func (f *FS) Describe() mounts.Description {
-	return mounts.Description{Type: "skills", Source: "skills", External: true}
+	return mounts.Description{Type: "skills", Source: "skills", External: mounts.Describe(f.src).External}
 }
+
+// readSide is what the skills mount offers of its source's verbs: reading
+// attributes and statfs, never a change.
+const readSide = mounts.CapXattr | mounts.CapStatFS
+
+// Capabilities reports the read-side verbs the source has.
+func (f *FS) Capabilities() mounts.Capability { return mounts.Capabilities(f.src) & readSide }
 
 // Skills returns the valid skills of the source as it is now, sorted by name.
 func (f *FS) Skills(ctx context.Context) ([]Skill, error) {
@@ -143,7 +146,7 @@ func (f *FS) Skills(ctx context.Context) ([]Skill, error) {
 // and one error per invalid one (wrapping ErrInvalidSkill and naming its
 // directory); err is for a source that cannot be listed at all.
 func (f *FS) scan(ctx context.Context) (skills []Skill, bad []error, err error) {
-	ents, err := f.host.ReadDir(ctx, ".")
+	ents, err := f.src.ReadDir(ctx, ".")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +172,7 @@ func (f *FS) readSkill(ctx context.Context, dir string) (Skill, error) {
 		return Skill{}, errBadDirName(dir)
 	}
 	name := dir + "/SKILL.md"
-	file, err := f.host.Open(ctx, name)
+	file, err := f.src.Open(ctx, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Skill{}, errors.New("no SKILL.md")
@@ -208,7 +211,7 @@ func (f *FS) catalog(ctx context.Context, op string) ([]byte, mounts.Attr, error
 	}
 	var mtime time.Time
 	var uid, gid uint32
-	if a, err := f.host.Stat(ctx, "."); err == nil {
+	if a, err := f.src.Stat(ctx, "."); err == nil {
 		mtime, uid, gid = a.Mtime, a.Uid, a.Gid
 	}
 	var b bytes.Buffer
@@ -219,7 +222,7 @@ func (f *FS) catalog(ctx context.Context, op string) ([]byte, mounts.Attr, error
 		b.WriteString("\nNo skills are installed.\n")
 	}
 	for _, s := range skills {
-		if a, err := f.host.Stat(ctx, s.Name+"/SKILL.md"); err == nil && a.Mtime.After(mtime) {
+		if a, err := f.src.Stat(ctx, s.Name+"/SKILL.md"); err == nil && a.Mtime.After(mtime) {
 			mtime = a.Mtime
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\nPath: %s\n", s.Name, strings.Join(strings.Fields(s.Description), " "),
@@ -235,7 +238,7 @@ func (f *FS) catalog(ctx context.Context, op string) ([]byte, mounts.Attr, error
 // rendering made now.
 func (f *FS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
 	if name != CatalogName {
-		return f.host.Stat(ctx, name)
+		return f.src.Stat(ctx, name)
 	}
 	_, a, err := f.catalog(ctx, "stat")
 	return a, err
@@ -243,7 +246,7 @@ func (f *FS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
 
 // ReadDir lists a directory; the root also lists the catalog.
 func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
-	ents, err := f.host.ReadDir(ctx, name)
+	ents, err := f.src.ReadDir(ctx, name)
 	if err != nil || name != "." {
 		return ents, err
 	}
@@ -258,7 +261,7 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error
 // while open.
 func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	if name != CatalogName {
-		return f.host.Open(ctx, name)
+		return f.src.Open(ctx, name)
 	}
 	data, a, err := f.catalog(ctx, "open")
 	if err != nil {
@@ -272,7 +275,7 @@ func (f *FS) ReadLink(ctx context.Context, name string) (string, error) {
 	if name == CatalogName {
 		return "", mounts.PathErr("readlink", name, fs.ErrInvalid)
 	}
-	return f.host.ReadLink(ctx, name)
+	return f.src.ReadLink(ctx, name)
 }
 
 // GetXattr reads a user.* attribute of the source; the catalog has none.
@@ -280,7 +283,7 @@ func (f *FS) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
 	if name == CatalogName {
 		return nil, mounts.PathErr("getxattr", name, mounts.ErrNoAttr)
 	}
-	return f.host.GetXattr(ctx, name, attr)
+	return mounts.GetXattr(ctx, f.src, name, attr)
 }
 
 // ListXattr lists the user.* attributes of the source; the catalog has none.
@@ -288,11 +291,11 @@ func (f *FS) ListXattr(ctx context.Context, name string) ([]string, error) {
 	if name == CatalogName {
 		return nil, nil
 	}
-	return f.host.ListXattr(ctx, name)
+	return mounts.ListXattr(ctx, f.src, name)
 }
 
-// StatFS reports the host file system of the source.
-func (f *FS) StatFS(ctx context.Context) (mounts.FSStat, error) { return f.host.StatFS(ctx) }
+// StatFS reports the file system of the source.
+func (f *FS) StatFS(ctx context.Context) (mounts.FSStat, error) { return mounts.StatFS(ctx, f.src) }
 
 // catalogFile is an open rendering of the catalog.
 type catalogFile struct {

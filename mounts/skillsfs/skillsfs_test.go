@@ -15,6 +15,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
 )
 
 func skillMD(name, desc string) string {
@@ -34,6 +35,17 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
+}
+
+// openDir serves the skills in the host directory dir, as the CLI does: a
+// read-only host mount under the skills mount. The host mount is closed at
+// the end of the test.
+func openDir(t *testing.T, dir string, opts Options) (*FS, error) {
+	t.Helper()
+	src, err := hostfs.Open(dir, hostfs.Options{ReadOnly: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, src.(interface{ Close() error }).Close()) })
+	return New(src, opts)
 }
 
 func TestValidation(t *testing.T) {
@@ -72,10 +84,9 @@ func TestValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, tt.files)
-			fsys, err := Open(dir, Options{})
+			fsys, err := openDir(t, dir, Options{})
 			if tt.wantSkill == "" {
 				require.NoError(t, err)
-				fsys.Close()
 				return
 			}
 			require.Error(t, err)
@@ -95,7 +106,7 @@ func TestValidationReportsEverySkill(t *testing.T) {
 		"bad1/SKILL.md": skillMD("other", "d"),
 		"bad2":          "DIR",
 	})
-	_, err := Open(dir, Options{})
+	_, err := openDir(t, dir, Options{})
 	require.ErrorIs(t, err, ErrInvalidSkill)
 	assert.Contains(t, err.Error(), `"bad1"`)
 	assert.Contains(t, err.Error(), `"bad2"`)
@@ -105,17 +116,51 @@ func TestValidationReportsEverySkill(t *testing.T) {
 func TestSourceErrors(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{"SKILLS.md": "mine", "x/SKILL.md": skillMD("x", "d")})
-	_, err := Open(dir, Options{})
+	_, err := openDir(t, dir, Options{})
 	assert.ErrorIs(t, err, ErrBadSource)
 	assert.Contains(t, err.Error(), "SKILLS.md")
 
-	_, err = Open(filepath.Join(dir, "missing"), Options{})
+	// A missing host directory is the host mount's error, before the skills
+	// mount sees a source: cmd/vfsmount's TestHostAndSkillsSpecs checks
+	// the CLI's message for it. A source that cannot be listed is this
+	// mount's.
+	_, err = New(unlistable{memfs.New(memfs.Options{})}, Options{})
 	assert.ErrorIs(t, err, ErrBadSource)
-	assert.ErrorIs(t, err, hostfs.ErrBadSource)
-	assert.Contains(t, err.Error(), "missing")
+	assert.ErrorIs(t, err, fs.ErrPermission)
 
-	_, err = Open(dir, Options{Prefix: "agent/skills"})
+	_, err = openDir(t, dir, Options{Prefix: "agent/skills"})
 	assert.ErrorContains(t, err, "absolute")
+}
+
+// unlistable is a source whose directories cannot be read.
+type unlistable struct{ mounts.FS }
+
+func (unlistable) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	return nil, mounts.PathErr("readdir", name, fs.ErrPermission)
+}
+
+// TestAnySource serves skills from a memory tree: any mount can be the
+// source, and a writable one is still served without a write verb.
+func TestAnySource(t *testing.T) {
+	ctx := context.Background()
+	src := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.MkdirAll(ctx, src, "pdf", 0o755))
+	require.NoError(t, mounts.WriteFile(ctx, src, "pdf/SKILL.md", []byte(skillMD("pdf", "PDFs.")), 0o644))
+	require.True(t, mounts.Writable(src))
+
+	fsys, err := New(src, Options{})
+	require.NoError(t, err)
+	assert.False(t, mounts.Writable(fsys), "the skills mount has no write verb")
+	assert.Zero(t, mounts.Capabilities(fsys)&mounts.CapMutating)
+	assert.Equal(t, mounts.Description{Type: "skills", Source: "skills"}, mounts.Describe(fsys),
+		"a memory source is not external")
+	cat, err := mounts.ReadFile(ctx, fsys, CatalogName)
+	require.NoError(t, err)
+	assert.Contains(t, string(cat), "Path: /agent/skills/pdf/SKILL.md")
+
+	require.NoError(t, mounts.MkdirAll(ctx, src, "bad_name", 0o755))
+	_, err = New(src, Options{})
+	assert.ErrorIs(t, err, ErrInvalidSkill, "validation is the same for every source")
 }
 
 func TestServesLiveWithCatalog(t *testing.T) {
@@ -126,9 +171,8 @@ func TestServesLiveWithCatalog(t *testing.T) {
 		"README.md":          "about",
 	})
 	require.NoError(t, os.Chmod(filepath.Join(dir, "pdf/scripts/run.sh"), 0o755))
-	fsys, err := Open(dir, Options{Prefix: "/ws/skills"})
+	fsys, err := openDir(t, dir, Options{Prefix: "/ws/skills"})
 	require.NoError(t, err)
-	defer fsys.Close()
 	ctx := context.Background()
 
 	assert.Equal(t, mounts.CapXattr|mounts.CapStatFS, mounts.Capabilities(fsys), "no write capability")

@@ -103,7 +103,7 @@
 // and it must be unmounted first — [Server.Unmount] and [ForceUnmount] do
 // that, a plain umount(8) of the workspace alone fails with EBUSY.
 // Everything else is unchanged: the connection serves the same tree, by the
-// same names (tree.prefix), through the same decorators, with the same
+// same names (conn.prefix), through the same decorators, with the same
 // inode numbers. When every mount is immutable the main connection itself
 // works this way ("." in ImmutableRoots).
 //
@@ -235,9 +235,16 @@
 // # Concurrency
 //
 // go-fuse serves requests in parallel and negotiates parallel directory
-// operations with the kernel. That is safe here because the adapter keeps no
-// per-directory state: the mounts are safe for concurrent use, and renames
-// are atomic in the mount, not emulated in this package.
+// operations with the kernel. The mounts are safe for concurrent use and
+// their renames are atomic, so this package emulates no multi-step
+// operation and holds no lock across a call into a mount. What it keeps
+// itself is small and guarded where it lives: per node, the open handles
+// and the attributes last reported (node.mu), and on an immutable
+// connection the directory's listing, built once; per connection, the
+// reader cache and the read-ahead's memory of directories, each under its
+// own mutex, and the readiness gate, one atomic load once open. Change
+// notices from the tool face arrive on other goroutines and only ask the
+// kernel to drop entries (see "# Caching").
 //
 // # Interrupts
 //

@@ -67,7 +67,7 @@ func (n *node) addHandle(f mounts.File) gofs.FileHandle {
 	fdf, hasFd := f.(mounts.FDFile)
 	// The kernel refuses (EIO) to mix passthrough and plain opens of one
 	// inode: the first open decides, later ones follow it.
-	h.passthrough = hasFd && n.t.passthrough.Load() && (len(n.open) == 0 || n.ptOpen > 0)
+	h.passthrough = hasFd && n.conn.passthrough.Load() && (len(n.open) == 0 || n.ptOpen > 0)
 	n.open[h] = struct{}{}
 	if !h.passthrough {
 		return h
@@ -97,16 +97,16 @@ func handleWriter(h *handle) (mounts.WritableFile, bool) {
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
-	defer h.n.t.rescue("read", &errno)
+	defer h.n.conn.rescue("read", &errno)
 	n, err := h.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, h.n.t.errs.errno("read", err)
+		return nil, h.n.conn.errs.errno("read", err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (written uint32, errno syscall.Errno) {
-	defer h.n.t.rescue("write", &errno)
+	defer h.n.conn.rescue("write", &errno)
 	wf, ok := handleWriter(h)
 	if !ok {
 		// Opened read-only; the kernel normally refuses this itself.
@@ -114,7 +114,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (written uin
 	}
 	n, err := wf.WriteAt(data, off)
 	if err != nil && n == 0 {
-		return 0, h.n.t.errs.errno("write", err)
+		return 0, h.n.conn.errs.errno("write", err)
 	}
 	// A short write reports what was written; the kernel retries the
 	// rest and gets the error then.
@@ -122,23 +122,23 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (written uin
 }
 
 func (h *handle) Fsync(ctx context.Context, flags uint32) (errno syscall.Errno) {
-	defer h.n.t.rescue("fsync", &errno)
+	defer h.n.conn.rescue("fsync", &errno)
 	wf, ok := handleWriter(h)
 	if !ok {
 		// fsync of a read-only descriptor is valid and has nothing
 		// to make durable.
 		return 0
 	}
-	return h.n.t.errs.errno("fsync", wf.Sync())
+	return h.n.conn.errs.errno("fsync", wf.Sync())
 }
 
 func (h *handle) Release(ctx context.Context) (errno syscall.Errno) {
-	defer h.n.t.rescue("release", &errno)
+	defer h.n.conn.rescue("release", &errno)
 	h.n.mu.Lock()
 	delete(h.n.open, h)
 	if h.passthrough {
 		h.n.ptOpen--
 	}
 	h.n.mu.Unlock()
-	return h.n.t.errs.errno("release", h.f.Close())
+	return h.n.conn.errs.errno("release", h.f.Close())
 }

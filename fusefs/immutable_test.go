@@ -213,8 +213,8 @@ func TestWholeTreeImmutable(t *testing.T) {
 	assert.Empty(t, below, "the main connection is the immutable one")
 	_, err = os.Stat(filepath.Join(dir, "big"))
 	require.NoError(t, err)
-	assert.Equal(t, immutablePolicy, srv.t.root.pol)
-	assert.Equal(t, immutablePolicy, srv.t.root.GetChild("big").Operations().(*node).pol,
+	assert.Equal(t, immutablePolicy, srv.conn.root.cache)
+	assert.Equal(t, immutablePolicy, srv.conn.root.GetChild("big").Operations().(*node).cache,
 		"every node of an immutable connection is cached as immutable")
 	before := repo.opens.Load()
 	for range 5 {
@@ -250,7 +250,7 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	}
 	served := func(name string) bool {
 		t.Helper()
-		ch := srv.t.root.GetChild("d").GetChild(name)
+		ch := srv.conn.root.GetChild("d").GetChild(name)
 		require.NotNil(t, ch, name)
 		return ch.Operations().(*node).served.Load()
 	}
@@ -258,7 +258,7 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	read("a")
 	read("b") // a second file of d: c, d, e and f are pushed to the kernel
 	assert.True(t, served("a") && served("b"))
-	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 4 },
+	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 },
 		10*time.Second, 5*time.Millisecond, "the read-ahead workers store the rest")
 	for _, name := range []string{"c", "d", "e", "f"} {
 		read(name)
@@ -275,15 +275,15 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
 	_, err := os.Stat(filepath.Join(dir, "a")) // the kernel knows the node
 	require.NoError(t, err)
-	ch := srv.t.root.GetChild("a")
+	ch := srv.conn.root.GetChild("a")
 	require.NotNil(t, ch)
 
 	// Queued twice (by a scan and by the listing that showed it), a file
 	// is decoded and handed to the kernel once.
 	buf := make([]byte, readaheadFileMax)
-	require.Equal(t, syscall.Errno(0), srv.t.ra.store(ch, buf))
-	require.Equal(t, syscall.Errno(0), srv.t.ra.store(ch, buf))
-	assert.Equal(t, int64(1), srv.t.ra.stored.Load())
+	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
+	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
+	assert.Equal(t, int64(1), srv.conn.ra.stored.Load())
 	assert.Equal(t, int64(1), repo.opens.Load())
 	b, err := os.ReadFile(filepath.Join(dir, "a"))
 	require.NoError(t, err)
@@ -347,7 +347,7 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 	served := func(name string) bool {
 		t.Helper()
 		d, f, _ := strings.Cut(name, "/")
-		ch := srv.t.root.GetChild(d).GetChild(f)
+		ch := srv.conn.root.GetChild(d).GetChild(f)
 		require.NotNil(t, ch, name)
 		return ch.Operations().(*node).served.Load()
 	}
@@ -362,10 +362,10 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		"listing alone decodes nothing")
 	read("a/1")
 	read("a/2") // a scan: a/3 is stored, and directories listed next are too
-	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	_, err = os.ReadDir(filepath.Join(dir, "b"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return srv.t.ra.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
 		"b's three files stored as b is listed")
 	for _, name := range []string{"a/3", "b/1", "b/2", "b/3"} {
 		read(name)

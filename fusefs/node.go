@@ -23,8 +23,8 @@ import (
 // its type.
 type node struct {
 	gofs.Inode
-	t   *tree
-	pol cachePolicy
+	conn  *conn
+	cache cachePolicy
 
 	mu sync.Mutex
 	// open holds the node's open handles, so fstat keeps working after
@@ -81,7 +81,7 @@ var (
 )
 
 // name returns the node's fsys-relative name, computed from its position
-// in the inode tree below the connection's root (tree.prefix). ok is false
+// in the inode tree below the connection's root (conn.prefix). ok is false
 // for a node that is in no directory any more (its last name was removed):
 // it must not be addressed by a name, which by now may belong to another
 // file.
@@ -95,7 +95,7 @@ func (n *node) name() (name string, ok bool) {
 		elems = append(elems, elem)
 		cur = parent
 	}
-	prefix := n.t.prefix
+	prefix := n.conn.prefix
 	if len(elems) == 0 {
 		return prefix, true
 	}
@@ -132,11 +132,11 @@ func (n *node) child(elem string) (string, syscall.Errno) {
 // newChild makes (or finds, for a hard link) the inode for name with
 // attributes a, and fills out.
 func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fuse.EntryOut) *gofs.Inode {
-	pol := n.pol
-	if !n.t.noOpen {
+	pol := n.cache
+	if !n.conn.immutable {
 		// A name may be a mount point of another mount; on an
 		// immutable connection every name is immutable.
-		pol = n.t.policy(name)
+		pol = n.conn.policy(name)
 	}
 	fillAttr(&out.Attr, a)
 	out.SetEntryTimeout(pol.entry)
@@ -149,12 +149,12 @@ func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fu
 	// Gen stays 1: numbers are unique for the life of the mount (the
 	// contract), and node ids are go-fuse's, so the kernel never sees an
 	// (ino, generation) pair reused for another file.
-	ch := n.NewInode(ctx, &node{t: n.t, pol: pol},
+	ch := n.NewInode(ctx, &node{conn: n.conn, cache: pol},
 		gofs.StableAttr{Mode: mounts.TypeBits(a.Mode), Ino: ino, Gen: 1})
 	// With a hard link, ch is the existing node of the same number.
 	ch.Operations().(*node).remember(a)
 	if a.Mode.IsRegular() {
-		n.t.ra.looked(ch, a.Size)
+		n.conn.ra.looked(ch, a.Size)
 	}
 	return ch
 }
@@ -188,28 +188,28 @@ func (n *node) renamedOver(a mounts.Attr) bool {
 
 // statChild stats a freshly created name and returns its inode.
 func (n *node) statChild(ctx context.Context, op, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	a, err := n.t.fsys.Stat(ctx, name)
+	a, err := n.conn.fsys.Stat(ctx, name)
 	if err != nil {
-		return nil, n.t.errs.errno(op, err)
+		return nil, n.conn.errs.errno(op, err)
 	}
 	return n.newChild(ctx, name, a, out), 0
 }
 
 func (n *node) Lookup(ctx context.Context, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	defer n.t.rescue("lookup", &errno)
+	defer n.conn.rescue("lookup", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return nil, errno
 	}
-	a, err := n.t.fsys.Stat(n.t.ctx(ctx), name)
+	a, err := n.conn.fsys.Stat(n.conn.ctx(ctx), name)
 	if err != nil {
-		return nil, n.t.errs.errno("lookup", err)
+		return nil, n.conn.errs.errno("lookup", err)
 	}
 	return n.newChild(ctx, name, a, out), 0
 }
 
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) (errno syscall.Errno) {
-	defer n.t.rescue("getattr", &errno)
+	defer n.conn.rescue("getattr", &errno)
 	var a mounts.Attr
 	var err error
 	h := asHandle(f)
@@ -218,7 +218,7 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	case h != nil:
 		a, err = h.f.Stat()
 	case ok:
-		a, err = n.t.fsys.Stat(n.t.ctx(ctx), name)
+		a, err = n.conn.fsys.Stat(n.conn.ctx(ctx), name)
 		// The name may have gone behind the kernel's back (the tool
 		// face removed or replaced it): an open file still answers.
 		if (err == nil && n.renamedOver(a)) || (errors.Is(err, fs.ErrNotExist) && n.anyHandle() != nil) {
@@ -229,7 +229,7 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 		a, err = n.gone()
 	}
 	if err != nil {
-		return n.t.errs.errno("getattr", err)
+		return n.conn.errs.errno("getattr", err)
 	}
 	if ok {
 		n.remember(a)
@@ -240,13 +240,13 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 		// (fstat of an unlinked or overwritten open file).
 		out.Nlink = 0
 	}
-	out.SetTimeout(n.pol.attr)
+	out.SetTimeout(n.cache.attr)
 	return 0
 }
 
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) (errno syscall.Errno) {
-	defer n.t.rescue("setattr", &errno)
-	ctx = n.t.ctx(ctx)
+	defer n.conn.rescue("setattr", &errno)
+	ctx = n.conn.ctx(ctx)
 	h := asHandle(f)
 	name, named := n.name()
 	if !named && h == nil {
@@ -258,11 +258,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if !named {
 			return syscall.ENOENT
 		}
-		return n.t.errs.errno(op, do())
+		return n.conn.errs.errno(op, do())
 	}
 	if m, ok := in.GetMode(); ok {
 		if errno := byName("chmod", func() error {
-			return mounts.Chmod(ctx, n.t.fsys, name, mounts.PermMode(m))
+			return mounts.Chmod(ctx, n.conn.fsys, name, mounts.PermMode(m))
 		}); errno != 0 {
 			return errno
 		}
@@ -278,7 +278,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			g = int(gid)
 		}
 		if errno := byName("chown", func() error {
-			return mounts.Chown(ctx, n.t.fsys, name, u, g)
+			return mounts.Chown(ctx, n.conn.fsys, name, u, g)
 		}); errno != 0 {
 			return errno
 		}
@@ -287,11 +287,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	// clobbered by the truncate.
 	if size, ok := in.GetSize(); ok {
 		if wf, isW := handleWriter(h); isW {
-			if errno := n.t.errs.errno("truncate", wf.Truncate(int64(size))); errno != 0 {
+			if errno := n.conn.errs.errno("truncate", wf.Truncate(int64(size))); errno != 0 {
 				return errno
 			}
 		} else if errno := byName("truncate", func() error {
-			return mounts.Truncate(ctx, n.t.fsys, name, int64(size))
+			return mounts.Truncate(ctx, n.conn.fsys, name, int64(size))
 		}); errno != 0 {
 			return errno
 		}
@@ -300,7 +300,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	mtime, mok := in.GetMTime()
 	if aok || mok {
 		if errno := byName("chtimes", func() error {
-			return mounts.Chtimes(ctx, n.t.fsys, name, atime, mtime)
+			return mounts.Chtimes(ctx, n.conn.fsys, name, atime, mtime)
 		}); errno != 0 {
 			return errno
 		}
@@ -309,8 +309,8 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 }
 
 func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
-	defer n.t.rescue("readdir", &errno)
-	if n.t.noOpen {
+	defer n.conn.rescue("readdir", &errno)
+	if n.conn.immutable {
 		// Immutable: the listing is built once (each READDIR of a
 		// connection without OPENDIR reads it afresh, see noOpendir).
 		n.mu.Lock()
@@ -324,9 +324,9 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ents, err := n.t.fsys.ReadDir(n.t.ctx(ctx), name)
+	ents, err := n.conn.fsys.ReadDir(n.conn.ctx(ctx), name)
 	if err != nil {
-		return nil, n.t.errs.errno("readdir", err)
+		return nil, n.conn.errs.errno("readdir", err)
 	}
 	return n.listFrom(ents), 0
 }
@@ -342,8 +342,8 @@ func (n *node) listFrom(ents []mounts.DirEntry) gofs.DirStream {
 	up := self
 	if _, p := n.Parent(); p != nil {
 		up = p.StableAttr().Ino
-	} else if n.t.parentIno != 0 {
-		up = n.t.parentIno
+	} else if n.conn.parentIno != 0 {
+		up = n.conn.parentIno
 	}
 	list = append(list,
 		fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self},
@@ -351,7 +351,7 @@ func (n *node) listFrom(ents []mounts.DirEntry) gofs.DirStream {
 	for _, e := range ents {
 		list = append(list, fuse.DirEntry{Name: e.Name, Mode: mounts.TypeBits(e.Type), Ino: e.Ino})
 	}
-	if n.t.noOpen {
+	if n.conn.immutable {
 		n.mu.Lock()
 		n.listing = list
 		n.mu.Unlock()
@@ -369,8 +369,8 @@ func openFlags(flags uint32) int {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
-	defer n.t.rescue("open", &errno)
-	if n.t.noOpen {
+	defer n.conn.rescue("open", &errno)
+	if n.conn.immutable {
 		// See "# Immutable mounts": the kernel takes ENOSYS as a
 		// success, and never sends OPEN on this connection again.
 		return nil, 0, syscall.ENOSYS
@@ -379,7 +379,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
+	f, err := mounts.OpenFile(n.conn.ctx(ctx), n.conn.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The kernel's cached entry outlived the name, removed behind
 		// its back (a host directory edited directly, a library change
@@ -389,9 +389,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 		return nil, 0, syscall.ESTALE
 	}
 	if err != nil {
-		return nil, 0, n.t.errs.errno("open", err)
+		return nil, 0, n.conn.errs.errno("open", err)
 	}
-	if n.pol.keepCache {
+	if n.cache.keepCache {
 		// Immutable content: the pages read through one open stay
 		// valid for the next, so the kernel need not drop them.
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
@@ -400,19 +400,19 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 }
 
 func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
-	defer n.t.rescue("create", &errno)
+	defer n.conn.rescue("create", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	f, err := mounts.OpenFile(n.t.ctx(ctx), n.t.fsys, name, openFlags(flags)|os.O_CREATE, mounts.PermMode(mode))
+	f, err := mounts.OpenFile(n.conn.ctx(ctx), n.conn.fsys, name, openFlags(flags)|os.O_CREATE, mounts.PermMode(mode))
 	if err != nil {
-		return nil, nil, 0, n.t.errs.errno("create", err)
+		return nil, nil, 0, n.conn.errs.errno("create", err)
 	}
 	a, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, 0, n.t.errs.errno("create", err)
+		return nil, nil, 0, n.conn.errs.errno("create", err)
 	}
 	ch = n.newChild(ctx, name, a, out)
 	// With a hard link the inode may be an existing node, not the one
@@ -421,34 +421,34 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 }
 
 func (n *node) Mkdir(ctx context.Context, elem string, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	defer n.t.rescue("mkdir", &errno)
+	defer n.conn.rescue("mkdir", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return nil, errno
 	}
-	ctx = n.t.ctx(ctx)
-	if err := mounts.Mkdir(ctx, n.t.fsys, name, mounts.PermMode(mode)); err != nil {
-		return nil, n.t.errs.errno("mkdir", err)
+	ctx = n.conn.ctx(ctx)
+	if err := mounts.Mkdir(ctx, n.conn.fsys, name, mounts.PermMode(mode)); err != nil {
+		return nil, n.conn.errs.errno("mkdir", err)
 	}
 	return n.statChild(ctx, "mkdir", name, out)
 }
 
 func (n *node) Rmdir(ctx context.Context, elem string) (errno syscall.Errno) {
-	defer n.t.rescue("rmdir", &errno)
+	defer n.conn.rescue("rmdir", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return errno
 	}
-	return n.t.errs.errno("rmdir", mounts.Rmdir(n.t.ctx(ctx), n.t.fsys, name))
+	return n.conn.errs.errno("rmdir", mounts.Rmdir(n.conn.ctx(ctx), n.conn.fsys, name))
 }
 
 func (n *node) Unlink(ctx context.Context, elem string) (errno syscall.Errno) {
-	defer n.t.rescue("unlink", &errno)
+	defer n.conn.rescue("unlink", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return errno
 	}
-	return n.t.errs.errno("unlink", mounts.Unlink(n.t.ctx(ctx), n.t.fsys, name))
+	return n.conn.errs.errno("unlink", mounts.Unlink(n.conn.ctx(ctx), n.conn.fsys, name))
 }
 
 // renameFlags translates renameat2(2) flags. RENAME_WHITEOUT (overlayfs
@@ -466,7 +466,7 @@ func renameFlags(flags uint32) (mounts.RenameFlags, bool) {
 }
 
 func (n *node) Rename(ctx context.Context, elem string, newParent gofs.InodeEmbedder, newElem string, flags uint32) (errno syscall.Errno) {
-	defer n.t.rescue("rename", &errno)
+	defer n.conn.rescue("rename", &errno)
 	rf, ok := renameFlags(flags)
 	if !ok {
 		return syscall.EINVAL
@@ -485,18 +485,18 @@ func (n *node) Rename(ctx context.Context, elem string, newParent gofs.InodeEmbe
 	if errno != 0 {
 		return errno
 	}
-	return n.t.errs.errno("rename", mounts.Rename(n.t.ctx(ctx), n.t.fsys, oldName, newName, rf))
+	return n.conn.errs.errno("rename", mounts.Rename(n.conn.ctx(ctx), n.conn.fsys, oldName, newName, rf))
 }
 
 func (n *node) Symlink(ctx context.Context, target, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	defer n.t.rescue("symlink", &errno)
+	defer n.conn.rescue("symlink", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return nil, errno
 	}
-	ctx = n.t.ctx(ctx)
-	if err := mounts.Symlink(ctx, n.t.fsys, target, name); err != nil {
-		return nil, n.t.errs.errno("symlink", err)
+	ctx = n.conn.ctx(ctx)
+	if err := mounts.Symlink(ctx, n.conn.fsys, target, name); err != nil {
+		return nil, n.conn.errs.errno("symlink", err)
 	}
 	return n.statChild(ctx, "symlink", name, out)
 }
@@ -506,33 +506,33 @@ func (n *node) Symlink(ctx context.Context, target, elem string, out *fuse.Entry
 // CAP_MKNOD for a device before it asked; it opens special files itself,
 // so they never reach Open here.
 func (n *node) Mknod(ctx context.Context, elem string, mode uint32, dev uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	defer n.t.rescue("mknod", &errno)
+	defer n.conn.rescue("mknod", &errno)
 	name, errno := n.child(elem)
 	if errno != 0 {
 		return nil, errno
 	}
-	ctx = n.t.ctx(ctx)
-	if err := mounts.Mknod(ctx, n.t.fsys, name, mounts.FileModeOf(mode), dev); err != nil {
-		return nil, n.t.errs.errno("mknod", err)
+	ctx = n.conn.ctx(ctx)
+	if err := mounts.Mknod(ctx, n.conn.fsys, name, mounts.FileModeOf(mode), dev); err != nil {
+		return nil, n.conn.errs.errno("mknod", err)
 	}
 	return n.statChild(ctx, "mknod", name, out)
 }
 
 func (n *node) Readlink(ctx context.Context) (target []byte, errno syscall.Errno) {
-	defer n.t.rescue("readlink", &errno)
+	defer n.conn.rescue("readlink", &errno)
 	name, ok := n.name()
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	s, err := n.t.fsys.ReadLink(n.t.ctx(ctx), name)
+	s, err := n.conn.fsys.ReadLink(n.conn.ctx(ctx), name)
 	if err != nil {
-		return nil, n.t.errs.errno("readlink", err)
+		return nil, n.conn.errs.errno("readlink", err)
 	}
 	return []byte(s), 0
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {
-	defer n.t.rescue("link", &errno)
+	defer n.conn.rescue("link", &errno)
 	tn, ok := target.(*node)
 	if !ok {
 		return nil, syscall.EXDEV
@@ -547,9 +547,9 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, elem string,
 	if errno != 0 {
 		return nil, errno
 	}
-	ctx = n.t.ctx(ctx)
-	if err := mounts.Link(ctx, n.t.fsys, oldName, name); err != nil {
-		return nil, n.t.errs.errno("link", err)
+	ctx = n.conn.ctx(ctx)
+	if err := mounts.Link(ctx, n.conn.fsys, oldName, name); err != nil {
+		return nil, n.conn.errs.errno("link", err)
 	}
 	// Same number, so go-fuse hands back the target's inode.
 	return n.statChild(ctx, "link", name, out)
@@ -559,10 +559,10 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, elem string,
 const statfsNameLen = mounts.MaxNameLen
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) (errno syscall.Errno) {
-	defer n.t.rescue("statfs", &errno)
-	st, err := mounts.StatFS(n.t.ctx(ctx), n.t.fsys)
+	defer n.conn.rescue("statfs", &errno)
+	st, err := mounts.StatFS(n.conn.ctx(ctx), n.conn.fsys)
 	if err != nil && !errorIsNotSupported(err) {
-		return n.t.errs.errno("statfs", err)
+		return n.conn.errs.errno("statfs", err)
 	}
 	// Without StatFSer: zeros, which df shows as an empty file system.
 	*out = fuse.StatfsOut{
@@ -596,27 +596,27 @@ func xattrOut(data, dest []byte) (uint32, syscall.Errno) {
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (size uint32, errno syscall.Errno) {
-	defer n.t.rescue("getxattr", &errno)
+	defer n.conn.rescue("getxattr", &errno)
 	name, ok := n.name()
 	if !ok {
 		return 0, syscall.ENOENT
 	}
-	data, err := mounts.GetXattr(n.t.ctx(ctx), n.t.fsys, name, attr)
+	data, err := mounts.GetXattr(n.conn.ctx(ctx), n.conn.fsys, name, attr)
 	if err != nil {
-		return 0, n.t.errs.errno("getxattr", err)
+		return 0, n.conn.errs.errno("getxattr", err)
 	}
 	return xattrOut(data, dest)
 }
 
 func (n *node) Listxattr(ctx context.Context, dest []byte) (size uint32, errno syscall.Errno) {
-	defer n.t.rescue("listxattr", &errno)
+	defer n.conn.rescue("listxattr", &errno)
 	name, ok := n.name()
 	if !ok {
 		return 0, syscall.ENOENT
 	}
-	attrs, err := mounts.ListXattr(n.t.ctx(ctx), n.t.fsys, name)
+	attrs, err := mounts.ListXattr(n.conn.ctx(ctx), n.conn.fsys, name)
 	if err != nil {
-		return 0, n.t.errs.errno("listxattr", err)
+		return 0, n.conn.errs.errno("listxattr", err)
 	}
 	var data []byte
 	for _, a := range attrs {
@@ -626,7 +626,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (size uint32, errno s
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) (errno syscall.Errno) {
-	defer n.t.rescue("setxattr", &errno)
+	defer n.conn.rescue("setxattr", &errno)
 	name, ok := n.name()
 	if !ok {
 		return syscall.ENOENT
@@ -634,17 +634,17 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	// XATTR_CREATE and XATTR_REPLACE have the same values in the
 	// contract as in setxattr(2). The data buffer is reused by go-fuse
 	// after the request, so the mount gets a copy.
-	err := mounts.SetXattr(n.t.ctx(ctx), n.t.fsys, name, attr, append([]byte(nil), data...), int(flags))
-	return n.t.errs.errno("setxattr", err)
+	err := mounts.SetXattr(n.conn.ctx(ctx), n.conn.fsys, name, attr, append([]byte(nil), data...), int(flags))
+	return n.conn.errs.errno("setxattr", err)
 }
 
 func (n *node) Removexattr(ctx context.Context, attr string) (errno syscall.Errno) {
-	defer n.t.rescue("removexattr", &errno)
+	defer n.conn.rescue("removexattr", &errno)
 	name, ok := n.name()
 	if !ok {
 		return syscall.ENOENT
 	}
-	return n.t.errs.errno("removexattr", mounts.RemoveXattr(n.t.ctx(ctx), n.t.fsys, name, attr))
+	return n.conn.errs.errno("removexattr", mounts.RemoveXattr(n.conn.ctx(ctx), n.conn.fsys, name, attr))
 }
 
 // dirHandle is an open directory. Its listing is read lazily, at the first
@@ -672,8 +672,8 @@ var (
 )
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
-	defer n.t.rescue("opendir", &errno)
-	if n.pol.cacheDir {
+	defer n.conn.rescue("opendir", &errno)
+	if n.cache.cacheDir {
 		// The kernel checks a cached listing against the directory's
 		// mtime on every rewind, and Invalidate drops it for changes
 		// made through the library.
@@ -701,8 +701,8 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 // connection whose tree can list them so, the node's own listing otherwise.
 func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	n := d.n
-	sd, ok := n.t.fsys.(mounts.StatDirFS)
-	if !ok || !n.t.noOpen {
+	sd, ok := n.conn.fsys.(mounts.StatDirFS)
+	if !ok || !n.conn.immutable {
 		return n.Readdir(ctx)
 	}
 	n.mu.Lock()
@@ -711,12 +711,12 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 	if listed {
 		return n.Readdir(ctx)
 	}
-	defer n.t.rescue("readdir", &errno)
+	defer n.conn.rescue("readdir", &errno)
 	name, ok := n.name()
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ents, attrs, err := sd.StatDir(n.t.ctx(ctx), name)
+	ents, attrs, err := sd.StatDir(n.conn.ctx(ctx), name)
 	if err != nil {
 		// One entry that cannot be stat'ed (a git blob gone missing)
 		// fails the whole StatDir; listed plainly, the directory
@@ -740,7 +740,7 @@ func (d *dirHandle) Lookup(ctx context.Context, elem string, out *fuse.EntryOut)
 		return d.n.Lookup(ctx, elem, out)
 	}
 	a := d.attrs[i]
-	defer d.n.t.rescue("lookup", &errno)
+	defer d.n.conn.rescue("lookup", &errno)
 	name, errno := d.n.child(elem)
 	if errno != 0 {
 		return nil, errno
@@ -775,13 +775,13 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // and rsync fsync directories after renames); elsewhere it succeeds, as on
 // tmpfs.
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) (errno syscall.Errno) {
-	defer d.n.t.rescue("fsyncdir", &errno)
+	defer d.n.conn.rescue("fsyncdir", &errno)
 	name, ok := d.n.name()
 	if !ok {
 		return 0 // the directory is gone: nothing left to make durable
 	}
-	if err := mounts.Sync(d.n.t.ctx(ctx), d.n.t.fsys, name); err != nil {
-		return d.n.t.errs.errno("fsyncdir", err)
+	if err := mounts.Sync(d.n.conn.ctx(ctx), d.n.conn.fsys, name); err != nil {
+		return d.n.conn.errs.errno("fsyncdir", err)
 	}
 	return 0
 }

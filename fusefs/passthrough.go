@@ -30,9 +30,9 @@ func probePassthrough(srv *fuse.Server) error {
 
 // setupPassthrough decides, once per mount, whether files of host mounts
 // are offered to the kernel, and logs the outcome.
-func (t *tree) setupPassthrough(srv *fuse.Server, want bool, mountpoint string) {
+func (c *conn) setupPassthrough(srv *fuse.Server, want bool, mountpoint string) {
 	if !want {
-		t.log.Info("fusefs: passthrough off (disabled by option)", "mountpoint", mountpoint)
+		c.log.Info("fusefs: passthrough off (disabled by option)", "mountpoint", mountpoint)
 		return
 	}
 	if err := probePassthrough(srv); err != nil {
@@ -42,10 +42,10 @@ func (t *tree) setupPassthrough(srv *fuse.Server, want bool, mountpoint string) 
 		if errors.Is(err, syscall.EPERM) {
 			reason = "not permitted (needs CAP_SYS_ADMIN)"
 		}
-		t.log.Info("fusefs: passthrough unavailable, reads and writes go through this process",
+		c.log.Info("fusefs: passthrough unavailable, reads and writes go through this process",
 			"mountpoint", mountpoint, "reason", reason)
 		return
 	}
-	t.passthrough.Store(true)
-	t.log.Info("fusefs: passthrough active for host files", "mountpoint", mountpoint)
+	c.passthrough.Store(true)
+	c.log.Info("fusefs: passthrough active for host files", "mountpoint", mountpoint)
 }

@@ -101,7 +101,7 @@ func mountHost(t *testing.T, passthrough bool, decorate func(mounts.FS) mounts.F
 		fsys = decorate(fsys)
 	}
 	srv, dir := mountFS(t, fsys, Options{Passthrough: passthrough})
-	if passthrough && !srv.t.passthrough.Load() {
+	if passthrough && !srv.conn.passthrough.Load() {
 		if os.Geteuid() != 0 {
 			t.Skip("FUSE passthrough needs CAP_SYS_ADMIN")
 		}

@@ -22,7 +22,7 @@ import (
 // stored with NOTIFY_STORE, so the reads that follow are page cache hits
 // instead of READ requests that wait for a decode.
 type readahead struct {
-	t *tree
+	conn *conn
 	// ctx is the context of the workers' reads, this process's own.
 	ctx  context.Context
 	jobs chan raJob
@@ -63,8 +63,8 @@ const (
 	retryAfter        = 2 * time.Millisecond
 )
 
-func newReadahead(t *tree) *readahead {
-	r := &readahead{t: t, ctx: mountCtx(), jobs: make(chan raJob, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
+func newReadahead(c *conn) *readahead {
+	r := &readahead{conn: c, ctx: mountCtx(), jobs: make(chan raJob, readaheadQueueLen), dirs: make(map[*gofs.Inode]*dirReads)}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		r.wg.Add(1)
 		go r.work()
@@ -209,7 +209,7 @@ func (r *readahead) push(ch *gofs.Inode, n *node, buf []byte) syscall.Errno {
 	if !ok {
 		return syscall.ESTALE // no name left
 	}
-	f, err := r.t.fsys.Open(r.ctx, name)
+	f, err := r.conn.fsys.Open(r.ctx, name)
 	if err != nil {
 		return syscall.EIO // met again, and reported, if it is read
 	}
@@ -227,7 +227,7 @@ func (r *readahead) push(ch *gofs.Inode, n *node, buf []byte) syscall.Errno {
 		r.stored.Add(1)
 	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
 	default:
-		r.t.log.Debug("fusefs: read-ahead store failed", "name", name, "errno", errno.Error())
+		r.conn.log.Debug("fusefs: read-ahead store failed", "name", name, "errno", errno.Error())
 	}
 	return errno
 }

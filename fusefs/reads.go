@@ -23,30 +23,30 @@ var (
 
 // Read serves READ. A request with a handle reads through it; one without
 // comes from a connection where the kernel opens files itself (see "#
-// Immutable mounts" in the package doc) and reads through the tree's
+// Immutable mounts" in the package doc) and reads through the connection's
 // reader cache.
 func (n *node) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	if h := asHandle(f); h != nil {
 		return h.Read(ctx, dest, off)
 	}
-	defer n.t.rescue("read", &errno)
-	r, err := n.t.readers.get(n, func() (mounts.File, error) {
+	defer n.conn.rescue("read", &errno)
+	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
 		name, ok := n.name()
 		if !ok {
 			return nil, mounts.PathErr("read", ".", syscall.ENOENT)
 		}
-		return n.t.fsys.Open(n.t.ctx(ctx), name)
+		return n.conn.fsys.Open(n.conn.ctx(ctx), name)
 	})
 	if err != nil {
-		return nil, n.t.errs.errno("read", err)
+		return nil, n.conn.errs.errno("read", err)
 	}
-	defer n.t.readers.put(r)
+	defer n.conn.readers.put(r)
 	k, err := r.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, n.t.errs.errno("read", err)
+		return nil, n.conn.errs.errno("read", err)
 	}
 	if off == 0 {
-		n.t.ra.read(n)
+		n.conn.ra.read(n)
 	}
 	return fuse.ReadResultData(dest[:k]), 0
 }
@@ -69,8 +69,8 @@ func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sysca
 
 // OnForget drops the node's cached reader when the kernel forgets it.
 func (n *node) OnForget() {
-	if n.t.readers != nil {
-		n.t.readers.drop(n)
+	if n.conn.readers != nil {
+		n.conn.readers.drop(n)
 	}
 }
 

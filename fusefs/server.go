@@ -73,7 +73,7 @@ const maxWrite = 1 << 20
 type Server struct {
 	srv        *fuse.Server
 	mountpoint string
-	t          *tree
+	conn       *conn
 	// subs are the connections of Options.ImmutableRoots, mounted on
 	// top of this one.
 	subs []*Server
@@ -82,8 +82,8 @@ type Server struct {
 	gated *gated
 }
 
-// tree is the state shared by every node of one connection.
-type tree struct {
+// conn is the state shared by every node of one connection.
+type conn struct {
 	fsys mounts.FS
 	// prefix is the fsys-relative name of the connection's root: "."
 	// for the main connection, the root's name for one of
@@ -91,14 +91,14 @@ type tree struct {
 	// root's parent, for its ".." entry.
 	prefix    string
 	parentIno uint64
-	// noOpen is set on immutable connections: OPEN answers ENOSYS and
+	// immutable is set on immutable connections: OPEN answers ENOSYS and
 	// reads go through readers.
-	noOpen  bool
-	readers *readerCache
-	ra      *readahead
-	log     *slog.Logger
-	errs    errLog
-	root    *node
+	immutable bool
+	readers   *readerCache
+	ra        *readahead
+	log       *slog.Logger
+	errs      errLog
+	root      *node
 	// passthrough is set when Options.Passthrough asked for it and the
 	// kernel accepted a backing file at mount. It is set after the
 	// handshake, when requests may already be served, hence atomic;
@@ -116,7 +116,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	t := &tree{fsys: fsys, prefix: "."}
+	c := &conn{fsys: fsys, prefix: "."}
 	var roots []string
 	for _, root := range opts.ImmutableRoots {
 		switch {
@@ -124,7 +124,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 			roots = append(roots, root)
 		case mounts.Describe(fsys).Immutable:
 			// Everything is immutable: the main connection is one.
-			t.setImmutable()
+			c.setImmutable()
 			opts.ReadOnly = true
 		default:
 			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
@@ -137,9 +137,9 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	// Whatever happens below, the gate opens when Mount returns: a held
 	// request must never outlive the mounting.
 	defer g.release()
-	s, err := mountTree(mountpoint, t, opts, g)
+	s, err := mountConn(mountpoint, c, opts, g)
 	if err != nil {
-		t.ra.close()
+		c.ra.close()
 		return nil, err
 	}
 	if hook := testHookMainMounted; hook != nil {
@@ -163,7 +163,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 // mountImmutable mounts root's subtree on a connection of its own, on top
 // of the directory the main connection shows there.
 func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
-	fsys := s.t.fsys
+	fsys := s.conn.fsys
 	if !mounts.ValidPath(root) || root == "." {
 		return nil, fmt.Errorf("not a directory name: %q", root)
 	}
@@ -176,33 +176,33 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 		return nil, err
 	}
 	for _, sub := range s.subs {
-		if within(root, sub.t.prefix) {
-			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.t.prefix)
+		if within(root, sub.conn.prefix) {
+			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
 		}
 	}
-	t := &tree{fsys: fsys, prefix: root, parentIno: parent.Ino}
-	t.setImmutable()
+	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
+	c.setImmutable()
 	opts.ReadOnly = true
 	opts.Passthrough = false
-	sub, err := mountTree(filepath.Join(s.mountpoint, filepath.FromSlash(root)), t, opts, nil)
+	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
 	if err != nil {
-		t.ra.close()
+		c.ra.close()
 	}
 	return sub, err
 }
 
 // setImmutable makes t a connection of immutable content (see "# Immutable
 // mounts" in the package doc).
-func (t *tree) setImmutable() {
-	t.noOpen = true
-	t.readers = newReaderCache(maxReaders)
-	t.ra = newReadahead(t)
+func (c *conn) setImmutable() {
+	c.immutable = true
+	c.readers = newReaderCache(maxReaders)
+	c.ra = newReadahead(c)
 }
 
 // closed releases what t holds once its connection is gone.
-func (t *tree) closed() {
-	t.ra.close()
-	t.readers.clear()
+func (c *conn) closed() {
+	c.ra.close()
+	c.readers.clear()
 }
 
 // within reports whether name is dir or below it.
@@ -217,27 +217,27 @@ func mountCtx() context.Context {
 		Pid: uint32(syscall.Getpid()), Face: "kernel"})
 }
 
-// mountTree mounts one connection serving t. The main connection has a
+// mountConn mounts one connection serving c. The main connection has a
 // gate, whose requests pass it (see "# Readiness" in the package doc).
-func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, error) {
+func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	t.log, t.errs = logger, errLog{log: logger}
-	t.root = &node{t: t}
-	fsys := t.fsys
+	c.log, c.errs = logger, errLog{log: logger}
+	c.root = &node{conn: c}
+	fsys := c.fsys
 
-	ra, err := fsys.Stat(mountCtx(), t.prefix)
+	ra, err := fsys.Stat(mountCtx(), c.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: stat root: %w", mountpoint, err)
 	}
 	if !ra.IsDir() {
 		return nil, fmt.Errorf("fusefs: mount %s: the root of the file system is not a directory", mountpoint)
 	}
-	t.root.pol = immutablePolicy
-	if !t.noOpen {
-		t.root.pol = t.policy(t.prefix)
+	c.root.cache = immutablePolicy
+	if !c.immutable {
+		c.root.cache = c.policy(c.prefix)
 	}
 
 	fsName := opts.FSName
@@ -280,7 +280,7 @@ func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, erro
 		// Mounts report real permissions, 0000 included (open(2) with
 		// mode 0, chmod 0): go-fuse would otherwise show 0644 for it.
 		NullPermissions: true,
-		// Timeouts are set per node (tree.policy). NegativeTimeout
+		// Timeouts are set per node (conn.policy). NegativeTimeout
 		// stays nil: failed lookups are not cached at all.
 	}
 	if opts.Logger != nil {
@@ -291,8 +291,8 @@ func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, erro
 		// collide with it.
 		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
 	}
-	raw := fs.NewNodeFS(t.root, fo)
-	if t.noOpen {
+	raw := fs.NewNodeFS(c.root, fo)
+	if c.immutable {
 		raw = noOpendir{raw}
 	}
 	if opts.wrapRaw != nil {
@@ -313,12 +313,12 @@ func mountTree(mountpoint string, t *tree, opts Options, g *gate) (*Server, erro
 	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
-	if !t.noOpen {
+	if !c.immutable {
 		// A connection with no handles has nothing to pass through.
-		t.setupPassthrough(srv, opts.Passthrough, mountpoint)
+		c.setupPassthrough(srv, opts.Passthrough, mountpoint)
 	}
-	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", t.prefix, "readonly", opts.ReadOnly)
-	return &Server{srv: srv, mountpoint: mountpoint, t: t, gated: gr}, nil
+	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", c.prefix, "readonly", opts.ReadOnly)
+	return &Server{srv: srv, mountpoint: mountpoint, conn: c, gated: gr}, nil
 }
 
 // closeFuseOnExec marks the process's /dev/fuse descriptors close-on-exec.
@@ -356,7 +356,7 @@ func (s *Server) Unmount() error {
 			// Unmounted from outside: vfsmount umount takes the
 			// immutable roots first and may then find the workspace
 			// busy. go-fuse's Unmount would fail on it every time.
-			sub.t.closed()
+			sub.conn.closed()
 			continue
 		}
 		if err := sub.Unmount(); err != nil {
@@ -366,7 +366,7 @@ func (s *Server) Unmount() error {
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
 	}
-	s.t.closed()
+	s.conn.closed()
 	return nil
 }
 
@@ -386,7 +386,7 @@ func (s *Server) mounted() bool {
 // along.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.t.closed()
+	s.conn.closed()
 	for _, sub := range s.subs {
 		sub.Wait()
 	}
@@ -407,17 +407,17 @@ func (s *Server) Mountpoint() string { return s.mountpoint }
 func (s *Server) Invalidate(names ...string) {
 	for _, name := range names {
 		if !mounts.ValidPath(name) {
-			s.t.log.Debug("fusefs: invalidate: invalid name ignored", "name", name)
+			s.conn.log.Debug("fusefs: invalidate: invalid name ignored", "name", name)
 			continue
 		}
-		s.t.invalidate(name)
+		s.conn.invalidate(name)
 	}
 }
 
-func (t *tree) invalidate(name string) {
-	cur := t.root.EmbeddedInode()
+func (c *conn) invalidate(name string) {
+	cur := c.root.EmbeddedInode()
 	if name == "." {
-		t.notify(cur.NotifyContent(0, 0), "content", name)
+		c.notify(cur.NotifyContent(0, 0), "content", name)
 		return
 	}
 	rest := name
@@ -426,10 +426,10 @@ func (t *tree) invalidate(name string) {
 		child := cur.GetChild(elem)
 		if child == nil || tail == "" {
 			if child != nil {
-				t.notify(child.NotifyContent(0, 0), "content", name)
+				c.notify(child.NotifyContent(0, 0), "content", name)
 			}
-			t.notify(cur.NotifyEntry(elem), "entry", name)
-			t.notify(cur.NotifyContent(0, 0), "content", name)
+			c.notify(cur.NotifyEntry(elem), "entry", name)
+			c.notify(cur.NotifyContent(0, 0), "content", name)
 			return
 		}
 		cur, rest = child, tail
@@ -438,9 +438,9 @@ func (t *tree) invalidate(name string) {
 
 // notify logs a failed notification. ENOENT only means the kernel had
 // nothing cached, and ENOSYS that the mount is already gone.
-func (t *tree) notify(errno syscall.Errno, what, name string) {
+func (c *conn) notify(errno syscall.Errno, what, name string) {
 	if errno != 0 && errno != syscall.ENOENT && errno != syscall.ENOSYS {
-		t.log.Debug("fusefs: invalidate failed", "what", what, "name", name, "errno", errno.Error())
+		c.log.Debug("fusefs: invalidate failed", "what", what, "name", name, "errno", errno.Error())
 	}
 }
 
@@ -461,8 +461,8 @@ var immutablePolicy = cachePolicy{entry: immutableTimeout, attr: immutableTimeou
 // policy returns the caching policy of the mount serving name. The mount
 // serving a node never changes (renames across mounts fail with EXDEV), so
 // nodes compute it once.
-func (t *tree) policy(name string) cachePolicy {
-	d := mounts.DescribeAt(t.fsys, name)
+func (c *conn) policy(name string) cachePolicy {
+	d := mounts.DescribeAt(c.fsys, name)
 	switch {
 	case d.Immutable:
 		return immutablePolicy
@@ -477,19 +477,19 @@ func (t *tree) policy(name string) cachePolicy {
 // owners of new files and the audit log, and not the request's
 // cancellation, which the kernel's INTERRUPT triggers (see "#
 // Interrupts" in the package doc).
-func (t *tree) ctx(ctx context.Context) context.Context {
-	c := mounts.Caller{Face: "kernel"}
+func (c *conn) ctx(ctx context.Context) context.Context {
+	caller := mounts.Caller{Face: "kernel"}
 	if fc, ok := fuse.FromContext(ctx); ok {
-		c.Uid, c.Gid, c.Pid = fc.Uid, fc.Gid, fc.Pid
+		caller.Uid, caller.Gid, caller.Pid = fc.Uid, fc.Gid, fc.Pid
 	}
-	return mounts.WithCaller(context.WithoutCancel(ctx), c)
+	return mounts.WithCaller(context.WithoutCancel(ctx), caller)
 }
 
 // rescue is deferred by every handler: a panic below becomes EIO and one
 // log line instead of a dead mount.
-func (t *tree) rescue(op string, errno *syscall.Errno) {
+func (c *conn) rescue(op string, errno *syscall.Errno) {
 	if p := recover(); p != nil {
-		t.log.Error("fusefs: panic in handler", "op", op, "panic", fmt.Sprint(p),
+		c.log.Error("fusefs: panic in handler", "op", op, "panic", fmt.Sprint(p),
 			"stack", string(debug.Stack()))
 		*errno = syscall.EIO
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,7 +341,7 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 	base, rest := doublestar.SplitPattern(pattern)
 	start := p.name
 	if base != "." && base != "" {
-		start = mounts.FromSlash(path.Join(mounts.ToSlash(p.name), base))
+		start = clean(p.name, base)
 	}
 	real, attr, _, err := w.resolve(ctx, start, true, false)
 	if err != nil {

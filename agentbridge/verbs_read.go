@@ -225,31 +225,16 @@ func (w *Workspace) ls(ctx context.Context, a *args) (string, error) {
 		return w.lsLine(ctx, real, base, attr.Mode.Type()) + "\n", nil
 	}
 	var lines []string
-	var walk func(dir, rel string, level int) error
-	walk = func(dir, rel string, level int) error {
-		ents, err := w.fsys.ReadDir(ctx, dir)
-		if err != nil {
-			return err
+	// ls shows everything, .git included, and a subdirectory it cannot
+	// list is an error, not a silent gap in the listing.
+	err = w.walk(ctx, real, walkOpts{depth: depth, withGit: true, strict: true}, func(name, rel string, e mounts.DirEntry) error {
+		if ignored(ignore, e.Name, rel) {
+			return fs.SkipDir
 		}
-		for _, e := range ents {
-			name := e.Name
-			if rel != "" {
-				name = rel + "/" + e.Name
-			}
-			if ignored(ignore, e.Name, name) {
-				continue
-			}
-			child := mounts.Join(dir, e.Name)
-			lines = append(lines, w.lsLine(ctx, child, name, e.Type))
-			if e.Type.IsDir() && level < depth {
-				if err := walk(child, name, level+1); err != nil {
-					return err
-				}
-			}
-		}
+		lines = append(lines, w.lsLine(ctx, name, rel, e.Type))
 		return nil
-	}
-	if err := walk(real, "", 1); err != nil {
+	})
+	if err != nil {
 		return "", w.explain(ctx, "ls", p, err)
 	}
 	if len(lines) == 0 {
@@ -354,7 +339,7 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 		return "", fmt.Errorf("glob %s: not a directory; pass a directory as path", mounts.ToSlash(start))
 	}
 	var hits []globHit
-	err = w.walk(ctx, real, func(name, rel string, e mounts.DirEntry) error {
+	err = w.walk(ctx, real, walkOpts{}, func(name, rel string, e mounts.DirEntry) error {
 		if e.Type.IsDir() || mounts.IsSpecial(e.Type) {
 			// Files and symlinks match; FIFOs, sockets and devices
 			// are no source a pattern looks for.
@@ -369,7 +354,7 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 		}
 		hits = append(hits, h)
 		return nil
-	}, nil)
+	})
 	if err != nil {
 		return "", w.explain(ctx, "glob", p, err)
 	}
@@ -392,48 +377,4 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 		out.WriteByte('\n')
 	}
 	return out.String(), nil
-}
-
-// walk visits every entry below the directory root in name order, depth
-// first, without following symlinks and skipping .git directories. fn gets
-// the FS name and the path relative to root. skipDir, when set, prunes
-// directories it returns true for.
-func (w *Workspace) walk(ctx context.Context, root string, fn func(name, rel string, e mounts.DirEntry) error, skipDir func(name, rel string) bool) error {
-	var visit func(dir, rel string) error
-	visit = func(dir, rel string) error {
-		if err := ctx.Err(); err != nil {
-			return mounts.PathErr("walk", dir, err)
-		}
-		ents, err := w.fsys.ReadDir(ctx, dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			name := mounts.Join(dir, e.Name)
-			r := e.Name
-			if rel != "" {
-				r = rel + "/" + e.Name
-			}
-			if e.Type.IsDir() {
-				if e.Name == ".git" || (skipDir != nil && skipDir(name, r)) {
-					continue
-				}
-				if err := fn(name, r, e); err != nil {
-					return err
-				}
-				if err := visit(name, r); err != nil {
-					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-						continue // vanished or unreadable below: skip, as rg does
-					}
-					return err
-				}
-				continue
-			}
-			if err := fn(name, r, e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return visit(root, "")
 }

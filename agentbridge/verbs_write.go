@@ -422,7 +422,7 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 		return "deleted empty directory " + p.abs(), nil
 	}
 	n := 0
-	_ = w.walk(ctx, real, func(string, string, mounts.DirEntry) error { n++; return nil }, nil)
+	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	if err := mounts.RemoveAll(ctx, w.fsys, real); err != nil {
 		return "", w.explain(ctx, "delete", p, err)
 	}
@@ -445,7 +445,7 @@ func (w *Workspace) dryDelete(ctx context.Context, p wpath, real string, attr mo
 		return "", w.explain(ctx, "delete", p, mounts.ErrNotEmpty)
 	}
 	n := 0
-	_ = w.walk(ctx, real, func(string, string, mounts.DirEntry) error { n++; return nil }, nil)
+	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	return fmt.Sprintf("would delete %s and %d %s below it %s", p.abs(), n, plural(n, "entry", "entries"), dryRunNote), nil
 }
 

@@ -38,12 +38,14 @@
 //
 // # Transports
 //
-// [Workspace.ServeJSONRPC] speaks JSON-RPC 2.0 (methods tools.list,
-// tools.call, workspace.brief), one message per line, over any byte stream,
-// and [Workspace.ServeListener] over a socket; [Client] is its caller.
-// Package mcpserver presents the same tools as an MCP server on the
-// official Go SDK. All are safe for concurrent calls: the Workspace holds no
-// per-call state.
+// This package has no transport of its own: [Workspace.Tools],
+// [Workspace.Call] and [Workspace.Brief] are what every transport calls,
+// and [WithCallID] carries a transport's request id into the call. Package
+// jsonrpc serves them as JSON-RPC 2.0 (methods tools.list, tools.call,
+// workspace.brief), one message per line, over stdio or a socket, and is
+// its client; package mcpserver presents the same tools as an MCP server
+// on the official Go SDK. All are safe for concurrent calls: the Workspace
+// holds no per-call state.
 //
 // # The kernel face
 //

@@ -59,8 +59,9 @@ func (l Limits) withDefaults() Limits {
 // CallInfo describes one tool call to the [Options] hooks.
 type CallInfo struct {
 	// ID identifies the call in the audit log and in mounts.Caller:
-	// the JSON-RPC request id when the call came over JSON-RPC ("rpc-7"),
-	// else a random one ("call-1a2b3c4d5e6f").
+	// the transport's (see [WithCallID]; over JSON-RPC "rpc-1-7", request 7
+	// of the server's first connection), else a random one
+	// ("call-1a2b3c4d5e6f").
 	ID string `json:"id"`
 	// Dialect and Tool are as called; Verb is the canonical verb, ""
 	// when the tool is unknown.
@@ -166,8 +167,8 @@ func (a *args) paths() []string {
 type callIDKey struct{}
 
 // WithCallID returns a context carrying the id a transport gave a call
-// (a JSON-RPC request id); [Workspace.Call] uses it instead of a random
-// one.
+// (package jsonrpc's is made from the request id); [Workspace.Call] uses
+// it instead of a random one.
 func WithCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }

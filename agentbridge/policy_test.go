@@ -1,13 +1,11 @@
 package agentbridge
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -158,20 +156,15 @@ func TestCallSummary(t *testing.T) {
 	assert.NotContains(t, string(c.Summary()), "secret")
 }
 
-// TestCallIDs: a JSON-RPC call's id is its request id, per connection.
+// TestCallIDs: a call's id is the one its transport gave it (WithCallID),
+// else a random one. The JSON-RPC transport's ids are tested in package
+// jsonrpc.
 func TestCallIDs(t *testing.T) {
 	ids := make(chan string, 4)
 	w := fixture(t, nil, Options{AfterCall: func(_ context.Context, c *CallInfo, _ Result, _ time.Duration) { ids <- c.ID }})
 	ok(t, w, "ls", obj{"path": "/"})
 	assert.Regexp(t, `^call-[0-9a-f]{12}$`, <-ids)
-
-	for conn := 1; conn <= 2; conn++ {
-		a, b := net.Pipe()
-		go func() { _ = w.ServeJSONRPC(context.Background(), b, b) }()
-		fmt.Fprintf(a, `{"jsonrpc":"2.0","id":"x7","method":"tools.call","params":{"name":"ls","arguments":{"path":"/"}}}`+"\n")
-		_, err := bufio.NewReader(a).ReadString('\n')
-		require.NoError(t, err)
-		a.Close()
-		assert.Equal(t, fmt.Sprintf("rpc-%d-x7", conn), <-ids)
-	}
+	r := w.Call(WithCallID(context.Background(), "rpc-2-x7"), "", "ls", json.RawMessage(`{"path":"/"}`))
+	require.False(t, r.IsError, r.Text)
+	assert.Equal(t, "rpc-2-x7", <-ids)
 }

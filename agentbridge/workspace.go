@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -77,9 +76,6 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
-	// rpcConns numbers JSON-RPC connections, so that the call ids of two
-	// clients that both count from 1 stay apart in an audit log.
-	rpcConns atomic.Int64
 }
 
 // Result is the outcome of one tool call. A tool error is a Result with

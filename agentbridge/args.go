@@ -8,6 +8,9 @@ import (
 	"strings"
 )
 
+// maxInt is the upper bound of an integer argument that has none.
+const maxInt = int(^uint(0) >> 1)
+
 // args holds the arguments of one call in canonical key names. Values are
 // decoded lazily by the typed getters, which name the key (in the caller's
 // dialect) in every error.

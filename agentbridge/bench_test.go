@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -99,35 +97,6 @@ func BenchmarkGrepVsRipgrep(b *testing.B) {
 			b.ReportMetric(float64(theirs.Microseconds())/float64(b.N), "us-rg/op")
 		})
 	}
-}
-
-// BenchmarkReadOverJSONRPC reads a 1 MiB file through a unix socket and
-// reports the median latency (target p50 ≤ 1 ms).
-func BenchmarkReadOverJSONRPC(b *testing.B) {
-	line := strings.Repeat("x", 63) + "\n"
-	w := fixture(b, map[string]string{"/memory/big.txt": strings.Repeat(line, (1<<20)/len(line))}, Options{})
-	sock := filepath.Join(b.TempDir(), "s")
-	l, err := net.Listen("unix", sock)
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go w.ServeListener(ctx, l)
-	conn, err := net.Dial("unix", sock)
-	require.NoError(b, err)
-	c := NewClient(conn)
-	defer c.Close()
-	params := ToolsCallParams{Name: "read", Arguments: json.RawMessage(`{"path":"/memory/big.txt","limit":100000}`)}
-	var lat []time.Duration
-	for b.Loop() {
-		var r Result
-		t0 := time.Now()
-		if err := c.Call(ctx, "tools.call", params, &r); err != nil || r.IsError {
-			b.Fatal(err, r.Text)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
 }
 
 // BenchmarkShellTrue runs `true` through the shell tool (target ≤ 30 ms).

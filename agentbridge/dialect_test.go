@@ -101,3 +101,24 @@ func TestCodexCommand(t *testing.T) {
 		assert.Equal(t, tc.want, s)
 	}
 }
+
+// TestVerbTable: AllVerbs names the rows of verbTable in their order, and
+// every tool of every dialect runs a verb of the table, so a new verb or
+// dialect cannot be half added.
+func TestVerbTable(t *testing.T) {
+	var names []string
+	for _, v := range verbTable() {
+		names = append(names, v.name)
+		assert.NotNil(t, v.run, v.name)
+		assert.Equal(t, v.needs == 0, v.lacking == "", "%s: a needed capability says why it may be missing", v.name)
+	}
+	assert.Equal(t, AllVerbs, names)
+	require.Len(t, dialects, len(Dialects))
+	for _, name := range Dialects {
+		d, err := lookupDialect(name)
+		require.NoError(t, err)
+		for _, tool := range d.tools {
+			assert.Contains(t, AllVerbs, tool.verb, "%s/%s", name, tool.name)
+		}
+	}
+}

@@ -38,12 +38,43 @@
 //
 // # Transports
 //
-// [Workspace.ServeJSONRPC] speaks JSON-RPC 2.0 (methods tools.list,
-// tools.call, workspace.brief), one message per line, over any byte stream,
-// and [Workspace.ServeListener] over a socket; [Client] is its caller.
-// Package mcpserver presents the same tools as an MCP server on the
-// official Go SDK. All are safe for concurrent calls: the Workspace holds no
-// per-call state.
+// This package has no transport of its own: [Workspace.Tools],
+// [Workspace.Call] and [Workspace.Brief] are what every transport calls,
+// and [WithCallID] carries a transport's request id into the call. Package
+// jsonrpc serves them as JSON-RPC 2.0 (methods tools.list, tools.call,
+// workspace.brief), one message per line, over stdio or a socket, and is
+// its client; package mcpserver presents the same tools as an MCP server
+// on the official Go SDK. All are safe for concurrent calls: the Workspace
+// holds no per-call state.
+//
+// # Where things are
+//
+// One file per topic, so it is clear where a new verb, dialect or
+// transport goes:
+//
+//   - workspace.go: [Workspace], [Options], [New] (which verbs are
+//     offered), [Workspace.Call], [Workspace.Tools], [Workspace.Brief],
+//     the mount table.
+//   - verbs.go: the verb table: each verb's name, MCP hints, the
+//     capability it needs and its function. A new verb starts with a row
+//     there.
+//   - One file per verb family: verbs_read.go (read), verbs_list.go (ls,
+//     glob), grep.go (grep), verbs_write.go (write, edit, delete),
+//     patch.go (the apply_patch format of edit's patchContent), shell.go
+//     (shell and [Workspace.Command]).
+//   - What the verbs share: args.go (decoding arguments, naming the key in
+//     the caller's dialect), paths.go (workspace paths, the one rule for
+//     ".." at the root, the one symlink resolver, error sentences), walk.go
+//     (the one recursive directory walk), diff.go (the unified diff of dry
+//     runs), policy.go (the hooks' [CallInfo], [Limits], call ids).
+//   - dialect.go: the dialect registry and schema helpers;
+//     dialect_cursor.go, dialect_claude.go, dialect_codex.go: one file per
+//     dialect. A new dialect is a new dialect_NAME.go and a row in the
+//     registry.
+//   - Transports are subpackages over Tools, Call and Brief: jsonrpc
+//     (JSON-RPC 2.0 over stdio or a socket, and its client) and mcpserver
+//     (MCP). A new transport is a new subpackage; this package does not
+//     import any.
 //
 // # The kernel face
 //
@@ -61,9 +92,9 @@
 // (effectful verbs report what they would do: write the size and whether
 // it creates, edit and apply_patch the unified diff, delete what it would
 // remove; shell does not run) and [Limits]. Every call carries an id
-// ([CallInfo]: the JSON-RPC request id, or a random one) into the tree as
-// mounts.Caller{Face: "tool", CallID: id}, so each change can be traced
-// to its call.
+// ([CallInfo]: its transport's, see [WithCallID], or a random one) into
+// the tree as mounts.Caller{Face: "tool", CallID: id}, so each change can
+// be traced to its call.
 //
 // # Limitations
 //

@@ -281,11 +281,10 @@ func (f *fileFilter) match(base, rel string) bool {
 // honouring .gitignore files inside host mounts unless noIgnore.
 func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
 	var files []grepFile
-	var visit func(dir, rel string, ps []gitignore.Pattern) error
-	visit = func(dir, rel string, ps []gitignore.Pattern) error {
-		if err := ctx.Err(); err != nil {
-			return mounts.PathErr("grep", dir, err)
-		}
+	// scopes holds the ignore rules in force in each directory walked,
+	// each made from its parent's when the walk reaches it.
+	scopes := map[string]ignoreScope{}
+	enter := func(dir string, ps []gitignore.Pattern) {
 		m, _ := w.mountFor(dir)
 		ignoring := !noIgnore && m.Type == "host"
 		var domain []string
@@ -305,42 +304,38 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		if ignoring && len(ps) > 0 {
 			matcher = gitignore.NewMatcher(ps)
 		}
-		ents, err := w.fsys.ReadDir(ctx, dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			name := mounts.Join(dir, e.Name)
-			r := e.Name
-			if rel != "" {
-				r = rel + "/" + e.Name
-			}
-			if matcher != nil && matcher.Match(append(domain[:len(domain):len(domain)], e.Name), e.Type.IsDir()) {
-				continue
-			}
-			switch {
-			case e.Type.IsDir():
-				if e.Name == ".git" {
-					continue
-				}
-				if err := visit(name, r, ps); err != nil {
-					if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-						continue
-					}
-					return err
-				}
-			case e.Type.IsRegular():
-				if filter.match(e.Name, r) {
-					files = append(files, grepFile{name: name, shown: mounts.ToSlash(mounts.Join(shownRoot, r))})
-				}
-			}
-			// Symlinks and special files are not searched, as ripgrep
-			// does without --follow.
-		}
-		return nil
+		scopes[dir] = ignoreScope{ps: ps, domain: domain, matcher: matcher}
 	}
-	err := visit(root, "", nil)
+	enter(root, nil)
+	err := w.walk(ctx, root, walkOpts{}, func(name, rel string, e mounts.DirEntry) error {
+		dir, _ := mounts.Split(name)
+		s := scopes[dir]
+		if s.matcher != nil && s.matcher.Match(append(s.domain[:len(s.domain):len(s.domain)], e.Name), e.Type.IsDir()) {
+			return fs.SkipDir
+		}
+		switch {
+		case e.Type.IsDir():
+			enter(name, s.ps)
+		case e.Type.IsRegular():
+			if filter.match(e.Name, rel) {
+				files = append(files, grepFile{name: name, shown: mounts.ToSlash(mounts.Join(shownRoot, rel))})
+			}
+		}
+		// Symlinks and special files are not searched, as ripgrep
+		// does without --follow.
+		return nil
+	})
 	return files, err
+}
+
+// ignoreScope is what grep ignores in one directory: the .gitignore
+// patterns in force there (its own and its parents' up to the mount
+// point), the directory's path below the mount point they are relative
+// to, and their matcher (nil when nothing is ignored).
+type ignoreScope struct {
+	ps      []gitignore.Pattern
+	domain  []string
+	matcher gitignore.Matcher
 }
 
 func (w *Workspace) loadGitignore(ctx context.Context, dir string, domain []string, ps []gitignore.Pattern) []gitignore.Pattern {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"strings"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -371,9 +370,10 @@ func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error
 	return b.String(), nil
 }
 
+// patchPath converts a path of a patch, absolute or relative to "/"
+// (TOOLS.md), with the same [clean] rule as every path argument.
 func patchPath(p string) wpath {
-	name := mounts.FromSlash(path.Clean("/" + p))
-	return wpath{given: p, name: name, rel: !strings.HasPrefix(p, "/")}
+	return wpath{given: p, name: clean(".", p), rel: !strings.HasPrefix(p, "/")}
 }
 
 func (w *Workspace) planPatch(ctx context.Context, fp FilePatch) (patchStep, error) {

@@ -22,8 +22,8 @@ type wpath struct {
 func (p wpath) abs() string { return mounts.ToSlash(p.name) }
 
 // path decodes argument k as a workspace path (def when absent and not
-// required) and converts it to a name of the workspace FS. Relative
-// paths resolve against the root "/" (TOOLS.md).
+// required) and converts it to a name of the workspace FS with [clean].
+// Relative paths resolve against the root "/" (TOOLS.md).
 func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 	s, err := a.str(k, required)
 	if err != nil {
@@ -33,11 +33,7 @@ func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 		s = def
 	}
 	p := wpath{given: s, rel: !strings.HasPrefix(s, "/")}
-	name := mounts.FromSlash(s)
-	if strings.HasPrefix(name, "../") || name == ".." {
-		// Above the root is the root, as in the kernel.
-		name = mounts.FromSlash(path.Clean("/" + s))
-	}
+	name := clean(".", s)
 	if err := mounts.CheckPath(op, name); err != nil {
 		return wpath{}, fmt.Errorf("%s %s: invalid path (control characters or an over-long name)", op, s)
 	}
@@ -45,14 +41,31 @@ func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 	return p, nil
 }
 
+// clean is the one rule for "." and ".." in the tool face: p, absolute or
+// relative to the directory dir (a name of the workspace FS, "." for the
+// root), is cleaned lexically, and ".." at the root stays at the root, as
+// POSIX has it (/.. is /) and as the kernel does in the shell. Path
+// arguments, apply_patch paths, glob bases and symlink targets all go
+// through it, so no verb climbs above the root differently.
+func clean(dir, p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = mounts.ToSlash(dir) + "/" + p
+	}
+	return mounts.FromSlash(path.Clean(p))
+}
+
+// maxSymlinkHops is the kernel's limit (MAXSYMLINKS), so a chain the
+// shell follows is one the verbs follow.
 const maxSymlinkHops = 40
 
-// resolve follows symlinks in every component of name the way the kernel
-// does in the shell's namespace: an absolute target is a workspace path, a
-// relative one is relative to the link's directory, and ".." above the root
-// stays at the root. With followFinal false the last component is not
-// followed (lstat). With allowMissing, a missing tail is appended lexically
-// and exists is false, so writers can create it.
+// resolve is the one symlink resolver of the tool face: every verb looks
+// its path up here. It follows symlinks in every component of name (a
+// cleaned name) the way the kernel does in the shell's namespace: an
+// absolute target is a workspace path, a relative one is relative to the
+// link's directory, both cleaned by [clean] (".." above the root stays at
+// the root). With followFinal false the last component is not followed
+// (lstat). With allowMissing, a missing tail is appended lexically and
+// exists is false, so writers can create it.
 func (w *Workspace) resolve(ctx context.Context, name string, followFinal, allowMissing bool) (real string, a mounts.Attr, exists bool, err error) {
 	hops := 0
 	done := "."
@@ -89,13 +102,7 @@ func (w *Workspace) resolve(ctx context.Context, name string, followFinal, allow
 			if lerr != nil {
 				return "", a, false, lerr
 			}
-			var joined string
-			if strings.HasPrefix(target, "/") {
-				joined = path.Clean(target)
-			} else {
-				joined = path.Clean("/" + path.Join(done, target))
-			}
-			joined = mounts.FromSlash(joined)
+			joined := clean(done, target)
 			if tail != "" {
 				joined = mounts.Join(joined, tail)
 			}
@@ -193,7 +200,7 @@ func (w *Workspace) suggest(ctx context.Context, p wpath) string {
 	}
 	var hits []string
 	for _, m := range w.mounts {
-		cand := mounts.FromSlash(path.Join(m.Prefix, p.name))
+		cand := clean(mounts.FromSlash(m.Prefix), p.name)
 		if _, _, ok, err := w.resolve(ctx, cand, true, false); err == nil && ok {
 			hits = append(hits, mounts.ToSlash(cand))
 		}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -61,8 +59,9 @@ func (l Limits) withDefaults() Limits {
 // CallInfo describes one tool call to the [Options] hooks.
 type CallInfo struct {
 	// ID identifies the call in the audit log and in mounts.Caller:
-	// the JSON-RPC request id when the call came over JSON-RPC ("rpc-7"),
-	// else a random one ("call-1a2b3c4d5e6f").
+	// the transport's (see [WithCallID]; over JSON-RPC "rpc-1-7", request 7
+	// of the server's first connection), else a random one
+	// ("call-1a2b3c4d5e6f").
 	ID string `json:"id"`
 	// Dialect and Tool are as called; Verb is the canonical verb, ""
 	// when the tool is unknown.
@@ -168,8 +167,8 @@ func (a *args) paths() []string {
 type callIDKey struct{}
 
 // WithCallID returns a context carrying the id a transport gave a call
-// (a JSON-RPC request id); [Workspace.Call] uses it instead of a random
-// one.
+// (package jsonrpc's is made from the request id); [Workspace.Call] uses
+// it instead of a random one.
 func WithCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }
@@ -211,186 +210,3 @@ func (w *Workspace) checkSize(op, shown string, n int) error {
 
 // dryRunNote ends every dry-run result.
 const dryRunNote = "(dry run: nothing was changed)"
-
-// unifiedDiff renders the change from old to new as a unified diff with
-// three lines of context, git style: a/ and b/ prefixes on workspace
-// paths, /dev/null for a side that does not exist.
-func unifiedDiff(oldName, newName, old, new string, oldExists, newExists bool) string {
-	a, b := splitLines(old), splitLines(new)
-	from, to := "a"+oldName, "b"+newName
-	if !oldExists {
-		from = "/dev/null"
-	}
-	if !newExists {
-		to = "/dev/null"
-	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n", from, to)
-	ops := diffLines(a, b)
-	const margin = 3
-	// Group the ops into hunks: runs of changes with up to 2*margin
-	// equal lines between them.
-	for i := 0; i < len(ops); {
-		for i < len(ops) && ops[i].kind == ' ' {
-			i++
-		}
-		if i == len(ops) {
-			break
-		}
-		start := max(0, i-margin)
-		end := i
-		for j := i; j < len(ops); j++ {
-			if ops[j].kind != ' ' {
-				end = j + 1
-				continue
-			}
-			if j-end >= 2*margin {
-				break
-			}
-		}
-		end = min(len(ops), end+margin)
-		h := ops[start:end]
-		aStart, bStart := 0, 0
-		for _, op := range ops[:start] {
-			if op.kind != '+' {
-				aStart++
-			}
-			if op.kind != '-' {
-				bStart++
-			}
-		}
-		aLen, bLen := 0, 0
-		for _, op := range h {
-			if op.kind != '+' {
-				aLen++
-			}
-			if op.kind != '-' {
-				bLen++
-			}
-		}
-		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
-		for _, op := range h {
-			line := op.text
-			out.WriteByte(op.kind)
-			out.WriteString(strings.TrimSuffix(line, "\n"))
-			out.WriteByte('\n')
-			if !strings.HasSuffix(line, "\n") {
-				out.WriteString("\\ No newline at end of file\n")
-			}
-		}
-		i = end
-	}
-	return out.String()
-}
-
-func hunkRange(start, n int) string {
-	if n == 0 {
-		return fmt.Sprintf("%d,0", start)
-	}
-	if n == 1 {
-		return fmt.Sprint(start + 1)
-	}
-	return fmt.Sprintf("%d,%d", start+1, n)
-}
-
-// splitLines splits s after each "\n", keeping it.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
-// diffOp is one line of an edit script: ' ' kept, '-' removed, '+' added;
-// a and b are its 0-based positions in the old and new text.
-type diffOp struct {
-	kind byte
-	text string
-	a, b int
-}
-
-// maxDiffCells bounds the LCS table; beyond it the changed middle is
-// shown as removed and added whole (correct, only less minimal).
-const maxDiffCells = 4 << 20
-
-// diffLines returns an edit script from a to b: the common head and tail
-// are kept, the middle is diffed by longest common subsequence.
-func diffLines(a, b []string) []diffOp {
-	var ops []diffOp
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		ops = append(ops, diffOp{' ', a[pre], pre, pre})
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	if len(ma)*len(mb) > maxDiffCells {
-		for i, l := range ma {
-			ops = append(ops, diffOp{'-', l, pre + i, pre})
-		}
-		for j, l := range mb {
-			ops = append(ops, diffOp{'+', l, pre + len(ma), pre + j})
-		}
-	} else {
-		ops = append(ops, lcsOps(ma, mb, pre)...)
-	}
-	for k := 0; k < suf; k++ {
-		i, j := len(a)-suf+k, len(b)-suf+k
-		ops = append(ops, diffOp{' ', a[i], i, j})
-	}
-	return ops
-}
-
-// lcsOps diffs a against b by dynamic programming; off is their position
-// in the whole texts.
-func lcsOps(a, b []string, off int) []diffOp {
-	n, m := len(a), len(b)
-	t := make([]int32, (n+1)*(m+1)) // t[i*(m+1)+j]: LCS of a[i:], b[j:]
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				t[i*(m+1)+j] = t[(i+1)*(m+1)+j+1] + 1
-			} else {
-				t[i*(m+1)+j] = max(t[(i+1)*(m+1)+j], t[i*(m+1)+j+1])
-			}
-		}
-	}
-	var ops []diffOp
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && a[i] == b[j]:
-			ops = append(ops, diffOp{' ', a[i], off + i, off + j})
-			i++
-			j++
-		case j < m && (i == n || t[i*(m+1)+j+1] >= t[(i+1)*(m+1)+j]):
-			ops = append(ops, diffOp{'+', b[j], off + i, off + j})
-			j++
-		default:
-			ops = append(ops, diffOp{'-', a[i], off + i, off + j})
-			i++
-		}
-	}
-	// Show removals before additions within a run of changes, as diff
-	// does.
-	for s := 0; s < len(ops); {
-		if ops[s].kind == ' ' {
-			s++
-			continue
-		}
-		e := s
-		for e < len(ops) && ops[e].kind != ' ' {
-			e++
-		}
-		sort.SliceStable(ops[s:e], func(x, y int) bool { return ops[s+x].kind == '-' && ops[s+y].kind == '+' })
-		s = e
-	}
-	return ops
-}

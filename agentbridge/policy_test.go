@@ -1,13 +1,11 @@
 package agentbridge
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -18,35 +16,6 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
-
-func TestUnifiedDiff(t *testing.T) {
-	tests := []struct {
-		name     string
-		old, new string
-		oldEx    bool
-		newEx    bool
-		want     string
-	}{
-		{"one line changed", "a\nb\nc\n", "a\nB\nc\n", true, true,
-			"--- a/memory/f\n+++ b/memory/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"},
-		{"created", "", "x\ny\n", false, true,
-			"--- /dev/null\n+++ b/memory/f\n@@ -0,0 +1,2 @@\n+x\n+y\n"},
-		{"deleted", "x\n", "", true, false,
-			"--- a/memory/f\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"},
-		{"no final newline", "a\nb", "a\nc", true, true,
-			"--- a/memory/f\n+++ b/memory/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"},
-		{"two hunks", numbered(1, 20), strings.Replace(strings.Replace(numbered(1, 20), "line 2\n", "line two\n", 1), "line 19\n", "line nineteen\n", 1), true, true,
-			"--- a/memory/f\n+++ b/memory/f\n@@ -1,5 +1,5 @@\n line 1\n-line 2\n+line two\n line 3\n line 4\n line 5\n" +
-				"@@ -16,5 +16,5 @@\n line 16\n line 17\n line 18\n-line 19\n+line nineteen\n line 20\n"},
-		{"insertion in the middle", "a\nb\nc\nd\n", "a\nb\nnew\nc\nd\n", true, true,
-			"--- a/memory/f\n+++ b/memory/f\n@@ -1,4 +1,5 @@\n a\n b\n+new\n c\n d\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, unifiedDiff("/memory/f", "/memory/f", tt.old, tt.new, tt.oldEx, tt.newEx))
-		})
-	}
-}
 
 // treeHash hashes every name, type, mode and content of the tree.
 func treeHash(t *testing.T, fsys mounts.FS) string {
@@ -187,20 +156,15 @@ func TestCallSummary(t *testing.T) {
 	assert.NotContains(t, string(c.Summary()), "secret")
 }
 
-// TestCallIDs: a JSON-RPC call's id is its request id, per connection.
+// TestCallIDs: a call's id is the one its transport gave it (WithCallID),
+// else a random one. The JSON-RPC transport's ids are tested in package
+// jsonrpc.
 func TestCallIDs(t *testing.T) {
 	ids := make(chan string, 4)
 	w := fixture(t, nil, Options{AfterCall: func(_ context.Context, c *CallInfo, _ Result, _ time.Duration) { ids <- c.ID }})
 	ok(t, w, "ls", obj{"path": "/"})
 	assert.Regexp(t, `^call-[0-9a-f]{12}$`, <-ids)
-
-	for conn := 1; conn <= 2; conn++ {
-		a, b := net.Pipe()
-		go func() { _ = w.ServeJSONRPC(context.Background(), b, b) }()
-		fmt.Fprintf(a, `{"jsonrpc":"2.0","id":"x7","method":"tools.call","params":{"name":"ls","arguments":{"path":"/"}}}`+"\n")
-		_, err := bufio.NewReader(a).ReadString('\n')
-		require.NoError(t, err)
-		a.Close()
-		assert.Equal(t, fmt.Sprintf("rpc-%d-x7", conn), <-ids)
-	}
+	r := w.Call(WithCallID(context.Background(), "rpc-2-x7"), "", "ls", json.RawMessage(`{"path":"/"}`))
+	require.False(t, r.IsError, r.Text)
+	assert.Equal(t, "rpc-2-x7", <-ids)
 }

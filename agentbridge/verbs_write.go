@@ -422,7 +422,7 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 		return "deleted empty directory " + p.abs(), nil
 	}
 	n := 0
-	_ = w.walk(ctx, real, func(string, string, mounts.DirEntry) error { n++; return nil }, nil)
+	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	if err := mounts.RemoveAll(ctx, w.fsys, real); err != nil {
 		return "", w.explain(ctx, "delete", p, err)
 	}
@@ -445,34 +445,6 @@ func (w *Workspace) dryDelete(ctx context.Context, p wpath, real string, attr mo
 		return "", w.explain(ctx, "delete", p, mounts.ErrNotEmpty)
 	}
 	n := 0
-	_ = w.walk(ctx, real, func(string, string, mounts.DirEntry) error { n++; return nil }, nil)
+	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	return fmt.Sprintf("would delete %s and %d %s below it %s", p.abs(), n, plural(n, "entry", "entries"), dryRunNote), nil
-}
-
-// kindOf names the type of an entry for the model.
-func kindOf(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t == 0:
-		return "file"
-	case t&fs.ModeSymlink != 0:
-		return "symlink"
-	case t&fs.ModeDir != 0:
-		return "directory"
-	case t&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case t&fs.ModeSocket != 0:
-		return "unix socket"
-	case t&fs.ModeCharDevice != 0:
-		return "character device"
-	case t&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
-}
-
-// notRegular is the refusal of a file verb on a FIFO, a socket or a
-// device: the tools never open one, since its data is a process's or the
-// kernel's (and opening a FIFO waits for a writer).
-func notRegular(op string, p wpath, m fs.FileMode) error {
-	return fmt.Errorf("%s %s: is a %s, not a regular file; use the shell to work with it", op, p.abs(), kindOf(m))
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -77,9 +76,6 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
-	// rpcConns numbers JSON-RPC connections, so that the call ids of two
-	// clients that both count from 1 stay apart in an audit log.
-	rpcConns atomic.Int64
 }
 
 // Result is the outcome of one tool call. A tool error is a Result with
@@ -105,27 +101,6 @@ type ToolDef struct {
 	Annotations Annotations     `json:"annotations"`
 }
 
-// Canonical verb names.
-const (
-	VerbRead   = "read"
-	VerbLs     = "ls"
-	VerbGlob   = "glob"
-	VerbGrep   = "grep"
-	VerbWrite  = "write"
-	VerbEdit   = "edit"
-	VerbDelete = "delete"
-	VerbShell  = "shell"
-)
-
-// AllVerbs lists the canonical verbs in presentation order.
-var AllVerbs = []string{VerbRead, VerbLs, VerbGlob, VerbGrep, VerbWrite, VerbEdit, VerbDelete, VerbShell}
-
-type verb struct {
-	name string
-	ann  Annotations
-	run  func(w *Workspace, ctx context.Context, a *args) (string, error)
-}
-
 // New builds the tool face over fsys. It fails when opts.Tools names an
 // unknown verb or one the tree cannot serve.
 func New(fsys mounts.FS, opts Options) (*Workspace, error) {
@@ -141,16 +116,13 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	sort.SliceStable(w.mounts, func(i, j int) bool { return len(w.mounts[i].Prefix) > len(w.mounts[j].Prefix) })
 
 	caps := mounts.Capabilities(fsys)
+	table := verbTable()
 	avail := map[string]string{} // verb -> "" if servable, else why not
-	for _, v := range AllVerbs {
-		avail[v] = ""
-	}
-	if !caps.Has(mounts.CapWrite) {
-		avail[VerbWrite] = "no mount can create files"
-		avail[VerbEdit] = "no mount can create files"
-	}
-	if !caps.Has(mounts.CapRemove) {
-		avail[VerbDelete] = "no mount can remove files"
+	for _, v := range table {
+		avail[v.name] = ""
+		if !caps.Has(v.needs) {
+			avail[v.name] = v.lacking
+		}
 	}
 	if opts.Shell == nil {
 		avail[VerbShell] = "the kernel face is not up"
@@ -179,7 +151,7 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 		}
 	}
 	w.verbs = map[string]*verb{}
-	for _, v := range verbTable() {
+	for _, v := range table {
 		if slices.Contains(want, v.name) && avail[v.name] == "" {
 			w.verbs[v.name] = v
 		}
@@ -376,23 +348,4 @@ func (w *Workspace) topNames(ctx context.Context) ([]string, error) {
 		names[i] = e.Name
 	}
 	return names, nil
-}
-
-func verbTable() []*verb {
-	ro := Annotations{ReadOnly: true, Idempotent: true}
-	return []*verb{
-		{name: VerbRead, ann: ro, run: (*Workspace).read},
-		{name: VerbLs, ann: ro, run: (*Workspace).ls},
-		{name: VerbGlob, ann: ro, run: (*Workspace).glob},
-		{name: VerbGrep, ann: ro, run: (*Workspace).grep},
-		// write replaces a whole file: destructive, and the same call
-		// twice leaves the same tree.
-		{name: VerbWrite, ann: Annotations{Destructive: true, Idempotent: true}, run: (*Workspace).write},
-		// A second identical edit fails (the old text is gone) or changes
-		// more (replaceAll of a pattern the new text contains).
-		{name: VerbEdit, ann: Annotations{Destructive: true}, run: (*Workspace).edit},
-		// A second delete of the same path changes nothing more.
-		{name: VerbDelete, ann: Annotations{Destructive: true, Idempotent: true}, run: (*Workspace).delete},
-		{name: VerbShell, ann: Annotations{Destructive: true}, run: (*Workspace).shellVerb},
-	}
 }

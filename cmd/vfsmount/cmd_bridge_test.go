@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 )
 
@@ -166,9 +167,9 @@ func TestServeCommand(t *testing.T) {
 		conn = c
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond)
-	c := agentbridge.NewClient(conn)
+	c := jsonrpc.NewClient(conn)
 	var r agentbridge.Result
-	require.NoError(t, c.Call(ctx, "tools.call", agentbridge.ToolsCallParams{Name: "write", Arguments: json.RawMessage(`{"path":"/memory/s.txt","fileText":"served"}`)}, &r))
+	require.NoError(t, c.Call(ctx, "tools.call", jsonrpc.ToolsCallParams{Name: "write", Arguments: json.RawMessage(`{"path":"/memory/s.txt","fileText":"served"}`)}, &r))
 	require.False(t, r.IsError, r.Text)
 	// The kernel face is at --mountpoint: the same tree.
 	data, err := os.ReadFile(filepath.Join(mp, "memory/s.txt"))

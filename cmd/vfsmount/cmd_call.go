@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 )
 
 func callCommand() *command {
@@ -139,18 +140,18 @@ func callRemote(ctx context.Context, a *app, server, dialect, tool string, raw j
 	if err != nil {
 		return err
 	}
-	c := agentbridge.NewClient(conn)
+	c := jsonrpc.NewClient(conn)
 	defer c.Close()
 	call := func() agentbridge.Result {
 		var res agentbridge.Result
-		if err := c.Call(ctx, "tools.call", agentbridge.ToolsCallParams{Name: tool, Arguments: raw, Dialect: dialect}, &res); err != nil {
+		if err := c.Call(ctx, "tools.call", jsonrpc.ToolsCallParams{Name: tool, Arguments: raw, Dialect: dialect}, &res); err != nil {
 			return agentbridge.Result{Text: fmt.Sprintf("call %s: %v", server, err), IsError: true}
 		}
 		return res
 	}
 	if dryRun {
-		var list agentbridge.ToolsListResult
-		if err := c.Call(ctx, "tools.list", agentbridge.ToolsListParams{Dialect: dialect}, &list); err != nil {
+		var list jsonrpc.ToolsListResult
+		if err := c.Call(ctx, "tools.list", jsonrpc.ToolsListParams{Dialect: dialect}, &list); err != nil {
 			return fmt.Errorf("call %s: %w", server, err)
 		}
 		return printResult(a, dryRunResult(list.Tools, tool, raw, call))

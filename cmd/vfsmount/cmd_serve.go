@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 )
 
 func serveCommand() *command {
@@ -74,7 +76,7 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 	}()
 	if listen == "stdio" {
 		a.logger.Info("serving JSON-RPC on stdio", "mountpoint", b.srv.Mountpoint())
-		if err := b.tools.ServeJSONRPC(ctx, os.Stdin, a.stdout); err != nil && !errors.Is(err, context.Canceled) {
+		if err := jsonrpc.NewServer(b.tools, a.logger).ServeStream(ctx, os.Stdin, a.stdout); err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 		return nil
@@ -90,7 +92,7 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 		defer os.Remove(where)
 	}
 	a.logger.Info("serving JSON-RPC", "listen", listen, "mountpoint", b.srv.Mountpoint())
-	if err := b.tools.ServeListener(ctx, l); err != nil {
+	if err := jsonrpc.NewServer(b.tools, a.logger).ServeListener(ctx, l); err != nil {
 		return err
 	}
 	a.logger.Info("stopping", "why", context.Cause(ctx).Error())

@@ -40,6 +40,28 @@
 // decorators) report the capabilities they really offer through
 // [CapabilityReporter]; [Capabilities] consults it.
 //
+// # Wrappers
+//
+// Every decorator of a mount is built on one of two primitives, which share
+// one forwarder per verb: [Intercept] sees each call ([Call]) before the
+// mount does and may refuse or rewrite it (the path rules of package
+// policy); [Watch] is told of each call after it returned, with its error
+// (the audit log, and [Observe], which tells the kernel face what the tool
+// face changed). Both declare the whole contract, forward each call through
+// the helpers of this package, forward capabilities, descriptions and the
+// mount table, and wrap what must be wrapped of the files they open.
+// mountstest.RunWrapper checks that a wrapper offers exactly what it wraps.
+// A new verb of the contract is added once to that forwarder, to [Op], and
+// to RunWrapper, which then checks it in every wrapper's tests.
+//
+// # The mount table
+//
+// A workspace composed of mounts (the union) answers its mount table,
+// [MountInfo] per mount, through [MountTabler]; the wrappers over it forward
+// the table, correcting what they change (a read-only rule of policy makes
+// the mounts it covers read-only), and the faces read it with [Mounts] from
+// the top of the stack they were given.
+//
 // # Errors
 //
 // Every error a mount returns is a *fs.PathError whose Path is the name the

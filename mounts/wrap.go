@@ -228,7 +228,7 @@ func (w *wrapper) enter(ctx context.Context, c Call) (Call, error) {
 
 // back gives an error of the call made the names of the call asked for,
 // where the interceptor rewrote them.
-func back(c, made Call, err error) error {
+func back(c, made *Call, err error) error {
 	if err == nil || (made.Name == c.Name && made.NewName == c.NewName) {
 		return err
 	}
@@ -258,7 +258,7 @@ func (w *wrapper) done(ctx context.Context, c Call, err error) error {
 func (w *wrapper) run(ctx context.Context, c Call, fn func(made Call) error) error {
 	made, err := w.enter(ctx, c)
 	if err == nil {
-		err = back(c, made, fn(made))
+		err = back(&c, &made, fn(made))
 	}
 	return w.done(ctx, c, err)
 }
@@ -345,7 +345,7 @@ func (w *wrapper) OpenFile(ctx context.Context, name string, flag int, perm fs.F
 	if err == nil {
 		c.Existed = w.existed(ctx, made)
 		f, err = OpenFile(ctx, w.fsys, made.Name, made.Flag, made.Mode)
-		err = back(c, made, err)
+		err = back(&c, &made, err)
 	}
 	if err := w.done(ctx, c, err); err != nil {
 		return nil, err

@@ -38,7 +38,8 @@
 // package mounts, so a read-only mount answers [mounts.ErrReadOnly] and a
 // writable mount lacking a verb [mounts.ErrNotSupported]. [Union.Capabilities]
 // reports the union of the mounts' capabilities: the workspace offers a verb
-// if any mount does.
+// if any mount does. [Union.Mounts] answers the mount table
+// (mounts.MountTabler), for the faces to show.
 //
 // # Inode numbers
 //
@@ -109,6 +110,7 @@ var (
 	_ mounts.CapabilityReporter = (*Union)(nil)
 	_ mounts.Describer          = (*Union)(nil)
 	_ mounts.PathDescriber      = (*Union)(nil)
+	_ mounts.MountTabler        = (*Union)(nil)
 )
 
 // Union is a workspace namespace composed of mounts. It is immutable after
@@ -137,20 +139,6 @@ type mount struct {
 	name   string // the prefix io/fs style: "agent/skills", or "."
 	fsys   mounts.FS
 	index  uint64 // 1-based position in prefix order
-}
-
-// MountInfo describes one mount of the table, for the tool layer to show the
-// model.
-type MountInfo struct {
-	// Prefix is the absolute mount point: "/repo".
-	Prefix string
-	// Type and Source come from the mount's [mounts.Describe]: "git",
-	// "git@1a2b3c4".
-	Type, Source string
-	// Writable reports whether the mount can change anything.
-	Writable bool
-	// Caps is the mount's capability set.
-	Caps mounts.Capability
 }
 
 // New builds a union from a table of absolute prefixes. It fails, naming the
@@ -381,24 +369,21 @@ func (u *Union) Resolve(name string) (prefix string, fsys mounts.FS, rel string,
 	return t.m.prefix, t.m.fsys, t.rel, true
 }
 
-// Brief returns the mount table sorted by prefix.
-func (u *Union) Brief() []MountInfo {
-	out := make([]MountInfo, len(u.mounts))
+// Mounts returns the mount table sorted by prefix (mounts.MountTabler):
+// each mount's prefix, its own description, and what it can do. A mount
+// that is itself a composition is one entry.
+func (u *Union) Mounts() []mounts.MountInfo {
+	out := make([]mounts.MountInfo, len(u.mounts))
 	for i, m := range u.mounts {
-		d := mounts.Describe(m.fsys)
-		out[i] = MountInfo{
-			Prefix:   m.prefix,
-			Type:     d.Type,
-			Source:   d.Source,
-			Writable: mounts.Writable(m.fsys),
-			Caps:     mounts.Capabilities(m.fsys),
+		out[i] = mounts.MountInfo{
+			Prefix:      m.prefix,
+			Description: mounts.Describe(m.fsys),
+			Writable:    mounts.Writable(m.fsys),
+			Caps:        mounts.Capabilities(m.fsys),
 		}
 	}
 	return out
 }
-
-// Mounts is Brief under the name a mount table usually has.
-func (u *Union) Mounts() []MountInfo { return u.Brief() }
 
 // Capabilities reports every verb family some mount offers.
 func (u *Union) Capabilities() mounts.Capability { return u.caps }

@@ -118,7 +118,7 @@ func TestNewAcceptsGoodTables(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u, err := New(tt.table)
 			require.NoError(t, err)
-			assert.Len(t, u.Brief(), len(tt.table))
+			assert.Len(t, u.Mounts(), len(tt.table))
 		})
 	}
 }
@@ -569,18 +569,21 @@ func TestInodeNumbersNeverCollide(t *testing.T) {
 	assert.Equal(t, uint64(3)<<inoShift|0xff, m.ino(0xAB<<inoShift|0xff), "high bits of a mount's number are dropped")
 }
 
-func TestBriefCapabilitiesDescribe(t *testing.T) {
+func TestMountTableCapabilitiesDescribe(t *testing.T) {
 	mem, repo := newMem(), newMem()
 	u := mustNew(t, map[string]mounts.FS{"/repo": readOnly{repo}, "/memory": mem, "/agent/skills": readOnly{newMem()}})
 
-	brief := u.Brief()
-	require.Len(t, brief, 3)
-	assert.Equal(t, []MountInfo{
-		{Prefix: "/agent/skills", Type: "ro", Source: "ro@1234567", Writable: false, Caps: 0},
-		{Prefix: "/memory", Type: "memory", Source: "memory", Writable: true, Caps: mounts.Capabilities(mem)},
-		{Prefix: "/repo", Type: "ro", Source: "ro@1234567", Writable: false, Caps: 0},
-	}, brief)
-	assert.Equal(t, brief, u.Mounts())
+	table := u.Mounts()
+	require.Len(t, table, 3)
+	roDesc := mounts.Description{Type: "ro", Source: "ro@1234567", Immutable: true}
+	assert.Equal(t, []mounts.MountInfo{
+		{Prefix: "/agent/skills", Description: roDesc, Writable: false, Caps: 0},
+		{Prefix: "/memory", Description: mounts.Description{Type: "memory", Source: "memory"}, Writable: true, Caps: mounts.Capabilities(mem)},
+		{Prefix: "/repo", Description: roDesc, Writable: false, Caps: 0},
+	}, table)
+	assert.Equal(t, table, mounts.Mounts(u), "the union answers the table")
+	table[0].Prefix = "/changed"
+	assert.Equal(t, "/agent/skills", u.Mounts()[0].Prefix, "the table is the caller's")
 
 	assert.Equal(t, mounts.Capabilities(mem), u.Capabilities())
 	assert.Equal(t, mounts.Capabilities(mem), mounts.Capabilities(u), "reported, not inferred from methods")

@@ -71,10 +71,11 @@ type config struct {
 	capsSet      bool
 	precision    time.Duration
 	unprivileged bool
+	dir          string // At; "." is the root
 }
 
 func newConfig(opts []Option) *config {
-	c := &config{ctx: context.Background(), precision: time.Nanosecond}
+	c := &config{ctx: context.Background(), precision: time.Nanosecond, dir: "."}
 	for _, o := range opts {
 		o(c)
 	}
@@ -151,6 +152,17 @@ func WithContext(ctx context.Context) Option {
 	return func(c *config) { c.ctx = ctx }
 }
 
+// At says the mount under test is the directory dir (a valid name, "agent/notes")
+// of the tree newFS returns: a mount point of a union, say, checked through
+// the union itself. Every name the suite passes is below dir, and every
+// error must name one of those names as passed, dir included; StatFS,
+// which names no path, is the one call whose errors name the tree's root
+// ("."), which the suite takes for dir. The tree's capabilities are the
+// mount's. For Run only: RunOS is given its directory.
+func At(dir string) Option {
+	return func(c *config) { c.dir = dir }
+}
+
 // Run checks fsys's read side and every capability it offers. newFS returns a
 // fresh mount for each subtest: writable mounts are handed empty, read-only
 // mounts come pre-populated, and [Expect] says with what (without it, a
@@ -158,6 +170,9 @@ func WithContext(ctx context.Context) Option {
 func Run(t *testing.T, newFS func(t *testing.T) mounts.FS, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
+	if !mounts.ValidPath(cfg.dir) {
+		t.Fatalf("At(%q): not a valid name", cfg.dir)
+	}
 	probe := newFS(t)
 	caps := mounts.Capabilities(probe)
 	if cfg.capsSet && caps != cfg.caps {
@@ -171,13 +186,13 @@ func Run(t *testing.T, newFS func(t *testing.T) mounts.FS, opts ...Option) {
 		if c := mounts.Capabilities(fsys); c != caps {
 			t.Fatalf("newFS returned mounts with different capabilities: %v, then %v", caps, c)
 		}
-		x := &libTarget{ctx: cfg.ctx, fsys: fsys}
+		x := &libTarget{ctx: cfg.ctx, fsys: fsys, dir: cfg.dir}
 		if caps&mounts.CapMutating != 0 {
 			requireEmpty(t, x)
 		}
 		return x
 	}
-	runAll(t, cfg, caps, &libTarget{ctx: cfg.ctx, fsys: probe}, fresh, true)
+	runAll(t, cfg, caps, &libTarget{ctx: cfg.ctx, fsys: probe, dir: cfg.dir}, fresh, true)
 }
 
 // runAll is the driver both flavours share. probe is a mount (or directory)

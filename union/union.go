@@ -51,17 +51,21 @@
 //
 // # Errors
 //
-// Every error is a *fs.PathError whose Path is an absolute workspace path
-// ("/repo/src/a.go"): a mount's error path is rewritten by putting the mount's
-// prefix in front of it, and an error that is not a *fs.PathError is wrapped
-// in one. Invalid names fail with fs.ErrInvalid before resolution, with the
-// name as given.
+// Every error is a *fs.PathError whose Path is a name in the caller's terms,
+// as for every mount and as io/fs's Sub does it: the union name the caller
+// passed ("repo/src/a.go"), or for a mount's error the mount's path put back
+// under the mount point, so that a name the mount reports for the caller's
+// is the caller's. A mount's path that is not a valid name (a host path) is
+// replaced by the caller's name, so nothing foreign leaks, and an error
+// that is not a *fs.PathError is wrapped in one. Invalid names fail with
+// fs.ErrInvalid before resolution, with the name as given. A face that
+// shows paths to people (the tool face) writes them absolute itself.
 //
 // # Open files
 //
 // Files are wrapped so that Stat reports the same rewritten inode number as
 // [Union.Stat] (fstat and stat must agree) and so that *fs.PathError values
-// from ReadAt, WriteAt and friends carry workspace paths. Other errors,
+// from ReadAt, WriteAt and friends carry union names. Other errors,
 // io.EOF in particular, pass through unchanged. A file opened for writing
 // stays a [mounts.WritableFile].
 package union
@@ -422,25 +426,25 @@ func (u *Union) DescribeAt(name string) mounts.Description {
 
 // fail builds an error of the union itself for name.
 func fail(op, name string, err error) error {
-	return mounts.PathErr(op, mounts.ToSlash(name), err)
+	return mounts.PathErr(op, name, err)
 }
 
 // rewrite moves an error of mount m, returned for the union name name, into
-// the workspace namespace. A path the mount reports that is not a valid
-// mount-relative name is replaced by name, so nothing foreign (a host path)
-// can leak through.
+// the caller's names: the mount's path under the mount point. A path the
+// mount reports that is not a valid mount-relative name is replaced by
+// name, so nothing foreign (a host path) can leak through.
 func (m *mount) rewrite(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if pe, ok := err.(*fs.PathError); ok {
-		p := mounts.ToSlash(name)
+		p := name
 		if mounts.ValidPath(pe.Path) {
-			p = mounts.ToSlash(mounts.Join(m.name, pe.Path))
+			p = mounts.Join(m.name, pe.Path)
 		}
 		return &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
 	}
-	return mounts.PathErr(op, mounts.ToSlash(name), err)
+	return mounts.PathErr(op, name, err)
 }
 
 func unwrapPath(err error) error {

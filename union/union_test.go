@@ -297,7 +297,7 @@ func TestSyntheticAndMountPointMutations(t *testing.T) {
 			assert.ErrorIs(t, err, tt.want)
 			var pe *fs.PathError
 			require.ErrorAs(t, err, &pe)
-			assert.True(t, strings.HasPrefix(pe.Path, "/"), "path %q is a workspace path", pe.Path)
+			assert.True(t, mounts.ValidPath(pe.Path), "path %q is a union name, as the caller passes them", pe.Path)
 		})
 	}
 	// Nothing changed underneath.
@@ -425,7 +425,7 @@ func (e errFS) ReadDir(context.Context, string) ([]mounts.DirEntry, error) {
 func (e errFS) Open(context.Context, string) (mounts.File, error) { return nil, e.err }
 func (e errFS) ReadLink(context.Context, string) (string, error)  { return "", e.err }
 
-func TestErrorPathsAreWorkspacePaths(t *testing.T) {
+func TestErrorPathsAreCallerNames(t *testing.T) {
 	repo := newMem()
 	writeFile(t, repo, "src/a.go", "package a")
 	hostErr := &fs.PathError{Op: "stat", Path: "/home/someone/secret/x", Err: fs.ErrPermission}
@@ -441,13 +441,15 @@ func TestErrorPathsAreWorkspacePaths(t *testing.T) {
 		wantPath string
 		want     error
 	}{
-		{"missing", func() error { _, err := u.Stat(ctx, "repo/src/b.go"); return err }, "stat", "/repo/src/b.go", fs.ErrNotExist},
-		{"not a dir", func() error { _, err := u.ReadDir(ctx, "repo/src/a.go"); return err }, "readdir", "/repo/src/a.go", mounts.ErrNotDir},
-		{"mount root", func() error { _, err := u.Open(ctx, "repo"); return err }, "open", "/repo", mounts.ErrIsDir},
-		{"foreign path replaced", func() error { _, err := u.Stat(ctx, "host/x"); return err }, "stat", "/host/x", fs.ErrPermission},
-		{"plain error wrapped", func() error { _, err := u.ReadLink(ctx, "plain/l"); return err }, "readlink", "/plain/l", nil},
-		{"rename names the old name", func() error { return u.Rename(ctx, "repo/nope", "repo/x", 0) }, "rename", "/repo/nope", fs.ErrNotExist},
-		{"read-only mount", func() error { return u.Mkdir(ctx, "host/d", 0o755) }, "mkdir", "/host/d", mounts.ErrReadOnly},
+		{"missing", func() error { _, err := u.Stat(ctx, "repo/src/b.go"); return err }, "stat", "repo/src/b.go", fs.ErrNotExist},
+		{"not a dir", func() error { _, err := u.ReadDir(ctx, "repo/src/a.go"); return err }, "readdir", "repo/src/a.go", mounts.ErrNotDir},
+		{"mount root", func() error { _, err := u.Open(ctx, "repo"); return err }, "open", "repo", mounts.ErrIsDir},
+		{"foreign path replaced", func() error { _, err := u.Stat(ctx, "host/x"); return err }, "stat", "host/x", fs.ErrPermission},
+		{"plain error wrapped", func() error { _, err := u.ReadLink(ctx, "plain/l"); return err }, "readlink", "plain/l", nil},
+		{"rename names the old name", func() error { return u.Rename(ctx, "repo/nope", "repo/x", 0) }, "rename", "repo/nope", fs.ErrNotExist},
+		{"read-only mount", func() error { return u.Mkdir(ctx, "host/d", 0o755) }, "mkdir", "host/d", mounts.ErrReadOnly},
+		{"synthetic directory", func() error { return u.Mkdir(ctx, "d", 0o755) }, "mkdir", "d", mounts.ErrReadOnly},
+		{"the root", func() error { return u.Rmdir(ctx, ".") }, "rmdir", ".", mounts.ErrBusy},
 		{"invalid name kept as given", func() error { _, err := u.Stat(ctx, "repo/../x"); return err }, "stat", "repo/../x", fs.ErrInvalid},
 	}
 	for _, tt := range tests {
@@ -489,7 +491,7 @@ func TestFilesThroughTheUnion(t *testing.T) {
 	_, err = f.ReadAt(buf, -1)
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/repo/a.txt", pe.Path)
+	assert.Equal(t, "repo/a.txt", pe.Path)
 
 	wf, err := u.OpenFile(ctx, "memory/w.txt", os.O_RDWR|os.O_CREATE, 0o644)
 	require.NoError(t, err)
@@ -501,7 +503,7 @@ func TestFilesThroughTheUnion(t *testing.T) {
 	require.NoError(t, w.Sync())
 	_, err = w.WriteAt([]byte("x"), -1)
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/memory/w.txt", pe.Path)
+	assert.Equal(t, "memory/w.txt", pe.Path)
 	require.NoError(t, w.Close())
 	data, err := mounts.ReadFile(ctx, u, "memory/w.txt")
 	require.NoError(t, err)
@@ -804,5 +806,5 @@ func TestStatDirIsReadDirAndStat(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/a/nope", pe.Path, "a workspace path")
+	assert.Equal(t, "a/nope", pe.Path, "the caller's name")
 }

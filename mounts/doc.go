@@ -19,8 +19,10 @@
 // component).
 //
 // The workspace namespace seen by users is absolute ("/repo/src/main.go").
-// The union translates between the two and rewrites error paths, so a host
-// path never leaks into an error.
+// The union is a mount like the others: its names are "repo/src/main.go",
+// and it rewrites its mounts' error paths into those names (as io/fs's Sub
+// does), so a host path never leaks into an error. The faces that show
+// paths to people make them absolute.
 //
 // # Capabilities
 //

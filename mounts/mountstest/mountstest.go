@@ -40,6 +40,14 @@
 // two cannot drift apart. The bad-name table is library-only: such names
 // cannot be spelt through the kernel.
 //
+// # Wrappers
+//
+// [RunWrapper] checks a wrapper (a decorator built on mounts.Intercept or
+// mounts.Watch, or any other) rather than a mount: that over fakes with
+// each capability subset it reports exactly what it wraps and forwards
+// every verb, the files it opens and the mount table exactly as the fake
+// answers them. A wrapper's tests call it next to Run.
+//
 // # Options
 //
 // Options describe the mount; none of them turns a check off. A coarser time

@@ -20,10 +20,9 @@ import (
 type WrapperOption func(*wrapperConfig)
 
 type wrapperConfig struct {
-	hidesFd  bool
-	refused  mounts.Capability
-	refusal  error
-	refuseOK bool
+	hidesFd bool
+	refused mounts.Capability // Refuses; refusal nil: none
+	refusal error
 }
 
 // HidesFd says no file the wrapper returns offers [mounts.FDFile] (it must
@@ -38,7 +37,7 @@ func HidesFd() WrapperOption {
 // offers, without calling it: a wrapper that freezes the tree. It still
 // reports the wrapped mount's capabilities.
 func Refuses(caps mounts.Capability, err error) WrapperOption {
-	return func(c *wrapperConfig) { c.refused, c.refusal, c.refuseOK = caps, err, true }
+	return func(c *wrapperConfig) { c.refused, c.refusal = caps, err }
 }
 
 // RunWrapper checks that wrap returns a faithful forwarder: a wrapper (a
@@ -141,7 +140,7 @@ func RunWrapper(t *testing.T, wrap func(mounts.FS) mounts.FS, opts ...WrapperOpt
 			assert.Equal(t, mounts.Mounts(f.fsys), mounts.Mounts(w), "mount table")
 			caps := mounts.Capabilities(f.fsys)
 			for _, s := range wrapperSteps {
-				refused := cfg.refuseOK && s.cap != 0 && cfg.refused.Has(s.cap)
+				refused := cfg.refusal != nil && s.cap != 0 && cfg.refused.Has(s.cap)
 				direct := &probe{ctx: probeCtx, fsys: f.fsys}
 				s.run(direct)
 				want := f.c.take()

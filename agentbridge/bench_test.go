@@ -53,7 +53,7 @@ func benchTree(b *testing.B, n int) (native string, w *Workspace) {
 		require.NoError(b, mounts.MkdirAll(ctx, mem, dir, 0o755))
 		require.NoError(b, mounts.WriteFile(ctx, mem, rel, data, 0o644))
 	}
-	w, err = New(&testUnion{m: map[string]mounts.FS{"t": mem}}, Options{Mounts: []MountInfo{{Prefix: "/t", Type: "memory", Source: "memory", Writable: true}}})
+	w, err = New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
 	require.NoError(b, err)
 	return native, w
 }

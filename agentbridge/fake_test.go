@@ -14,9 +14,16 @@ import (
 // level of mount points under a synthetic read-only root.
 type testUnion struct {
 	m map[string]mounts.FS
+	// table is the mount table the stand-in answers, as the union does.
+	table []mounts.MountInfo
 }
 
-var _ mounts.CapabilityReporter = (*testUnion)(nil)
+var (
+	_ mounts.CapabilityReporter = (*testUnion)(nil)
+	_ mounts.MountTabler        = (*testUnion)(nil)
+)
+
+func (u *testUnion) Mounts() []mounts.MountInfo { return u.table }
 
 func (u *testUnion) split(name string) (mounts.FS, string, bool) {
 	top, rest, _ := strings.Cut(name, "/")
@@ -133,3 +140,8 @@ func (u *testUnion) Symlink(ctx context.Context, target, name string) error {
 // readOnly hides every capability of a mount: embedding the interface
 // promotes only the read side.
 type readOnly struct{ mounts.FS }
+
+// memoryAt is the mount table of one writable memory mount at prefix.
+func memoryAt(prefix string) []mounts.MountInfo {
+	return []mounts.MountInfo{{Prefix: prefix, Description: mounts.Description{Type: "memory", Source: "memory"}, Writable: true}}
+}

@@ -278,7 +278,8 @@ func (f *fileFilter) match(base, rel string) bool {
 }
 
 // grepFiles lists the regular files below root in ripgrep's order,
-// honouring .gitignore files inside host mounts unless noIgnore.
+// honouring .gitignore files inside mounts whose description says so
+// (host mounts) unless noIgnore.
 func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
 	var files []grepFile
 	// scopes holds the ignore rules in force in each directory walked,
@@ -286,7 +287,7 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 	scopes := map[string]ignoreScope{}
 	enter := func(dir string, ps []gitignore.Pattern) {
 		m, _ := w.mountFor(dir)
-		ignoring := !noIgnore && m.Type == "host"
+		ignoring := !noIgnore && m.IgnoreFiles
 		var domain []string
 		if ignoring {
 			if mr := mounts.FromSlash(m.Prefix); dir != mr {

@@ -18,7 +18,7 @@ import (
 )
 
 func grepFixture(t *testing.T) *Workspace {
-	return fixture(t, map[string]string{
+	return fixtureWithMounts(t, map[string]string{
 		"/repo/a.go":             "package a\n\nfunc Foo() {}\nfunc bar() { Foo() }\n",
 		"/repo/b.py":             "def foo():\n    return 1\n",
 		"/repo/sub/c.go":         "package sub\n// FOO here\nvar x = 1\nvar y = 2\nvar z = 3\nfunc Foo() {}\n",
@@ -31,10 +31,10 @@ func grepFixture(t *testing.T) *Workspace {
 		"/memory/ignored/i":      "Foo\n",
 		"/memory/sub/.gitignore": "!x.log\n",
 		"/memory/sub/x.log":      "Foo\n",
-	}, Options{Mounts: []MountInfo{
-		{Prefix: "/repo", Type: "git", Source: "git@1a2b3c4"},
-		{Prefix: "/memory", Type: "host", Source: "host", Writable: true},
-	}})
+	}, []mounts.MountInfo{
+		{Prefix: "/repo", Description: mounts.Description{Type: "git", Source: "git@1a2b3c4"}},
+		{Prefix: "/memory", Description: mounts.Description{Type: "host", Source: "host", IgnoreFiles: true}, Writable: true},
+	}, Options{})
 }
 
 func TestGrep(t *testing.T) {
@@ -141,7 +141,7 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
 		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
 	}
-	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}}, Options{Mounts: []MountInfo{{Prefix: "/t", Type: "memory", Source: "memory", Writable: true}}})
+	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
 	require.NoError(t, err)
 	for _, pat := range []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t"} {
 		t.Run(pat, func(t *testing.T) {

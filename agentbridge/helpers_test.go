@@ -16,13 +16,22 @@ import (
 // /memory writable, seeded with files (workspace path -> content).
 func fixture(t testing.TB, files map[string]string, opts Options) *Workspace {
 	t.Helper()
+	return fixtureWithMounts(t, files, []mounts.MountInfo{
+		{Prefix: "/repo", Description: mounts.Description{Type: "git", Source: "git@1a2b3c4"}, Writable: false},
+		{Prefix: "/memory", Description: mounts.Description{Type: "memory", Source: "memory"}, Writable: true},
+	}, opts)
+}
+
+// fixtureWithMounts is fixture with the mount table the tree answers.
+func fixtureWithMounts(t testing.TB, files map[string]string, table []mounts.MountInfo, opts Options) *Workspace {
+	t.Helper()
 	ctx := context.Background()
 	// A clock that ticks one second per reading orders mtimes by
 	// creation, so glob's newest-first order is deterministic.
 	var tick int64
 	clock := func() time.Time { return time.Unix(1_700_000_000+atomic.AddInt64(&tick, 1), 0) }
 	repo, mem := memfs.New(memfs.Options{Now: clock}), memfs.New(memfs.Options{Now: clock})
-	u := &testUnion{m: map[string]mounts.FS{"repo": repo, "memory": mem}}
+	u := &testUnion{m: map[string]mounts.FS{"repo": repo, "memory": mem}, table: table}
 	for p, content := range files {
 		name := mounts.FromSlash(p)
 		dir, _ := mounts.Split(name)
@@ -32,12 +41,6 @@ func fixture(t testing.TB, files map[string]string, opts Options) *Workspace {
 		require.NoError(t, mounts.WriteFile(ctx, u, name, []byte(content), 0o644))
 	}
 	u.m["repo"] = readOnly{repo}
-	if opts.Mounts == nil {
-		opts.Mounts = []MountInfo{
-			{Prefix: "/repo", Type: "git", Source: "git@1a2b3c4", Writable: false},
-			{Prefix: "/memory", Type: "memory", Source: "memory", Writable: true},
-		}
-	}
 	w, err := New(u, opts)
 	require.NoError(t, err)
 	return w

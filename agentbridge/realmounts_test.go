@@ -46,9 +46,9 @@ func TestGitAndHostMounts(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(hostDir, "build"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "build/out.txt"), []byte("main\n"), 0o644))
 	u, w := realWorkspace(t, map[string]mounts.FS{"/repo": g, "/host": openHost(t, hostDir)})
-	src := u.Brief()[0].Source
-	if u.Brief()[0].Prefix != "/repo" {
-		src = u.Brief()[1].Source
+	src := u.Mounts()[0].Source
+	if u.Mounts()[0].Prefix != "/repo" {
+		src = u.Mounts()[1].Source
 	}
 	require.True(t, strings.HasPrefix(src, "git@"), src)
 
@@ -72,7 +72,7 @@ func TestGitAndHostMounts(t *testing.T) {
 }
 
 func hostSource(u *union.Union) string {
-	for _, m := range u.Brief() {
+	for _, m := range u.Mounts() {
 		if m.Prefix == "/host" {
 			return m.Source
 		}
@@ -91,17 +91,13 @@ func openHost(t *testing.T, dir string) mounts.FS {
 	return h
 }
 
-// realWorkspace composes table with the real union and serves it with the
-// mount table the CLI builds.
+// realWorkspace composes table with the real union and serves it, with the
+// mount table the union answers.
 func realWorkspace(t *testing.T, table map[string]mounts.FS) (*union.Union, *Workspace) {
 	t.Helper()
 	u, err := union.New(table)
 	require.NoError(t, err)
-	var infos []MountInfo
-	for _, m := range u.Brief() {
-		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
-	w, err := New(u, Options{Mounts: infos})
+	w, err := New(u, Options{})
 	require.NoError(t, err)
 	return u, w
 }

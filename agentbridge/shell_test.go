@@ -50,11 +50,7 @@ func kernelWorkspace(t testing.TB, repoFiles map[string]string) *Workspace {
 		fusetest.MountFailed(t, err)
 	}
 	t.Cleanup(func() { assert.NoError(t, srv.Unmount()) })
-	var infos []MountInfo
-	for _, m := range u.Brief() {
-		infos = append(infos, MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
-	w, err := New(mounts.Observe(u, srv.Invalidate), Options{Mounts: infos, Shell: &ShellOptions{Mountpoint: mp}})
+	w, err := New(mounts.Observe(u, srv.Invalidate), Options{Shell: &ShellOptions{Mountpoint: mp}})
 	require.NoError(t, err)
 	require.Contains(t, w.Verbs(), VerbShell, "bubblewrap probe failed")
 	return w

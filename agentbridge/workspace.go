@@ -13,27 +13,9 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
-// MountInfo describes one mount of the workspace for the brief, for ls of a
-// mount point and for read-only error messages. The CLI builds it from the
-// union's mount table.
-type MountInfo struct {
-	// Prefix is the absolute workspace path of the mount point ("/repo").
-	Prefix string
-	// Type is the mount type ("git", "host", "skills", "memory"). Grep
-	// honours .gitignore files only in "host" mounts.
-	Type string
-	// Source is a model-safe description ("git@1a2b3c4"); never a host
-	// path unless the operator configured it so.
-	Source string
-	// Writable reports whether the mount can change anything.
-	Writable bool
-}
-
 // Options configure a Workspace. The zero value is a read-and-write tool
 // face without a shell over whatever the FS offers.
 type Options struct {
-	// Mounts is the mount table, for the brief and for error messages.
-	Mounts []MountInfo
 	// Shell enables the shell verb; nil means no shell.
 	Shell *ShellOptions
 	// Tools is an allowlist of canonical verb names; it may only narrow
@@ -66,9 +48,14 @@ type Options struct {
 
 // Workspace serves the tool verbs over one tree. It holds no per-call state
 // and is safe for concurrent use.
+//
+// The brief, ls of a mount point and the read-only error messages show the
+// tree's mount table ([mounts.Mounts]: the union's, as the decorators over
+// it forward and correct it); a tree without one has no mount table to
+// show.
 type Workspace struct {
 	fsys   mounts.FS
-	mounts []MountInfo // sorted by descending prefix length, for lookup
+	mounts []mounts.MountInfo // sorted by descending prefix length, for lookup
 	verbs  map[string]*verb
 	shell  *shellRunner
 	log    *slog.Logger
@@ -109,7 +96,7 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
-	w.mounts = slices.Clone(opts.Mounts)
+	w.mounts = mounts.Mounts(fsys)
 	for i := range w.mounts {
 		w.mounts[i].Prefix = mounts.ToSlash(mounts.FromSlash(w.mounts[i].Prefix))
 	}
@@ -293,25 +280,25 @@ func rw(writable bool) string {
 }
 
 // mountFor returns the mount serving the mount-relative name, if known.
-func (w *Workspace) mountFor(name string) (MountInfo, bool) {
+func (w *Workspace) mountFor(name string) (mounts.MountInfo, bool) {
 	p := mounts.ToSlash(name)
 	for _, m := range w.mounts {
 		if m.Prefix == "/" || p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/") {
 			return m, true
 		}
 	}
-	return MountInfo{}, false
+	return mounts.MountInfo{}, false
 }
 
 // mountAt returns the mount whose mount point is exactly name.
-func (w *Workspace) mountAt(name string) (MountInfo, bool) {
+func (w *Workspace) mountAt(name string) (mounts.MountInfo, bool) {
 	p := mounts.ToSlash(name)
 	for _, m := range w.mounts {
 		if p == m.Prefix {
 			return m, true
 		}
 	}
-	return MountInfo{}, false
+	return mounts.MountInfo{}, false
 }
 
 func (w *Workspace) writablePrefixes() []string {

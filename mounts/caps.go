@@ -1,6 +1,9 @@
 package mounts
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Capability is one optional verb family of the contract.
 type Capability uint32
@@ -137,4 +140,14 @@ func DescribeAt(fsys FS, name string) Description {
 		return d.DescribeAt(name)
 	}
 	return Describe(fsys)
+}
+
+// Mounts returns fsys's mount table, sorted by prefix: a [MountTabler]'s
+// answer, or nil for a single mount, which is no composition of mounts.
+// The table belongs to the caller.
+func Mounts(fsys FS) []MountInfo {
+	if t, ok := fsys.(MountTabler); ok {
+		return slices.Clone(t.Mounts())
+	}
+	return nil
 }

@@ -19,8 +19,10 @@
 // component).
 //
 // The workspace namespace seen by users is absolute ("/repo/src/main.go").
-// The union translates between the two and rewrites error paths, so a host
-// path never leaks into an error.
+// The union is a mount like the others: its names are "repo/src/main.go",
+// and it rewrites its mounts' error paths into those names (as io/fs's Sub
+// does), so a host path never leaks into an error. The faces that show
+// paths to people make them absolute.
 //
 // # Capabilities
 //
@@ -39,6 +41,28 @@
 // Wrappers that must declare every method statically (the union, policy
 // decorators) report the capabilities they really offer through
 // [CapabilityReporter]; [Capabilities] consults it.
+//
+// # Wrappers
+//
+// Every decorator of a mount is built on one of two primitives, which share
+// one forwarder per verb: [Intercept] sees each call ([Call]) before the
+// mount does and may refuse or rewrite it (the path rules of package
+// policy); [Watch] is told of each call after it returned, with its error
+// (the audit log, and [Observe], which tells the kernel face what the tool
+// face changed). Both declare the whole contract, forward each call through
+// the helpers of this package, forward capabilities, descriptions and the
+// mount table, and wrap what must be wrapped of the files they open.
+// mountstest.RunWrapper checks that a wrapper offers exactly what it wraps.
+// A new verb of the contract is added once to that forwarder, to [Op], and
+// to RunWrapper, which then checks it in every wrapper's tests.
+//
+// # The mount table
+//
+// A workspace composed of mounts (the union) answers its mount table,
+// [MountInfo] per mount, through [MountTabler]; the wrappers over it forward
+// the table, correcting what they change (a read-only rule of policy makes
+// the mounts it covers read-only), and the faces read it with [Mounts] from
+// the top of the stack they were given.
 //
 // # Errors
 //

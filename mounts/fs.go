@@ -236,7 +236,8 @@ type StatFSer interface {
 	StatFS(ctx context.Context) (FSStat, error)
 }
 
-// Description says what a mount is, for Brief and for the kernel face.
+// Description says what a mount is, for the mount table ([MountInfo]) and
+// for the kernel face.
 type Description struct {
 	// Type is the mount type: "git", "host", "skills", "memory".
 	Type string
@@ -250,11 +251,44 @@ type Description struct {
 	// directory edited by other programs): the kernel face keeps its
 	// caches short.
 	External bool
+	// IgnoreFiles says the mount's .gitignore files describe its own
+	// content (a host checkout, where build output and the like are
+	// ignored), so a search of the tree honours them. A git commit's
+	// .gitignore files describe files that are not in it; a memory or
+	// skills mount has none of its own.
+	IgnoreFiles bool
 }
 
 // Describer is implemented by mounts that describe themselves.
 type Describer interface {
 	Describe() Description
+}
+
+// MountInfo is one entry of a workspace's mount table: where a mount is,
+// what it is, and what it can do as the caller sees it.
+type MountInfo struct {
+	// Prefix is the absolute mount point: "/repo", or "/" for a root
+	// mount.
+	Prefix string
+	// Description is the mount's own ([Describe]).
+	Description
+	// Writable reports whether anything at or below Prefix can change
+	// through the tree that answered the table.
+	Writable bool
+	// Caps is the mount's capability set, as the tree that answered the
+	// table offers it.
+	Caps Capability
+}
+
+// MountTabler is implemented by a composition of mounts (the union) and by
+// the wrappers over one: Mounts returns the mount table, sorted by prefix.
+// The union answers it from the mounts it was built from; a wrapper
+// forwards it, correcting what it changes (a read-only rule of policy makes
+// the mounts it covers read-only). Like Describe and Capabilities, the
+// table is fixed when the tree is built, so the call takes no context and
+// cannot fail.
+type MountTabler interface {
+	Mounts() []MountInfo
 }
 
 // SyncFS makes changes durable by name: fsync of a directory (and syncfs)

@@ -300,3 +300,12 @@ func TestObserveConformance(t *testing.T) {
 	}, mountstest.Caps(mounts.CapMutating|mounts.CapXattr|mounts.CapStatFS))
 	assert.NotEmpty(t, r.take(), "the suite's writes were observed")
 }
+
+// TestObserveForwardsEveryCapability: Observe offers exactly what it wraps
+// (it once dropped StatDirFS), and no file it returns offers a host
+// descriptor.
+func TestObserveForwardsEveryCapability(t *testing.T) {
+	var r recorder
+	mountstest.RunWrapper(t, func(f mounts.FS) mounts.FS { return mounts.Observe(f, r.fn) }, mountstest.HidesFd())
+	assert.NotEmpty(t, r.take(), "the forwarded changes were observed")
+}

@@ -10,7 +10,10 @@
 //
 // Audit sits above Guard so that refused attempts are logged too. In a
 // dry run the tool face gets [Freeze] of the same tree and the kernel face
-// is mounted read-only.
+// is mounted read-only. Guard and Freeze are mounts.Intercept wrappers and
+// Audit a mounts.Watch one, so each offers exactly what it wraps and
+// forwards the mount table; Guard corrects the table under its read_only
+// rules.
 //
 // # Path rules
 //

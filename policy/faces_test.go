@@ -66,11 +66,7 @@ func newStack(t *testing.T, rules policy.Rules) *stack {
 			assert.NoError(t, fusefs.ForceUnmount(s.mnt))
 		}
 	})
-	var infos []agentbridge.MountInfo
-	for _, m := range u.Brief() {
-		infos = append(infos, agentbridge.MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
-	s.tools, err = agentbridge.New(mounts.Observe(fsys, srv.Invalidate), agentbridge.Options{Mounts: infos,
+	s.tools, err = agentbridge.New(mounts.Observe(fsys, srv.Invalidate), agentbridge.Options{
 		AfterCall: func(_ context.Context, c *agentbridge.CallInfo, res agentbridge.Result, d time.Duration) {
 			out := "ok"
 			if res.IsError {

@@ -3,10 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
@@ -80,8 +78,10 @@ func (rs *RuleSet) underReadOnly(name string) bool {
 // "repo/x.go") with the path rules rs. Every verb is declared; a verb
 // fsys lacks fails as it would on fsys, and [mounts.Capabilities] reports
 // fsys's capabilities (without the mutating ones when "/" is read-only).
-// Open files are fsys's own: rules are checked when a name is used, so
-// a file opened before is not affected, as in POSIX.
+// The mount table ([mounts.Mounts]) shows a mount covered by a read_only
+// prefix as read-only, without its mutating capabilities. Open files are
+// fsys's own: rules are checked when a name is used, so a file opened
+// before is not affected, as in POSIX. It is a [mounts.Intercept] wrapper.
 //
 // # Behaviours of note
 //
@@ -100,56 +100,47 @@ func Guard(fsys mounts.FS, rs *RuleSet) mounts.FS {
 	if rs == nil {
 		rs = &RuleSet{}
 	}
-	return &guard{fsys: fsys, rs: rs}
+	g := &guard{fsys: fsys, rs: rs}
+	return mounts.Intercept(fsys, mounts.Interceptor{Call: g.check, Capabilities: g.capabilities, Mounts: g.mounts})
 }
 
 // Freeze wraps fsys so that every mutation fails with EROFS while
 // [mounts.Capabilities] still reports fsys's capabilities: the tool face
 // of a dry run, which must list (and describe) the write tools it would
 // offer but may never reach the tree with a change, whatever path a verb
-// takes.
+// takes. The mount table is fsys's, as the tools describe what they
+// would do.
 func Freeze(fsys mounts.FS) mounts.FS {
-	return &guard{fsys: fsys, rs: &RuleSet{}, frozen: true}
+	g := &guard{fsys: fsys, rs: &RuleSet{}, frozen: true}
+	return mounts.Intercept(fsys, mounts.Interceptor{Call: g.check})
 }
 
-var (
-	_ mounts.OpenFileFS         = (*guard)(nil)
-	_ mounts.StatDirFS          = (*guard)(nil)
-	_ mounts.TruncateFS         = (*guard)(nil)
-	_ mounts.MkdirFS            = (*guard)(nil)
-	_ mounts.RemoveFS           = (*guard)(nil)
-	_ mounts.RenameFS           = (*guard)(nil)
-	_ mounts.SymlinkFS          = (*guard)(nil)
-	_ mounts.MknodFS            = (*guard)(nil)
-	_ mounts.LinkFS             = (*guard)(nil)
-	_ mounts.ChmodFS            = (*guard)(nil)
-	_ mounts.ChownFS            = (*guard)(nil)
-	_ mounts.ChtimesFS          = (*guard)(nil)
-	_ mounts.XattrFS            = (*guard)(nil)
-	_ mounts.SetXattrFS         = (*guard)(nil)
-	_ mounts.StatFSer           = (*guard)(nil)
-	_ mounts.SyncFS             = (*guard)(nil)
-	_ mounts.CapabilityReporter = (*guard)(nil)
-	_ mounts.Describer          = (*guard)(nil)
-	_ mounts.PathDescriber      = (*guard)(nil)
-)
-
+// guard decides about each call by the rules; fsys is what it wraps, for
+// the Stat that tells a directory.
 type guard struct {
 	fsys   mounts.FS
 	rs     *RuleSet
 	frozen bool
 }
 
-func (g *guard) Capabilities() mounts.Capability {
-	c := mounts.Capabilities(g.fsys)
+func (g *guard) capabilities(c mounts.Capability) mounts.Capability {
 	if !g.frozen && g.rs.underReadOnly(".") {
 		c &^= mounts.CapMutating
 	}
 	return c
 }
 
-func (g *guard) Describe() mounts.Description              { return mounts.Describe(g.fsys) }
-func (g *guard) DescribeAt(name string) mounts.Description { return mounts.DescribeAt(g.fsys, name) }
+// mounts corrects the mount table: a mount whose mount point a read_only
+// prefix covers cannot change anything through the guard.
+func (g *guard) mounts(table []mounts.MountInfo) []mounts.MountInfo {
+	for i := range table {
+		if g.rs.ReadOnlyAt(table[i].Prefix) {
+			table[i].Writable = false
+			table[i].Caps &^= mounts.CapMutating
+		}
+	}
+	return table
+}
 
 // isDir reports whether name is a directory, asking fsys only when a
 // directory-only pattern ("build/") makes it matter.
@@ -203,169 +194,49 @@ func (g *guard) canMove(ctx context.Context, op, from, to string) error {
 	return nil
 }
 
-func (g *guard) Stat(ctx context.Context, name string) (mounts.Attr, error) {
-	return g.fsys.Stat(ctx, name)
+// check is the guard's decision about one call: nil lets it through
+// unchanged. Stat, ListXattr, StatFS and Sync reveal no content and
+// change nothing, so no rule applies to them.
+func (g *guard) check(ctx context.Context, c mounts.Call) (mounts.Call, error) {
+	return c, g.verdict(ctx, c)
 }
 
-func (g *guard) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
-	if err := g.canRead("readdir", name, true); err != nil {
-		return nil, err
-	}
-	return g.fsys.ReadDir(ctx, name)
-}
-
-// StatDir is ReadDir's check and the attributes Stat would give, as one
-// call (mounts.StatDirFS).
-func (g *guard) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
-	if err := g.canRead("readdir", name, true); err != nil {
-		return nil, nil, err
-	}
-	return mounts.StatDir(ctx, g.fsys, name)
-}
-
-func (g *guard) Open(ctx context.Context, name string) (mounts.File, error) {
-	if err := g.canRead("open", name, false); err != nil {
-		return nil, err
-	}
-	return g.fsys.Open(ctx, name)
-}
-
-func (g *guard) ReadLink(ctx context.Context, name string) (string, error) {
-	if err := g.canRead("readlink", name, false); err != nil {
-		return "", err
-	}
-	return g.fsys.ReadLink(ctx, name)
-}
-
-func (g *guard) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
-	if !mounts.WantsWrite(flag) {
-		return g.Open(ctx, name)
-	}
-	if err := g.canWrite("open", name, false); err != nil {
-		return nil, err
-	}
-	if flag&(os.O_WRONLY|os.O_RDWR) == os.O_RDWR { // O_RDWR reads too
-		if err := g.canRead("open", name, false); err != nil {
-			return nil, err
-		}
-	}
-	return mounts.OpenFile(ctx, g.fsys, name, flag, perm)
-}
-
-func (g *guard) Truncate(ctx context.Context, name string, size int64) error {
-	if err := g.canWrite("truncate", name, false); err != nil {
-		return err
-	}
-	return mounts.Truncate(ctx, g.fsys, name, size)
-}
-
-func (g *guard) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
-	if err := g.canWrite("mkdir", name, true); err != nil {
-		return err
-	}
-	return mounts.Mkdir(ctx, g.fsys, name, perm)
-}
-
-func (g *guard) Unlink(ctx context.Context, name string) error {
-	if err := g.canWrite("unlink", name, false); err != nil {
-		return err
-	}
-	return mounts.Unlink(ctx, g.fsys, name)
-}
-
-func (g *guard) Rmdir(ctx context.Context, name string) error {
-	if err := g.canWrite("rmdir", name, true); err != nil {
-		return err
-	}
-	return mounts.Rmdir(ctx, g.fsys, name)
-}
-
-func (g *guard) Rename(ctx context.Context, oldname, newname string, flags mounts.RenameFlags) error {
-	if err := g.canMove(ctx, "rename", oldname, newname); err != nil {
-		return err
-	}
-	if flags&mounts.RenameExchange != 0 {
-		if err := g.canMove(ctx, "rename", newname, oldname); err != nil {
+func (g *guard) verdict(ctx context.Context, c mounts.Call) error {
+	switch c.Op {
+	case mounts.OpReadDir, mounts.OpStatDir:
+		return g.canRead("readdir", c.Name, true)
+	case mounts.OpOpen:
+		return g.canRead("open", c.Name, false)
+	case mounts.OpReadLink:
+		return g.canRead("readlink", c.Name, false)
+	case mounts.OpOpenFile:
+		if err := g.canWrite("open", c.Name, false); err != nil {
 			return err
 		}
-	}
-	return mounts.Rename(ctx, g.fsys, oldname, newname, flags)
-}
-
-func (g *guard) Symlink(ctx context.Context, target, name string) error {
-	if err := g.canWrite("symlink", name, false); err != nil {
-		return err
-	}
-	return mounts.Symlink(ctx, g.fsys, target, name)
-}
-
-func (g *guard) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
-	if err := g.canWrite("mknod", name, false); err != nil {
-		return err
-	}
-	return mounts.Mknod(ctx, g.fsys, name, mode, dev)
-}
-
-func (g *guard) Link(ctx context.Context, oldname, newname string) error {
-	if err := g.canMove(ctx, "link", oldname, newname); err != nil {
-		return err
-	}
-	return mounts.Link(ctx, g.fsys, oldname, newname)
-}
-
-func (g *guard) Chmod(ctx context.Context, name string, mode fs.FileMode) error {
-	if err := g.canWrite("chmod", name, g.isDir(ctx, name)); err != nil {
-		return err
-	}
-	return mounts.Chmod(ctx, g.fsys, name, mode)
-}
-
-func (g *guard) Chown(ctx context.Context, name string, uid, gid int) error {
-	if err := g.canWrite("chown", name, g.isDir(ctx, name)); err != nil {
-		return err
-	}
-	return mounts.Chown(ctx, g.fsys, name, uid, gid)
-}
-
-func (g *guard) Chtimes(ctx context.Context, name string, atime, mtime time.Time) error {
-	if err := g.canWrite("chtimes", name, g.isDir(ctx, name)); err != nil {
-		return err
-	}
-	return mounts.Chtimes(ctx, g.fsys, name, atime, mtime)
-}
-
-func (g *guard) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
-	if strings.HasPrefix(attr, "user.") {
-		if err := g.canRead("getxattr", name, g.isDir(ctx, name)); err != nil {
-			return nil, err
+		if c.Flag&(os.O_WRONLY|os.O_RDWR) == os.O_RDWR { // O_RDWR reads too
+			return g.canRead("open", c.Name, false)
+		}
+		return nil
+	case mounts.OpTruncate, mounts.OpUnlink, mounts.OpSymlink, mounts.OpMknod:
+		return g.canWrite(c.Op.String(), c.Name, false)
+	case mounts.OpMkdir, mounts.OpRmdir:
+		return g.canWrite(c.Op.String(), c.Name, true)
+	case mounts.OpRename:
+		if err := g.canMove(ctx, "rename", c.Name, c.NewName); err != nil {
+			return err
+		}
+		if c.RenameFlags&mounts.RenameExchange != 0 {
+			return g.canMove(ctx, "rename", c.NewName, c.Name)
+		}
+		return nil
+	case mounts.OpLink:
+		return g.canMove(ctx, "link", c.Name, c.NewName)
+	case mounts.OpChmod, mounts.OpChown, mounts.OpChtimes, mounts.OpSetXattr, mounts.OpRemoveXattr:
+		return g.canWrite(c.Op.String(), c.Name, g.isDir(ctx, c.Name))
+	case mounts.OpGetXattr:
+		if strings.HasPrefix(c.Attr, "user.") {
+			return g.canRead("getxattr", c.Name, g.isDir(ctx, c.Name))
 		}
 	}
-	return mounts.GetXattr(ctx, g.fsys, name, attr)
-}
-
-func (g *guard) ListXattr(ctx context.Context, name string) ([]string, error) {
-	return mounts.ListXattr(ctx, g.fsys, name)
-}
-
-func (g *guard) SetXattr(ctx context.Context, name, attr string, data []byte, flags int) error {
-	if err := g.canWrite("setxattr", name, g.isDir(ctx, name)); err != nil {
-		return err
-	}
-	return mounts.SetXattr(ctx, g.fsys, name, attr, data, flags)
-}
-
-func (g *guard) RemoveXattr(ctx context.Context, name, attr string) error {
-	if err := g.canWrite("removexattr", name, g.isDir(ctx, name)); err != nil {
-		return err
-	}
-	return mounts.RemoveXattr(ctx, g.fsys, name, attr)
-}
-
-func (g *guard) StatFS(ctx context.Context) (mounts.FSStat, error) {
-	return mounts.StatFS(ctx, g.fsys)
-}
-
-// Sync reveals and changes nothing, so no rule applies to it.
-func (g *guard) Sync(ctx context.Context, name string) error {
-	return mounts.Sync(ctx, g.fsys, name)
+	return nil
 }

@@ -15,7 +15,7 @@ var (
 )
 
 // file is a mount's open file seen through the union: Stat reports the
-// union's inode number and *fs.PathError paths are workspace paths.
+// union's inode number and *fs.PathError paths are union names.
 type file struct {
 	f    mounts.File
 	m    *mount

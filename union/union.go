@@ -38,7 +38,8 @@
 // package mounts, so a read-only mount answers [mounts.ErrReadOnly] and a
 // writable mount lacking a verb [mounts.ErrNotSupported]. [Union.Capabilities]
 // reports the union of the mounts' capabilities: the workspace offers a verb
-// if any mount does.
+// if any mount does. [Union.Mounts] answers the mount table
+// (mounts.MountTabler), for the faces to show.
 //
 // # Inode numbers
 //
@@ -50,17 +51,21 @@
 //
 // # Errors
 //
-// Every error is a *fs.PathError whose Path is an absolute workspace path
-// ("/repo/src/a.go"): a mount's error path is rewritten by putting the mount's
-// prefix in front of it, and an error that is not a *fs.PathError is wrapped
-// in one. Invalid names fail with fs.ErrInvalid before resolution, with the
-// name as given.
+// Every error is a *fs.PathError whose Path is a name in the caller's terms,
+// as for every mount and as io/fs's Sub does it: the union name the caller
+// passed ("repo/src/a.go"), or for a mount's error the mount's path put back
+// under the mount point, so that a name the mount reports for the caller's
+// is the caller's. A mount's path that is not a valid name (a host path) is
+// replaced by the caller's name, so nothing foreign leaks, and an error
+// that is not a *fs.PathError is wrapped in one. Invalid names fail with
+// fs.ErrInvalid before resolution, with the name as given. A face that
+// shows paths to people (the tool face) writes them absolute itself.
 //
 // # Open files
 //
 // Files are wrapped so that Stat reports the same rewritten inode number as
 // [Union.Stat] (fstat and stat must agree) and so that *fs.PathError values
-// from ReadAt, WriteAt and friends carry workspace paths. Other errors,
+// from ReadAt, WriteAt and friends carry union names. Other errors,
 // io.EOF in particular, pass through unchanged. A file opened for writing
 // stays a [mounts.WritableFile].
 package union
@@ -109,6 +114,7 @@ var (
 	_ mounts.CapabilityReporter = (*Union)(nil)
 	_ mounts.Describer          = (*Union)(nil)
 	_ mounts.PathDescriber      = (*Union)(nil)
+	_ mounts.MountTabler        = (*Union)(nil)
 )
 
 // Union is a workspace namespace composed of mounts. It is immutable after
@@ -137,20 +143,6 @@ type mount struct {
 	name   string // the prefix io/fs style: "agent/skills", or "."
 	fsys   mounts.FS
 	index  uint64 // 1-based position in prefix order
-}
-
-// MountInfo describes one mount of the table, for the tool layer to show the
-// model.
-type MountInfo struct {
-	// Prefix is the absolute mount point: "/repo".
-	Prefix string
-	// Type and Source come from the mount's [mounts.Describe]: "git",
-	// "git@1a2b3c4".
-	Type, Source string
-	// Writable reports whether the mount can change anything.
-	Writable bool
-	// Caps is the mount's capability set.
-	Caps mounts.Capability
 }
 
 // New builds a union from a table of absolute prefixes. It fails, naming the
@@ -381,24 +373,21 @@ func (u *Union) Resolve(name string) (prefix string, fsys mounts.FS, rel string,
 	return t.m.prefix, t.m.fsys, t.rel, true
 }
 
-// Brief returns the mount table sorted by prefix.
-func (u *Union) Brief() []MountInfo {
-	out := make([]MountInfo, len(u.mounts))
+// Mounts returns the mount table sorted by prefix (mounts.MountTabler):
+// each mount's prefix, its own description, and what it can do. A mount
+// that is itself a composition is one entry.
+func (u *Union) Mounts() []mounts.MountInfo {
+	out := make([]mounts.MountInfo, len(u.mounts))
 	for i, m := range u.mounts {
-		d := mounts.Describe(m.fsys)
-		out[i] = MountInfo{
-			Prefix:   m.prefix,
-			Type:     d.Type,
-			Source:   d.Source,
-			Writable: mounts.Writable(m.fsys),
-			Caps:     mounts.Capabilities(m.fsys),
+		out[i] = mounts.MountInfo{
+			Prefix:      m.prefix,
+			Description: mounts.Describe(m.fsys),
+			Writable:    mounts.Writable(m.fsys),
+			Caps:        mounts.Capabilities(m.fsys),
 		}
 	}
 	return out
 }
-
-// Mounts is Brief under the name a mount table usually has.
-func (u *Union) Mounts() []MountInfo { return u.Brief() }
 
 // Capabilities reports every verb family some mount offers.
 func (u *Union) Capabilities() mounts.Capability { return u.caps }
@@ -437,25 +426,25 @@ func (u *Union) DescribeAt(name string) mounts.Description {
 
 // fail builds an error of the union itself for name.
 func fail(op, name string, err error) error {
-	return mounts.PathErr(op, mounts.ToSlash(name), err)
+	return mounts.PathErr(op, name, err)
 }
 
 // rewrite moves an error of mount m, returned for the union name name, into
-// the workspace namespace. A path the mount reports that is not a valid
-// mount-relative name is replaced by name, so nothing foreign (a host path)
-// can leak through.
+// the caller's names: the mount's path under the mount point. A path the
+// mount reports that is not a valid mount-relative name is replaced by
+// name, so nothing foreign (a host path) can leak through.
 func (m *mount) rewrite(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if pe, ok := err.(*fs.PathError); ok {
-		p := mounts.ToSlash(name)
+		p := name
 		if mounts.ValidPath(pe.Path) {
-			p = mounts.ToSlash(mounts.Join(m.name, pe.Path))
+			p = mounts.Join(m.name, pe.Path)
 		}
 		return &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
 	}
-	return mounts.PathErr(op, mounts.ToSlash(name), err)
+	return mounts.PathErr(op, name, err)
 }
 
 func unwrapPath(err error) error {

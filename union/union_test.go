@@ -118,7 +118,7 @@ func TestNewAcceptsGoodTables(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u, err := New(tt.table)
 			require.NoError(t, err)
-			assert.Len(t, u.Brief(), len(tt.table))
+			assert.Len(t, u.Mounts(), len(tt.table))
 		})
 	}
 }
@@ -297,7 +297,7 @@ func TestSyntheticAndMountPointMutations(t *testing.T) {
 			assert.ErrorIs(t, err, tt.want)
 			var pe *fs.PathError
 			require.ErrorAs(t, err, &pe)
-			assert.True(t, strings.HasPrefix(pe.Path, "/"), "path %q is a workspace path", pe.Path)
+			assert.True(t, mounts.ValidPath(pe.Path), "path %q is a union name, as the caller passes them", pe.Path)
 		})
 	}
 	// Nothing changed underneath.
@@ -425,7 +425,7 @@ func (e errFS) ReadDir(context.Context, string) ([]mounts.DirEntry, error) {
 func (e errFS) Open(context.Context, string) (mounts.File, error) { return nil, e.err }
 func (e errFS) ReadLink(context.Context, string) (string, error)  { return "", e.err }
 
-func TestErrorPathsAreWorkspacePaths(t *testing.T) {
+func TestErrorPathsAreCallerNames(t *testing.T) {
 	repo := newMem()
 	writeFile(t, repo, "src/a.go", "package a")
 	hostErr := &fs.PathError{Op: "stat", Path: "/home/someone/secret/x", Err: fs.ErrPermission}
@@ -441,13 +441,15 @@ func TestErrorPathsAreWorkspacePaths(t *testing.T) {
 		wantPath string
 		want     error
 	}{
-		{"missing", func() error { _, err := u.Stat(ctx, "repo/src/b.go"); return err }, "stat", "/repo/src/b.go", fs.ErrNotExist},
-		{"not a dir", func() error { _, err := u.ReadDir(ctx, "repo/src/a.go"); return err }, "readdir", "/repo/src/a.go", mounts.ErrNotDir},
-		{"mount root", func() error { _, err := u.Open(ctx, "repo"); return err }, "open", "/repo", mounts.ErrIsDir},
-		{"foreign path replaced", func() error { _, err := u.Stat(ctx, "host/x"); return err }, "stat", "/host/x", fs.ErrPermission},
-		{"plain error wrapped", func() error { _, err := u.ReadLink(ctx, "plain/l"); return err }, "readlink", "/plain/l", nil},
-		{"rename names the old name", func() error { return u.Rename(ctx, "repo/nope", "repo/x", 0) }, "rename", "/repo/nope", fs.ErrNotExist},
-		{"read-only mount", func() error { return u.Mkdir(ctx, "host/d", 0o755) }, "mkdir", "/host/d", mounts.ErrReadOnly},
+		{"missing", func() error { _, err := u.Stat(ctx, "repo/src/b.go"); return err }, "stat", "repo/src/b.go", fs.ErrNotExist},
+		{"not a dir", func() error { _, err := u.ReadDir(ctx, "repo/src/a.go"); return err }, "readdir", "repo/src/a.go", mounts.ErrNotDir},
+		{"mount root", func() error { _, err := u.Open(ctx, "repo"); return err }, "open", "repo", mounts.ErrIsDir},
+		{"foreign path replaced", func() error { _, err := u.Stat(ctx, "host/x"); return err }, "stat", "host/x", fs.ErrPermission},
+		{"plain error wrapped", func() error { _, err := u.ReadLink(ctx, "plain/l"); return err }, "readlink", "plain/l", nil},
+		{"rename names the old name", func() error { return u.Rename(ctx, "repo/nope", "repo/x", 0) }, "rename", "repo/nope", fs.ErrNotExist},
+		{"read-only mount", func() error { return u.Mkdir(ctx, "host/d", 0o755) }, "mkdir", "host/d", mounts.ErrReadOnly},
+		{"synthetic directory", func() error { return u.Mkdir(ctx, "d", 0o755) }, "mkdir", "d", mounts.ErrReadOnly},
+		{"the root", func() error { return u.Rmdir(ctx, ".") }, "rmdir", ".", mounts.ErrBusy},
 		{"invalid name kept as given", func() error { _, err := u.Stat(ctx, "repo/../x"); return err }, "stat", "repo/../x", fs.ErrInvalid},
 	}
 	for _, tt := range tests {
@@ -489,7 +491,7 @@ func TestFilesThroughTheUnion(t *testing.T) {
 	_, err = f.ReadAt(buf, -1)
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/repo/a.txt", pe.Path)
+	assert.Equal(t, "repo/a.txt", pe.Path)
 
 	wf, err := u.OpenFile(ctx, "memory/w.txt", os.O_RDWR|os.O_CREATE, 0o644)
 	require.NoError(t, err)
@@ -501,7 +503,7 @@ func TestFilesThroughTheUnion(t *testing.T) {
 	require.NoError(t, w.Sync())
 	_, err = w.WriteAt([]byte("x"), -1)
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/memory/w.txt", pe.Path)
+	assert.Equal(t, "memory/w.txt", pe.Path)
 	require.NoError(t, w.Close())
 	data, err := mounts.ReadFile(ctx, u, "memory/w.txt")
 	require.NoError(t, err)
@@ -569,18 +571,21 @@ func TestInodeNumbersNeverCollide(t *testing.T) {
 	assert.Equal(t, uint64(3)<<inoShift|0xff, m.ino(0xAB<<inoShift|0xff), "high bits of a mount's number are dropped")
 }
 
-func TestBriefCapabilitiesDescribe(t *testing.T) {
+func TestMountTableCapabilitiesDescribe(t *testing.T) {
 	mem, repo := newMem(), newMem()
 	u := mustNew(t, map[string]mounts.FS{"/repo": readOnly{repo}, "/memory": mem, "/agent/skills": readOnly{newMem()}})
 
-	brief := u.Brief()
-	require.Len(t, brief, 3)
-	assert.Equal(t, []MountInfo{
-		{Prefix: "/agent/skills", Type: "ro", Source: "ro@1234567", Writable: false, Caps: 0},
-		{Prefix: "/memory", Type: "memory", Source: "memory", Writable: true, Caps: mounts.Capabilities(mem)},
-		{Prefix: "/repo", Type: "ro", Source: "ro@1234567", Writable: false, Caps: 0},
-	}, brief)
-	assert.Equal(t, brief, u.Mounts())
+	table := u.Mounts()
+	require.Len(t, table, 3)
+	roDesc := mounts.Description{Type: "ro", Source: "ro@1234567", Immutable: true}
+	assert.Equal(t, []mounts.MountInfo{
+		{Prefix: "/agent/skills", Description: roDesc, Writable: false, Caps: 0},
+		{Prefix: "/memory", Description: mounts.Description{Type: "memory", Source: "memory"}, Writable: true, Caps: mounts.Capabilities(mem)},
+		{Prefix: "/repo", Description: roDesc, Writable: false, Caps: 0},
+	}, table)
+	assert.Equal(t, table, mounts.Mounts(u), "the union answers the table")
+	table[0].Prefix = "/changed"
+	assert.Equal(t, "/agent/skills", u.Mounts()[0].Prefix, "the table is the caller's")
 
 	assert.Equal(t, mounts.Capabilities(mem), u.Capabilities())
 	assert.Equal(t, mounts.Capabilities(mem), mounts.Capabilities(u), "reported, not inferred from methods")
@@ -801,5 +806,5 @@ func TestStatDirIsReadDirAndStat(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	var pe *fs.PathError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "/a/nope", pe.Path, "a workspace path")
+	assert.Equal(t, "a/nope", pe.Path, "the caller's name")
 }

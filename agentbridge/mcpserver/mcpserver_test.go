@@ -11,6 +11,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/union"
 )
 
 // TestInProcessClient initialises an MCP client against the server over
@@ -19,7 +20,9 @@ func TestInProcessClient(t *testing.T) {
 	ctx := context.Background()
 	mem := memfs.New(memfs.Options{})
 	require.NoError(t, mounts.WriteFile(ctx, mem, "hello.txt", []byte("hi\n"), 0o644))
-	w, err := agentbridge.New(mem, agentbridge.Options{Mounts: []agentbridge.MountInfo{{Prefix: "/", Type: "memory", Source: "memory", Writable: true}}})
+	u, err := union.New(map[string]mounts.FS{"/": mem})
+	require.NoError(t, err)
+	w, err := agentbridge.New(u, agentbridge.Options{})
 	require.NoError(t, err)
 
 	for _, dialect := range []string{"cursor", "claude"} {

@@ -124,7 +124,7 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		}
 	}
 
-	for _, m := range ws.Brief {
+	for _, m := range ws.Mounts() {
 		access := "ro"
 		if m.Writable {
 			access = "rw"

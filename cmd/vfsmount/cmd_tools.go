@@ -87,9 +87,6 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		// narrow what the mounts can serve.
 		opts.Tools = ws.Config.File.Tools
 	}
-	for _, m := range ws.Brief {
-		opts.Mounts = append(opts.Mounts, agentbridge.MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable})
-	}
 	opts.DryRun = ws.Policy != nil && ws.Policy.DryRun
 	if ws.Policy != nil {
 		opts.Limits = ws.Policy.Limits

@@ -341,8 +341,9 @@ func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.Call
 	return before, after
 }
 
-// applyPolicy stacks the policy decorators on the union and adjusts the
-// brief: a mount covered by a read_only prefix is shown read-only.
+// applyPolicy stacks the policy decorators on the union. The path rules
+// also show a mount covered by a read_only prefix as read-only in the
+// mount table they forward.
 func (ws *workspace) applyPolicy(pc *policyConfig) {
 	ws.Policy = pc
 	if pc == nil {
@@ -353,11 +354,6 @@ func (ws *workspace) applyPolicy(pc *policyConfig) {
 	}
 	if ws.Audit != nil {
 		ws.FS = policy.Audit(ws.FS, ws.Audit)
-	}
-	for i := range ws.Brief {
-		if pc.Rules.ReadOnlyAt(ws.Brief[i].Prefix) {
-			ws.Brief[i].Writable = false
-		}
 	}
 }
 
@@ -374,7 +370,7 @@ func (ws *workspace) kernelReadOnly() bool {
 func (ws *workspace) immutableRoots() []string {
 	var roots []string
 	all := true
-	for _, m := range ws.Brief {
+	for _, m := range ws.Mounts() {
 		name := strings.TrimPrefix(m.Prefix, "/")
 		if name == "" {
 			name = "."
@@ -384,7 +380,7 @@ func (ws *workspace) immutableRoots() []string {
 			continue
 		}
 		nested := false
-		for _, o := range ws.Brief {
+		for _, o := range ws.Mounts() {
 			if o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/")) {
 				nested = true
 			}
@@ -393,7 +389,7 @@ func (ws *workspace) immutableRoots() []string {
 			roots = append(roots, name)
 		}
 	}
-	if all && len(ws.Brief) > 0 {
+	if all && len(ws.Mounts()) > 0 {
 		return []string{"."}
 	}
 	return roots

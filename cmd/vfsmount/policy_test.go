@@ -251,7 +251,7 @@ func TestImmutableRoots(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := union.New(tc.table)
 			require.NoError(t, err)
-			ws := &workspace{Union: u, FS: u, Brief: u.Brief()}
+			ws := &workspace{Union: u, FS: u}
 			got := ws.immutableRoots()
 			slices.Sort(got)
 			assert.Equal(t, tc.want, got)

@@ -310,7 +310,7 @@ func TestBuildWorkspace(t *testing.T) {
 	ws, err := build("type=memory,dst=/memory", "type=closer,dst=/agent", "type=memory,dst=/agent/notes")
 	require.NoError(t, err)
 	var prefixes []string
-	for _, m := range ws.Brief {
+	for _, m := range ws.Mounts() {
 		prefixes = append(prefixes, m.Prefix+" "+m.Type)
 		assert.True(t, m.Writable, "%s writable", m.Prefix)
 	}
@@ -373,9 +373,9 @@ func TestDefaultMounts(t *testing.T) {
 		data, err := mounts.ReadFile(ctx, ws.FS, "repo/sub/f.txt")
 		require.NoError(t, err, "the repository's top is served, not the working directory")
 		assert.Equal(t, "hello\n", string(data))
-		require.Len(t, ws.Brief, 2)
-		assert.Equal(t, "/repo", ws.Brief[1].Prefix)
-		assert.False(t, ws.Brief[1].Writable, "/repo is read-only")
+		require.Len(t, ws.Mounts(), 2)
+		assert.Equal(t, "/repo", ws.Mounts()[1].Prefix)
+		assert.False(t, ws.Mounts()[1].Writable, "/repo is read-only")
 
 		wf.Mounts = []string{"type=memory,dst=/scratch"}
 		cfg, err = wf.load(ctx, nil)
@@ -392,8 +392,8 @@ func TestDefaultMounts(t *testing.T) {
 		ws, err := wf.open(ctx, nil)
 		require.NoError(t, err)
 		defer ws.Close()
-		require.Len(t, ws.Brief, 1)
-		assert.Equal(t, "/memory", ws.Brief[0].Prefix)
+		require.Len(t, ws.Mounts(), 1)
+		assert.Equal(t, "/memory", ws.Mounts()[0].Prefix)
 	})
 }
 

@@ -166,9 +166,6 @@ type workspace struct {
 	// FS is what the faces serve: the union wrapped in the policy
 	// decorators (path rules, then audit), below both faces.
 	FS mounts.FS
-	// Brief is the mount table as the tool face shows it; a mount under
-	// a read_only prefix is shown read-only.
-	Brief []union.MountInfo
 	// Policy is the workspace's policy (nil: none); Audit its open audit
 	// log (nil: none), closed by Close after everything else.
 	Policy *policyConfig
@@ -254,7 +251,10 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	}
 	ws.Union = u
 	ws.FS = u
-	ws.Brief = u.Brief()
 	ws.applyPolicy(cfg.Policy)
 	return ws, nil
 }
+
+// Mounts is the mount table as FS answers it: the union's, a mount under
+// a read_only prefix shown read-only by the path rules.
+func (w *workspace) Mounts() []mounts.MountInfo { return mounts.Mounts(w.FS) }

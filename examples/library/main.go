@@ -57,12 +57,9 @@ func newWorkspace(ctx context.Context) (*agentbridge.Workspace, error) {
 	tree := policy.Guard(u, rules)
 
 	// The brief and the read-only error messages come from the mount
-	// table; /notes is read-only by policy, so say so.
-	var table []agentbridge.MountInfo
-	for _, m := range u.Mounts() {
-		table = append(table, agentbridge.MountInfo{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Writable: m.Writable && m.Prefix != "/notes"})
-	}
-	return agentbridge.New(tree, agentbridge.Options{Mounts: table})
+	// table the tree answers: the union's, where the rules show /notes as
+	// read-only.
+	return agentbridge.New(tree, agentbridge.Options{})
 }
 
 // run makes the calls an agent would, in the canonical ("cursor") dialect,

@@ -170,8 +170,10 @@ func (f *ReadOnlyFS) Close() error {
 }
 
 // Describe reports the mount type. The source is "host", never the path.
+// A host directory is often a checkout whose .gitignore files describe
+// its own build output, so searches honour them (IgnoreFiles).
 func (f *ReadOnlyFS) Describe() mounts.Description {
-	return mounts.Description{Type: "host", Source: "host", External: true}
+	return mounts.Description{Type: "host", Source: "host", External: true, IgnoreFiles: true}
 }
 
 // unwrapErrno strips *fs.PathError, *os.LinkError and *os.SyscallError

@@ -64,7 +64,7 @@ func TestCapabilities(t *testing.T) {
 	_, isRW := ro.(mounts.OpenFileFS)
 	assert.False(t, isRW)
 
-	want := mounts.Description{Type: "host", Source: "host", External: true}
+	want := mounts.Description{Type: "host", Source: "host", External: true, IgnoreFiles: true}
 	assert.Equal(t, want, mounts.Describe(rw))
 	assert.Equal(t, want, mounts.Describe(ro))
 

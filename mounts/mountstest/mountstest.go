@@ -40,6 +40,14 @@
 // two cannot drift apart. The bad-name table is library-only: such names
 // cannot be spelt through the kernel.
 //
+// # Wrappers
+//
+// [RunWrapper] checks a wrapper (a decorator built on mounts.Intercept or
+// mounts.Watch, or any other) rather than a mount: that over fakes with
+// each capability subset it reports exactly what it wraps and forwards
+// every verb, the files it opens and the mount table exactly as the fake
+// answers them. A wrapper's tests call it next to Run.
+//
 // # Options
 //
 // Options describe the mount; none of them turns a check off. A coarser time
@@ -71,10 +79,11 @@ type config struct {
 	capsSet      bool
 	precision    time.Duration
 	unprivileged bool
+	dir          string // At; "." is the root
 }
 
 func newConfig(opts []Option) *config {
-	c := &config{ctx: context.Background(), precision: time.Nanosecond}
+	c := &config{ctx: context.Background(), precision: time.Nanosecond, dir: "."}
 	for _, o := range opts {
 		o(c)
 	}
@@ -151,6 +160,17 @@ func WithContext(ctx context.Context) Option {
 	return func(c *config) { c.ctx = ctx }
 }
 
+// At says the mount under test is the directory dir (a valid name, "agent/notes")
+// of the tree newFS returns: a mount point of a union, say, checked through
+// the union itself. Every name the suite passes is below dir, and every
+// error must name one of those names as passed, dir included; StatFS,
+// which names no path, is the one call whose errors name the tree's root
+// ("."), which the suite takes for dir. The tree's capabilities are the
+// mount's. For Run only: RunOS is given its directory.
+func At(dir string) Option {
+	return func(c *config) { c.dir = dir }
+}
+
 // Run checks fsys's read side and every capability it offers. newFS returns a
 // fresh mount for each subtest: writable mounts are handed empty, read-only
 // mounts come pre-populated, and [Expect] says with what (without it, a
@@ -158,6 +178,9 @@ func WithContext(ctx context.Context) Option {
 func Run(t *testing.T, newFS func(t *testing.T) mounts.FS, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
+	if !mounts.ValidPath(cfg.dir) {
+		t.Fatalf("At(%q): not a valid name", cfg.dir)
+	}
 	probe := newFS(t)
 	caps := mounts.Capabilities(probe)
 	if cfg.capsSet && caps != cfg.caps {
@@ -171,13 +194,13 @@ func Run(t *testing.T, newFS func(t *testing.T) mounts.FS, opts ...Option) {
 		if c := mounts.Capabilities(fsys); c != caps {
 			t.Fatalf("newFS returned mounts with different capabilities: %v, then %v", caps, c)
 		}
-		x := &libTarget{ctx: cfg.ctx, fsys: fsys}
+		x := &libTarget{ctx: cfg.ctx, fsys: fsys, dir: cfg.dir}
 		if caps&mounts.CapMutating != 0 {
 			requireEmpty(t, x)
 		}
 		return x
 	}
-	runAll(t, cfg, caps, &libTarget{ctx: cfg.ctx, fsys: probe}, fresh, true)
+	runAll(t, cfg, caps, &libTarget{ctx: cfg.ctx, fsys: probe, dir: cfg.dir}, fresh, true)
 }
 
 // runAll is the driver both flavours share. probe is a mount (or directory)

@@ -37,11 +37,11 @@ var mutants = map[string]mutant{
 	"":                   {"", func(m *memfs.FS) mounts.FS { return m }},
 	"unsorted-readdir":   {"ReadSide", func(m *memfs.FS) mounts.FS { return unsortedDir{m} }},
 	"bare-errors":        {"ReadSide/Errors", func(m *memfs.FS) mounts.FS { return bareErrors{m} }},
-	"cleans-bad-names":   {"BadNames", func(m *memfs.FS) mounts.FS { return cleansNames{m} }},
-	"seconds-only":       {"Chtimes/File", func(m *memfs.FS) mounts.FS { return secondsOnly{m} }},
-	"noreplace-ignored":  {"Rename/NoReplace", func(m *memfs.FS) mounts.FS { return noReplaceIgnored{m} }},
+	"cleans-bad-names":   {"BadNames", func(m *memfs.FS) mounts.FS { return rewrites(m, cleansNames) }},
+	"seconds-only":       {"Chtimes/File", func(m *memfs.FS) mounts.FS { return rewrites(m, secondsOnly) }},
+	"noreplace-ignored":  {"Rename/NoReplace", func(m *memfs.FS) mounts.FS { return rewrites(m, noReplaceIgnored) }},
 	"nlink-always-one":   {"Link/RoundTrip", func(m *memfs.FS) mounts.FS { return nlinkOne{m} }},
-	"append-ignored":     {"Write/Append", func(m *memfs.FS) mounts.FS { return appendIgnored{m} }},
+	"append-ignored":     {"Write/Append", func(m *memfs.FS) mounts.FS { return rewrites(m, appendIgnored) }},
 	"mkdir-exist-ok":     {"Mkdir/Exist", func(m *memfs.FS) mounts.FS { return mkdirExistOK{m} }},
 	"unlink-removes-dir": {"Remove/Rmdir", func(m *memfs.FS) mounts.FS { return unlinkDirs{m} }},
 	"absent-wrong-errno": {"Absent/mkdir", func(m *memfs.FS) mounts.FS { return wrongAbsent{m} }},
@@ -113,22 +113,33 @@ func (m bareErrors) Stat(ctx context.Context, name string) (mounts.Attr, error) 
 	return a, err
 }
 
-type cleansNames struct{ *memfs.FS }
-
-func (m cleansNames) Stat(ctx context.Context, name string) (mounts.Attr, error) {
-	return m.FS.Stat(ctx, path.Clean(name))
+// rewrites plants a bug that is a rewrite of the call: the memory mount
+// behind an interceptor that changes one argument of one verb.
+func rewrites(m *memfs.FS, bug func(c mounts.Call) mounts.Call) mounts.FS {
+	return mounts.Intercept(m, mounts.Interceptor{Call: func(_ context.Context, c mounts.Call) (mounts.Call, error) {
+		return bug(c), nil
+	}})
 }
 
-type secondsOnly struct{ *memfs.FS }
-
-func (m secondsOnly) Chtimes(ctx context.Context, name string, atime, mtime time.Time) error {
-	return m.FS.Chtimes(ctx, name, atime.Truncate(time.Second), mtime.Truncate(time.Second))
+func cleansNames(c mounts.Call) mounts.Call {
+	if c.Op == mounts.OpStat {
+		c.Name = path.Clean(c.Name)
+	}
+	return c
 }
 
-type noReplaceIgnored struct{ *memfs.FS }
+func secondsOnly(c mounts.Call) mounts.Call {
+	if c.Op == mounts.OpChtimes {
+		c.Atime, c.Mtime = c.Atime.Truncate(time.Second), c.Mtime.Truncate(time.Second)
+	}
+	return c
+}
 
-func (m noReplaceIgnored) Rename(ctx context.Context, oldname, newname string, flags mounts.RenameFlags) error {
-	return m.FS.Rename(ctx, oldname, newname, flags&^mounts.RenameNoReplace)
+func noReplaceIgnored(c mounts.Call) mounts.Call {
+	if c.Op == mounts.OpRename {
+		c.RenameFlags &^= mounts.RenameNoReplace
+	}
+	return c
 }
 
 type nlinkOne struct{ *memfs.FS }
@@ -141,10 +152,11 @@ func (m nlinkOne) Stat(ctx context.Context, name string) (mounts.Attr, error) {
 	return a, err
 }
 
-type appendIgnored struct{ *memfs.FS }
-
-func (m appendIgnored) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
-	return m.FS.OpenFile(ctx, name, flag&^os.O_APPEND, perm)
+func appendIgnored(c mounts.Call) mounts.Call {
+	if c.Op == mounts.OpOpenFile {
+		c.Flag &^= os.O_APPEND
+	}
+	return c
 }
 
 type mkdirExistOK struct{ *memfs.FS }

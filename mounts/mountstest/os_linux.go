@@ -35,6 +35,9 @@ const fullPOSIX = mounts.CapMutating | mounts.CapXattr | mounts.CapStatFS
 func RunOS(t *testing.T, dir string, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
+	if cfg.dir != "." {
+		t.Fatalf("At is for Run; RunOS checks the directory %s it is given", dir)
+	}
 	caps := fullPOSIX
 	if cfg.capsSet {
 		caps = cfg.caps

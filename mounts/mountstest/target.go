@@ -65,76 +65,121 @@ type handle interface {
 }
 
 // libTarget drives a mount through the helpers, as the union, the kernel
-// face and the tools do.
+// face and the tools do. With dir (At) other than ".", the mount is that
+// directory of fsys: names are passed below it.
 type libTarget struct {
 	ctx  context.Context
 	fsys mounts.FS
+	dir  string
 }
 
-func (x *libTarget) ioFS() fs.FS { return mounts.IOFS(x.ctx, x.fsys) }
+// at is the name of fsys for the suite's name. An invalid name stays
+// invalid: "dir" joined with "../x" is "dir/../x".
+func (x *libTarget) at(name string) string {
+	if x.dir == "." || x.dir == "" {
+		return name
+	}
+	if name == "." {
+		return x.dir
+	}
+	return x.dir + "/" + name
+}
+
+func (x *libTarget) ioFS() fs.FS {
+	f := mounts.IOFS(x.ctx, x.fsys)
+	if x.dir == "." || x.dir == "" {
+		return f
+	}
+	sub, err := fs.Sub(f, x.dir)
+	if err != nil {
+		panic(err) // x.dir is valid: Run checked it
+	}
+	return sub
+}
 func (x *libTarget) stat(name string) (mounts.Attr, error) {
-	return x.fsys.Stat(x.ctx, name)
+	return x.fsys.Stat(x.ctx, x.at(name))
 }
 func (x *libTarget) readDir(name string) ([]mounts.DirEntry, error) {
-	return x.fsys.ReadDir(x.ctx, name)
+	return x.fsys.ReadDir(x.ctx, x.at(name))
+}
+func (x *libTarget) statDir(name string) ([]mounts.DirEntry, []mounts.Attr, bool, error) {
+	sd, ok := x.fsys.(mounts.StatDirFS)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	ents, attrs, err := sd.StatDir(x.ctx, x.at(name))
+	return ents, attrs, true, err
+}
+func (x *libTarget) open(name string) (mounts.File, error) {
+	return x.fsys.Open(x.ctx, x.at(name))
 }
 func (x *libTarget) readFile(name string) ([]byte, error) {
-	return mounts.ReadFile(x.ctx, x.fsys, name)
+	return mounts.ReadFile(x.ctx, x.fsys, x.at(name))
 }
 func (x *libTarget) readLink(name string) (string, error) {
-	return x.fsys.ReadLink(x.ctx, name)
+	return x.fsys.ReadLink(x.ctx, x.at(name))
 }
 func (x *libTarget) openFile(name string, flag int, perm fs.FileMode) (handle, error) {
-	f, err := mounts.OpenFile(x.ctx, x.fsys, name, flag, perm)
+	f, err := mounts.OpenFile(x.ctx, x.fsys, x.at(name), flag, perm)
 	if err != nil {
 		return nil, err
 	}
 	return libHandle{File: f, name: name}, nil
 }
 func (x *libTarget) truncate(name string, size int64) error {
-	return mounts.Truncate(x.ctx, x.fsys, name, size)
+	return mounts.Truncate(x.ctx, x.fsys, x.at(name), size)
 }
 func (x *libTarget) mkdir(name string, perm fs.FileMode) error {
-	return mounts.Mkdir(x.ctx, x.fsys, name, perm)
+	return mounts.Mkdir(x.ctx, x.fsys, x.at(name), perm)
 }
-func (x *libTarget) unlink(name string) error { return mounts.Unlink(x.ctx, x.fsys, name) }
-func (x *libTarget) rmdir(name string) error  { return mounts.Rmdir(x.ctx, x.fsys, name) }
+func (x *libTarget) unlink(name string) error { return mounts.Unlink(x.ctx, x.fsys, x.at(name)) }
+func (x *libTarget) rmdir(name string) error  { return mounts.Rmdir(x.ctx, x.fsys, x.at(name)) }
 func (x *libTarget) rename(oldname, newname string, flags mounts.RenameFlags) error {
-	return mounts.Rename(x.ctx, x.fsys, oldname, newname, flags)
+	return mounts.Rename(x.ctx, x.fsys, x.at(oldname), x.at(newname), flags)
 }
 func (x *libTarget) symlink(target, name string) error {
-	return mounts.Symlink(x.ctx, x.fsys, target, name)
+	return mounts.Symlink(x.ctx, x.fsys, target, x.at(name))
 }
 func (x *libTarget) mknod(name string, mode fs.FileMode, dev uint32) error {
-	return mounts.Mknod(x.ctx, x.fsys, name, mode, dev)
+	return mounts.Mknod(x.ctx, x.fsys, x.at(name), mode, dev)
 }
 func (x *libTarget) mayCreateDevice() bool { return mounts.MayCreateDevice(x.ctx) }
 func (x *libTarget) link(oldname, newname string) error {
-	return mounts.Link(x.ctx, x.fsys, oldname, newname)
+	return mounts.Link(x.ctx, x.fsys, x.at(oldname), x.at(newname))
 }
 func (x *libTarget) chmod(name string, mode fs.FileMode) error {
-	return mounts.Chmod(x.ctx, x.fsys, name, mode)
+	return mounts.Chmod(x.ctx, x.fsys, x.at(name), mode)
 }
 func (x *libTarget) chown(name string, uid, gid int) error {
-	return mounts.Chown(x.ctx, x.fsys, name, uid, gid)
+	return mounts.Chown(x.ctx, x.fsys, x.at(name), uid, gid)
 }
 func (x *libTarget) chtimes(name string, atime, mtime time.Time) error {
-	return mounts.Chtimes(x.ctx, x.fsys, name, atime, mtime)
+	return mounts.Chtimes(x.ctx, x.fsys, x.at(name), atime, mtime)
 }
 func (x *libTarget) getXattr(name, attr string) ([]byte, error) {
-	return mounts.GetXattr(x.ctx, x.fsys, name, attr)
+	return mounts.GetXattr(x.ctx, x.fsys, x.at(name), attr)
 }
 func (x *libTarget) listXattr(name string) ([]string, error) {
-	return mounts.ListXattr(x.ctx, x.fsys, name)
+	return mounts.ListXattr(x.ctx, x.fsys, x.at(name))
 }
 func (x *libTarget) setXattr(name, attr string, data []byte, flags int) error {
-	return mounts.SetXattr(x.ctx, x.fsys, name, attr, data, flags)
+	return mounts.SetXattr(x.ctx, x.fsys, x.at(name), attr, data, flags)
 }
 func (x *libTarget) removeXattr(name, attr string) error {
-	return mounts.RemoveXattr(x.ctx, x.fsys, name, attr)
+	return mounts.RemoveXattr(x.ctx, x.fsys, x.at(name), attr)
 }
-func (x *libTarget) statFS() (mounts.FSStat, error) { return mounts.StatFS(x.ctx, x.fsys) }
-func (x *libTarget) umask() fs.FileMode             { return 0 }
+
+// statFS names no path: an error names the root of fsys, ".", which is
+// the suite's "." only at the root; below dir (At), the suite's "." is
+// dir.
+func (x *libTarget) statFS() (mounts.FSStat, error) {
+	st, err := mounts.StatFS(x.ctx, x.fsys)
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == "." {
+		return st, &fs.PathError{Op: pe.Op, Path: x.at("."), Err: pe.Err}
+	}
+	return st, err
+}
+func (x *libTarget) umask() fs.FileMode { return 0 }
 
 func (x *libTarget) checkShape(t *testing.T, err error, names ...string) {
 	t.Helper()
@@ -142,7 +187,11 @@ func (x *libTarget) checkShape(t *testing.T, err error, names ...string) {
 	if !assert.Truef(t, errors.As(err, &pe), "error %v (%T) is not a *fs.PathError", err, err) {
 		return
 	}
-	assert.Containsf(t, names, pe.Path, "*fs.PathError.Path of %v names none of the arguments", err)
+	passed := make([]string, len(names))
+	for i, n := range names {
+		passed[i] = x.at(n)
+	}
+	assert.Containsf(t, passed, pe.Path, "*fs.PathError.Path of %v names none of the arguments", err)
 }
 
 // libHandle adapts a mounts.File; writing needs a mounts.WritableFile.

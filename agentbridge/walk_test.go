@@ -42,8 +42,9 @@ func TestWalkRules(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, mem, name, []byte("needle\n"), 0o644))
 	}
 	require.NoError(t, mounts.Symlink(ctx, mem, "sub", "d/link"))
-	w, err := New(&testUnion{m: map[string]mounts.FS{"m": unreadableDir{mem, "d/locked"}}},
-		Options{Mounts: []MountInfo{{Prefix: "/m", Type: "memory", Source: "memory", Writable: true}}})
+	w, err := New(&testUnion{m: map[string]mounts.FS{"m": unreadableDir{mem, "d/locked"}},
+		table: []mounts.MountInfo{{Prefix: "/m", Description: mounts.Description{Type: "memory", Source: "memory"}, Writable: true}}},
+		Options{})
 	require.NoError(t, err)
 
 	assert.Equal(t, ".git/\na.txt\nlink -> sub\nlocked/\nsub/\n", ok(t, w, "ls", obj{"path": "/m/d"}))

@@ -18,6 +18,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/union"
 )
 
 type obj = map[string]any
@@ -35,8 +36,9 @@ func fixture(t testing.TB, files map[string]string, opts agentbridge.Options) *a
 		}
 		require.NoError(t, mounts.WriteFile(ctx, mem, name, []byte(content), 0o644))
 	}
-	opts.Mounts = []agentbridge.MountInfo{{Prefix: "/", Type: "memory", Source: "memory", Writable: true}}
-	w, err := agentbridge.New(mem, opts)
+	u, err := union.New(map[string]mounts.FS{"/": mem})
+	require.NoError(t, err)
+	w, err := agentbridge.New(u, opts)
 	require.NoError(t, err)
 	return w
 }

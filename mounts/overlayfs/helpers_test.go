@@ -94,7 +94,12 @@ func git(t testing.TB, dir string, args ...string) string {
 // ".sh") and symlinks (name -> target) into a new repository.
 func gitRepo(t testing.TB, files, links map[string]string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "repo")
+	return gitRepoAt(t, filepath.Join(t.TempDir(), "repo"), files, links)
+}
+
+// gitRepoAt is gitRepo in dir.
+func gitRepoAt(t testing.TB, dir string, files, links map[string]string) string {
+	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	git(t, dir, "init", "-q", "-b", "main")
 	for name, content := range files {

@@ -465,9 +465,11 @@ func TestSkillsThroughKernel(t *testing.T) {
 	}
 	write("pdf/SKILL.md", "---\nname: pdf\ndescription: Work with PDFs.\n---\nBody\n", 0o644)
 	write("pdf/scripts/run.sh", "#!/bin/sh\necho ok\n", 0o755)
-	sk, err := skillsfs.Open(src, skillsfs.Options{Prefix: "/agent/skills"})
+	h, err := hostfs.Open(src, hostfs.Options{ReadOnly: true})
 	require.NoError(t, err)
-	t.Cleanup(func() { sk.Close() })
+	t.Cleanup(func() { h.(*hostfs.ReadOnlyFS).Close() })
+	sk, err := skillsfs.New(h, skillsfs.Options{Prefix: "/agent/skills"})
+	require.NoError(t, err)
 	u, err := union.New(map[string]mounts.FS{"/agent/skills": sk, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir, _ := mountKernel(t, u)

@@ -371,7 +371,7 @@ func (f *FS) drop(ctx context.Context, parent, e *ent, needWhiteout bool) error 
 			return err
 		}
 		if !ok {
-			if err := f.clearDir(ctx, up(e.name)); err != nil {
+			if err := f.emptyUpperDir(ctx, e); err != nil {
 				return err
 			}
 			if err := mounts.Rmdir(ctx, f.upper, up(e.name)); err != nil {
@@ -382,13 +382,25 @@ func (f *FS) drop(ctx context.Context, parent, e *ent, needWhiteout bool) error 
 		f.discard(ctx, tmp)
 		return nil
 	default:
-		if err := f.clearDir(ctx, up(e.name)); err != nil {
+		if err := f.emptyUpperDir(ctx, e); err != nil {
 			return err
 		}
 		return cause(mounts.Rmdir(ctx, f.upper, up(e.name)))
 	}
 	f.forget(ctx, e.ua)
 	return nil
+}
+
+// emptyUpperDir removes the whiteouts of upper directory e, which is empty
+// to callers, making it opaque first so that no step shows what they hid.
+func (f *FS) emptyUpperDir(ctx context.Context, e *ent) error {
+	if e.hasLower && !e.um.opaque {
+		if err := f.writeXattrs(ctx, up(e.name), meta{opaque: true}); err != nil {
+			return cause(err)
+		}
+		e.um.opaque = true
+	}
+	return f.clearDir(ctx, up(e.name))
 }
 
 // same reports whether two resolved names are one file.

@@ -59,6 +59,8 @@ type FS struct {
 	// layer.
 	mu  sync.RWMutex
 	tmp atomic.Uint64 // names in the work directory
+
+	rootMeta meta // the tree root's bookkeeping, read once by New
 }
 
 var (
@@ -135,6 +137,13 @@ func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error)
 	}
 	if err := f.open(ctx); err != nil {
 		return nil, err
+	}
+	ua, err := upper.Stat(ctx, treeDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadUpper, err)
+	}
+	if f.rootMeta, err = f.readMeta(ctx, treeDir, ua); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadUpper, err)
 	}
 	return f, nil
 }

@@ -65,18 +65,18 @@ func lowerAbsent(err error) bool {
 // misses and the lower's own lookup. Errors are bare sentinels, for the
 // caller to wrap with its own names.
 func (f *FS) resolve(ctx context.Context, name string) (*ent, error) {
-	ua, err := f.upper.Stat(ctx, treeDir)
-	if err != nil {
-		return nil, cause(err)
-	}
-	um, err := f.readMeta(ctx, treeDir, ua)
-	if err != nil {
-		return nil, cause(err)
-	}
-	cur := &ent{name: ".", upper: true, ua: ua, um: um, lower: ".", hasLower: true}
+	// The root's bookkeeping never changes (it cannot be removed, renamed
+	// or made opaque); its attributes are needed only when it is the
+	// answer.
+	cur := &ent{name: ".", upper: true, um: f.rootMeta, lower: ".", hasLower: true}
 	rest := name
 	if name == "." {
 		rest = ""
+		ua, err := f.upper.Stat(ctx, treeDir)
+		if err != nil {
+			return nil, cause(err)
+		}
+		cur.ua = ua
 	}
 	for rest != "" {
 		elem, tail, _ := strings.Cut(rest, "/")

@@ -34,6 +34,7 @@ var rules = []rule{
 	{"mounts/hostfs/...", []string{"mounts", "mounts/hostfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/memfs/...", []string{"mounts", "mounts/memfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/skillsfs/...", []string{"mounts", "mounts/skillsfs/..."}, "a mount imports the contract and itself, never another mount"},
+	{"mounts/overlayfs/...", []string{"mounts", "mounts/overlayfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"union/...", []string{"mounts", "union/..."}, "the union composes any mounts.FS, never a concrete one or another layer"},
 	{"policy/...", []string{"mounts", "policy/..."}, "policy decorates any mounts.FS, below both faces"},
 	{"fusefs/...", []string{"mounts", "fusefs/..."}, "the kernel face serves any mounts.FS"},
@@ -183,6 +184,7 @@ func TestRulesBite(t *testing.T) {
 		ok       bool
 	}{
 		{"mounts/skillsfs", "mounts/hostfs", false},
+		{"mounts/overlayfs", "mounts/memfs", false},
 		{"mounts/skillsfs", "mounts", true},
 		{"mounts/memfs/boltstore", "mounts/memfs", true},
 		{"union", "policy", false},

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// kernelReadOnly reports whether the kernel face is mounted read-only: in
+// a dry run, and when nothing in the tree can change.
+func (ws *workspace) kernelReadOnly() bool {
+	return (ws.Policy != nil && ws.Policy.DryRun) || !mounts.Writable(ws.FS)
+}
+
+// immutableRoots are the directories the kernel face serves on connections
+// of their own (fusefs.Options.ImmutableRoots): the mount points of
+// immutable mounts with no other mount below them, or "." when every
+// mount is immutable.
+func (ws *workspace) immutableRoots() []string {
+	var roots []string
+	all := true
+	for _, m := range ws.Brief {
+		name := strings.TrimPrefix(m.Prefix, "/")
+		if name == "" {
+			name = "."
+		}
+		if !mounts.DescribeAt(ws.FS, name).Immutable {
+			all = false
+			continue
+		}
+		nested := false
+		for _, o := range ws.Brief {
+			if o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/")) {
+				nested = true
+			}
+		}
+		if !nested && name != "." {
+			roots = append(roots, name)
+		}
+	}
+	if all && len(ws.Brief) > 0 {
+		return []string{"."}
+	}
+	return roots
+}

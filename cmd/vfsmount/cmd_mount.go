@@ -138,10 +138,10 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		FSName:     "vfsmount",
 		// Read-only twice: a workspace no mount can change (or a dry
 		// run) is also mounted read-only, so the kernel refuses writes
-		// itself.
-		ReadOnly:       ws.kernelReadOnly(),
+		// itself (see workspace.stack).
+		ReadOnly:       ws.Kernel.ReadOnly,
 		Passthrough:    passthrough,
-		ImmutableRoots: ws.immutableRoots(),
+		ImmutableRoots: ws.Kernel.ImmutableRoots,
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/fusefs"
-	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // bridgeFlags are the flags of the tool-face subcommands (tools, call,
@@ -65,8 +64,9 @@ type bridge struct {
 
 // openBridge builds the workspace and, as mode asks, its kernel face at
 // mountpoint (a private temporary directory when mountpoint is ""), then
-// the tool face over the same tree. Tool writes are observed so the kernel
-// face drops its caches for them at once.
+// the tool face over the same tree, as workspace.stack stacked them. Once
+// the kernel face is mounted, tool writes reach it as change notices, so
+// it drops its caches for them at once.
 func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mountpoint string) (_ *bridge, err error) {
 	if err := f.checkDialect(); err != nil {
 		return nil, err
@@ -94,8 +94,7 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 	if ws.Policy != nil {
 		opts.Limits = ws.Policy.Limits
 	}
-	opts.BeforeCall, opts.AfterCall = ws.toolHooks()
-	fsys := ws.toolFS()
+	opts.BeforeCall, opts.AfterCall = ws.Tools.BeforeCall, ws.Tools.AfterCall
 	switch mode {
 	case probeKernel:
 		// tools lists what serve and mcp offer: the shell is there when
@@ -116,19 +115,19 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
-		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.kernelReadOnly(),
-			Passthrough: !f.noPassthrough, ImmutableRoots: ws.immutableRoots()})
+		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.Kernel.ReadOnly,
+			Passthrough: !f.noPassthrough, ImmutableRoots: ws.Kernel.ImmutableRoots})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}
-		fsys = mounts.Observe(fsys, b.srv.Invalidate)
+		ws.Kernel.changed.connect(b.srv.Invalidate)
 		env := []string{}
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)
 		}
 		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
 	}
-	b.tools, err = agentbridge.New(fsys, opts)
+	b.tools, err = agentbridge.New(ws.Tools.FS, opts)
 	if err != nil {
 		return nil, usageError(err)
 	}

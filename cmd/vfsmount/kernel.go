@@ -6,12 +6,6 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
-// kernelReadOnly reports whether the kernel face is mounted read-only: in
-// a dry run, and when nothing in the tree can change.
-func (ws *workspace) kernelReadOnly() bool {
-	return (ws.Policy != nil && ws.Policy.DryRun) || !mounts.Writable(ws.FS)
-}
-
 // immutableRoots are the directories the kernel face serves on connections
 // of their own (fusefs.Options.ImmutableRoots): the mount points of
 // immutable mounts with no other mount below them, or "." when every

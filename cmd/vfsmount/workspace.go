@@ -163,9 +163,13 @@ type workspace struct {
 	Config *workspaceConfig
 	// Union composes the mounts.
 	Union *union.Union
-	// FS is what the faces serve: the union wrapped in the policy
-	// decorators (path rules, then audit), below both faces.
-	FS mounts.FS
+	// FS is the tree below both faces: the union wrapped in the policy
+	// decorators (path rules, then audit). Kernel says how the kernel
+	// face serves it, Tools what the tool face serves; [workspace.stack]
+	// stacks all three.
+	FS     mounts.FS
+	Kernel kernelFace
+	Tools  toolFace
 	// Brief is the mount table as the tool face shows it; a mount under
 	// a read_only prefix is shown read-only.
 	Brief []union.MountInfo
@@ -253,8 +257,8 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 		return nil, usageErrorf("mount table: %v", err)
 	}
 	ws.Union = u
-	ws.FS = u
 	ws.Brief = u.Brief()
 	ws.applyPolicy(cfg.Policy)
+	ws.stack()
 	return ws, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
@@ -152,53 +153,50 @@ func (b *bridge) Close() error {
 	return errors.Join(errs...)
 }
 
-func toolsCommand() *command {
-	return &command{
-		Name:    "tools",
-		Summary: "print the tool definitions a harness registers for this workspace",
-		Usage:   "[--config FILE] [--mount SPEC]... [--dialect D] [--json]",
-		Help: `Prints the tools of the workspace's tool face, in the dialect a harness
+func toolsCommand(a *app) *cobra.Command {
+	var bf bridgeFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [--config FILE] [--mount SPEC]... [--dialect D] [--json]",
+		Short: "print the tool definitions a harness registers for this workspace",
+		Long: `Prints the tools of the workspace's tool face, in the dialect a harness
 expects (cursor is canonical; claude and codex rename and reshape): name,
 description and the JSON Schema of the input. Only what this workspace can
 serve is listed: no write tools when every mount is read-only, shell only
 when bubblewrap works here (serve, mcp and call provide the kernel face it
 runs in). With --json the output is a JSON array of
-{name, description, inputSchema, annotations}.
-
-Example:
-  $ vfsmount tools --mount type=memory,dst=/memory --dialect claude --json | jq '.[].name'
+{name, description, inputSchema, annotations}.`,
+		Example: `  $ vfsmount tools --mount type=memory,dst=/memory --dialect claude --json | jq '.[].name'
   "Read"
   "LS"
   ...`,
-		NArgs: 0,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var bf bridgeFlags
-			bf.register(fs, true)
-			var asJSON bool
-			fs.BoolVar(&asJSON, "json", false, "print JSON")
-			return func(ctx context.Context, a *app, _ []string) error {
-				b, err := openBridge(ctx, a, &bf, probeKernel, "")
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				defs, err := b.tools.Tools(bf.dialect)
-				if err != nil {
-					return usageError(err)
-				}
-				if asJSON {
-					enc := json.NewEncoder(a.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(defs)
-				}
-				for i, d := range defs {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
-					}
-					fmt.Fprintf(a.stdout, "%s\n  %s\n  input: %s\n", d.Name, d.Description, d.InputSchema)
-				}
-				return nil
+		Args:              exactArgs(0),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := openBridge(cmd.Context(), a, &bf, probeKernel, "")
+			if err != nil {
+				return err
 			}
+			defer b.Close()
+			defs, err := b.tools.Tools(bf.dialect)
+			if err != nil {
+				return usageError(err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(defs)
+			}
+			for i, d := range defs {
+				if i > 0 {
+					fmt.Fprintln(a.stdout)
+				}
+				fmt.Fprintf(a.stdout, "%s\n  %s\n  input: %s\n", d.Name, d.Description, d.InputSchema)
+			}
+			return nil
 		},
 	}
+	bf.register(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

@@ -29,11 +29,12 @@ func completionCommand(a *app) *cobra.Command {
 		Use:   "completion " + strings.Join(completionShells, "|"),
 		Short: "print a shell completion script: bash, zsh or fish",
 		Long: `Prints a script that completes, in the named shell, vfsmount's commands, their
-flags, the values of --dialect and --log-format, file names for --config and
---audit, and directories for a MOUNTPOINT. The script asks the vfsmount it
-completes what to offer (its hidden __complete command), so it keeps up with
-that binary. The bash script needs the bash-completion package. make install
-puts all three scripts where the shells look for them.`,
+flags, the values of --dialect and --log-format, the type and keys of a
+--mount spec, file names for --config and --audit, and directories for a
+MOUNTPOINT. The script asks the vfsmount it completes what to offer (its
+hidden __complete command), so it keeps up with that binary. The bash script
+needs the bash-completion package. make install puts all three scripts where
+the shells look for them.`,
 		Example: `  $ vfsmount completion bash > /usr/share/bash-completion/completions/vfsmount
   $ source <(vfsmount completion bash)        # this shell only
   $ vfsmount completion zsh > "${fpath[1]}/_vfsmount"
@@ -66,7 +67,79 @@ func flagCompletions() map[string]cobra.CompletionFunc {
 	return map[string]cobra.CompletionFunc{
 		"dialect":    fixedValues(agentbridge.Dialects...),
 		"log-format": fixedValues("text", "json"),
+		"mount":      completeMountSpec,
 	}
+}
+
+// completeMountSpec completes a --mount SPEC as it is typed, one key=value
+// pair at a time, from the mount type registry: type= offers every type,
+// and a key the keys the chosen type accepts (type and dst until a type is
+// chosen), less those already given. The pairs typed so far are kept; no
+// value but the type is guessed.
+//
+// Past an "=" that follows a comma, only a unique completion is offered.
+// bash splits words at "=", and cobra's bash script, given several
+// candidates there, inserts them unescaped over a word in which bash
+// escaped the comma ("\,"), garbling the line; one candidate it escapes
+// and inserts right. Every shell gets the same, so they behave alike.
+func completeMountSpec(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	out, directive := mountSpecCandidates(toComplete)
+	if eq := strings.LastIndexByte(toComplete, '='); len(out) > 1 && strings.Contains(toComplete[:max(eq, 0)], ",") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return out, directive
+}
+
+func mountSpecCandidates(toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	// The spec goes on after a completion: no space, and no file names.
+	const more = cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	reg := mountTypes()
+	done, cur := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		done, cur = toComplete[:i+1], toComplete[i+1:]
+	}
+	typ, given := "", map[string]bool{}
+	for _, item := range strings.Split(done, ",") {
+		k, v, _ := strings.Cut(item, "=")
+		k = canonicalKey(strings.TrimSpace(k))
+		given[k] = true
+		if k == "type" {
+			typ = v
+		}
+	}
+	if prefix, ok := strings.CutPrefix(cur, "type="); ok {
+		var out []cobra.Completion
+		for _, name := range sortedKeys(reg) {
+			if strings.HasPrefix(name, prefix) {
+				out = append(out, cobra.CompletionWithDesc(done+"type="+name+",", reg[name].Doc))
+			}
+		}
+		return out, more
+	}
+	if strings.Contains(cur, "=") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	keys := map[string]keySpec{
+		"type": {Doc: "the mount type: " + reg.names()},
+		"dst":  {Doc: "where it appears: an absolute workspace path such as /memory"},
+	}
+	if mt, ok := reg[typ]; ok {
+		for k, ks := range mt.Keys {
+			keys[k] = ks
+		}
+	}
+	var out []cobra.Completion
+	for _, k := range sortedKeys(keys) {
+		if given[k] || !strings.HasPrefix(k, cur) {
+			continue
+		}
+		word := done + k
+		if keys[k].Kind != kindBool { // a bare boolean key means true
+			word += "="
+		}
+		out = append(out, cobra.CompletionWithDesc(word, keys[k].Doc))
+	}
+	return out, more
 }
 
 // registerCompletions gives the value of every flag of the tree its

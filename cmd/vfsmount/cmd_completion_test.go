@@ -161,7 +161,17 @@ func TestCompletionBash(t *testing.T) {
 		{"config file, short flag", "vfsmount serve -c ws.", []string{"ws.yaml"}},
 		{"mountpoint is a directory", "vfsmount mount ", []string{"mnt"}},
 		{"status mountpoint", "vfsmount status m", []string{"mnt"}},
-		{"a spec is not guessed", "vfsmount mount --mount ", nil},
+		{"spec: type or dst first", "vfsmount mount --mount ", []string{"type=", "dst="}},
+		// bash replaces only the text after the last "=", so that is
+		// what COMPREPLY holds.
+		{"spec: the types", "vfsmount mount --mount type=", []string{"git,", "host,", "memory,", "skills,"}},
+		// A single candidate is escaped as it will be inserted.
+		{"spec: one type", "vfsmount mount -m type=me", []string{`memory\,`}},
+		{"spec: the keys of the type", `vfsmount mount --mount type=memory\,`,
+			[]string{"memory,dst=", "memory,max_bytes=", "memory,max_files=", "memory,persist="}},
+		{"spec: one key further on", `vfsmount mount --mount type=host\,dst=/h\,s`, []string{`/h\,src=`}},
+		{"spec: no list further on", `vfsmount mount --mount type=host\,dst=/h\,`, nil},
+		{"spec: a value is not guessed", `vfsmount mount --mount type=host\,src=`, nil},
 		{"shells", "vfsmount completion ", []string{"bash", "zsh", "fish"}},
 		{"help takes a command", "vfsmount help ser", []string{"serve"}},
 		{"exec takes a program", "vfsmount exec -- vfsmount-pr", []string{"vfsmount-probe"}},
@@ -215,6 +225,8 @@ func TestCompletionFish(t *testing.T) {
 		{"vfsmount --log-format ", []string{"text", "json"}},
 		{"vfsmount mount --con", []string{"--config"}},
 		{"vfsmount completion ", []string{"bash", "zsh", "fish"}},
+		{"vfsmount mount --mount type=m", []string{"type=memory,"}},
+		{"vfsmount mount --mount type=host,", []string{"type=host,dst=", "type=host,ro", "type=host,src="}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.line, func(t *testing.T) {
@@ -284,6 +296,7 @@ func TestCompletionZsh(t *testing.T) {
 		{"vfsmount mount --config w", []string{"ws.yaml"}},
 		{"vfsmount status ", []string{"mnt"}},
 		{"vfsmount completion ", []string{"bash", "zsh", "fish"}},
+		{"vfsmount mount --mount type=host,", []string{"type=host,dst=", "type=host,ro", "type=host,src="}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.line, func(t *testing.T) {
@@ -329,7 +342,7 @@ func TestCompletionFlagKinds(t *testing.T) {
 		{"mountpoint", []string{"serve", "--mountpoint", ""}, cobra.ShellCompDirectiveFilterDirs, nil},
 		{"dialect", []string{"call", "--dialect", ""}, cobra.ShellCompDirectiveNoFileComp, agentbridge.Dialects},
 		{"log-format", []string{"--log-format", ""}, cobra.ShellCompDirectiveNoFileComp, []string{"text", "json"}},
-		{"mount", []string{"mount", "--mount", ""}, cobra.ShellCompDirectiveNoFileComp, nil},
+		{"mount", []string{"mount", "--mount", ""}, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp, []string{"dst=", "type="}},
 		{"listen", []string{"serve", "--listen", ""}, cobra.ShellCompDirectiveNoFileComp, nil},
 		// --debug takes no value: what follows is the MOUNTPOINT.
 		{"debug", []string{"mount", "--debug", ""}, cobra.ShellCompDirectiveFilterDirs, nil},
@@ -338,5 +351,55 @@ func TestCompletionFlagKinds(t *testing.T) {
 		got, directive := complete(t, tc.args...)
 		assert.Equal(t, tc.want, directive, "--%s", tc.flag)
 		assert.Equal(t, tc.values, got, "--%s", tc.flag)
+	}
+}
+
+// TestCompletionMountSpec: a --mount spec completes from the mount type
+// registry, one pair at a time, keeping what was typed.
+func TestCompletionMountSpec(t *testing.T) {
+	const more = cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	tests := []struct {
+		name, typed string
+		want        []string
+		directive   cobra.ShellCompDirective
+	}{
+		{"type or dst first", "", []string{"dst=", "type="}, more},
+		{"a key by prefix", "t", []string{"type="}, more},
+		{"every type", "type=", []string{"type=git,", "type=host,", "type=memory,", "type=skills,"}, more},
+		{"a type by prefix", "type=m", []string{"type=memory,"}, more},
+		{"the keys of the type", "type=memory,", []string{"type=memory,dst=", "type=memory,max_bytes=", "type=memory,max_files=", "type=memory,persist="}, more},
+		{"a boolean key is bare", "type=host,r", []string{"type=host,ro"}, more},
+		{"an alias counts as given", "type=host,target=/h,s", []string{"type=host,target=/h,src="}, more},
+		{"dst first, then the type", "dst=/x,t", []string{"dst=/x,type="}, more},
+		{"an unknown type has dst", "type=bogus,", []string{"type=bogus,dst="}, more},
+		{"a value is not guessed", "type=host,src=", nil, cobra.ShellCompDirectiveNoFileComp},
+		{"nothing left", "type=skills,dst=/s,src=.,", nil, more},
+		{"no list past an = after a comma", "type=host,dst=/h,", nil, cobra.ShellCompDirectiveNoFileComp},
+		{"one candidate there", "type=host,dst=/h,s", []string{"type=host,dst=/h,src="}, more},
+		{"the same with --flag=", "--mount=type=m", []string{"type=memory,"}, more},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"mount", "--mount", tc.typed}
+			if strings.HasPrefix(tc.typed, "--") {
+				args = []string{"mount", tc.typed}
+			}
+			got, directive := complete(t, args...)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.directive, directive)
+		})
+	}
+	// Every type offers dst and exactly the keys it declares.
+	for name, mt := range mountTypes() {
+		want := []string{"type=" + name + ",dst="}
+		for _, k := range sortedKeys(mt.Keys) {
+			w := "type=" + name + "," + k
+			if mt.Keys[k].Kind != kindBool {
+				w += "="
+			}
+			want = append(want, w)
+		}
+		got, _ := complete(t, "mount", "--mount", "type="+name+",")
+		assert.ElementsMatch(t, want, got, "type %s", name)
 	}
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // workspaceFlags are the flags of every subcommand that builds a workspace
-// (mount, and later exec, call, tools, serve, mcp): a config file and
-// mount specs.
+// (mount, exec, call, tools, serve, mcp): a config file, mount specs, the
+// git settings and the policy flags.
 type workspaceFlags struct {
 	Config string
 	Mounts []string

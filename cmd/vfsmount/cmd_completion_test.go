@@ -193,9 +193,11 @@ printf '%s\n' "${COMPREPLY[@]}"`
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			require.NoError(t, err, "%s", stderr.String())
-			// compopt complains outside a real completion; the
-			// candidates are what counts.
-			t.Log(stderr.String())
+			if stderr.Len() > 0 {
+				// compopt complains outside a real completion; the
+				// candidates are what counts.
+				t.Log(stderr.String())
+			}
 			var got []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				// A candidate may be followed by its description.

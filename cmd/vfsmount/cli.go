@@ -9,55 +9,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// command is one subcommand. Adding one is a new cmd_NAME.go returning a
-// *command, plus a line in [commands].
-type command struct {
-	Name string
-	// Summary is one line for the command list.
-	Summary string
-	// Usage follows "vfsmount NAME ": "[--config FILE] MOUNTPOINT".
-	Usage string
-	// Help is the long description, ending with a worked example.
-	Help string
-	// NArgs is the exact number of positional arguments, or -1 for any.
-	NArgs int
-	// Setup registers the command's own flags on fs and returns the
-	// function that runs it once fs is parsed.
-	Setup func(fs *pflag.FlagSet) runFunc
-}
-
-type runFunc func(ctx context.Context, a *app, args []string) error
-
-// commands lists every subcommand, in the order help shows them.
-func commands() []*command {
-	return []*command{
-		mountCommand(),
-		umountCommand(),
-		statusCommand(),
-		toolsCommand(),
-		callCommand(),
-		serveCommand(),
-		mcpCommand(),
-		execCommand(),
-		completionCommand(),
-		versionCommand(),
-		helpCommand(),
-	}
-}
-
-func findCommand(name string) *command {
-	for _, c := range commands() {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// globalFlags are accepted before the subcommand and by every subcommand.
+// globalFlags are accepted before the subcommand and by every subcommand
+// (the persistent flags of the root command).
 type globalFlags struct {
 	LogFormat  string
 	Debug      bool
@@ -66,15 +23,12 @@ type globalFlags struct {
 
 func defaultGlobals() globalFlags { return globalFlags{LogFormat: "text"} }
 
-// flagSet binds the global flags to g. The current values of g are the
-// defaults, so flags given before the subcommand survive the subcommand's
-// own parse.
-func (g *globalFlags) flagSet() *pflag.FlagSet {
-	fs := pflag.NewFlagSet("global", pflag.ContinueOnError)
+// register binds the global flags to g; the current values of g are the
+// defaults.
+func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.LogFormat, "log-format", g.LogFormat, "log format on stderr: `text` or json")
 	fs.BoolVar(&g.Debug, "debug", g.Debug, "debug logs, including every FUSE request")
 	fs.BoolVar(&g.AllowOther, "allow-other", g.AllowOther, "let other users see the mount (FUSE allow_other; needs user_allow_other in /etc/fuse.conf unless root)")
-	return fs
 }
 
 // app is what a running command gets: where to write, the parsed global
@@ -100,7 +54,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // main runs the command line args and returns the exit code. On failure it
 // prints one line, "vfsmount: problem", to stderr.
 func (a *app) main(ctx context.Context, args []string) int {
-	err := a.dispatch(ctx, args)
+	root := a.rootCommand()
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
+	}
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
 	if err != nil {
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.err != nil {
@@ -110,59 +69,118 @@ func (a *app) main(ctx context.Context, args []string) int {
 	return exitCode(err)
 }
 
-func (a *app) dispatch(ctx context.Context, args []string) error {
-	top := a.globals.flagSet()
-	top.SetOutput(io.Discard)
-	top.SetInterspersed(false)
-	var help bool
-	top.BoolVarP(&help, "help", "h", false, "")
-	if err := top.Parse(args); err != nil {
+// commands lists every subcommand, in the order help shows them. Adding
+// one is a new cmd_NAME.go returning a *cobra.Command, plus a line here.
+func (a *app) commands() []*cobra.Command {
+	return []*cobra.Command{
+		mountCommand(a),
+		umountCommand(a),
+		statusCommand(a),
+		toolsCommand(a),
+		callCommand(a),
+		serveCommand(a),
+		mcpCommand(a),
+		execCommand(a),
+		completionCommand(a),
+		versionCommand(a),
+		helpCommand(a),
+	}
+}
+
+// rootCommand builds the command tree. cobra parses the command line,
+// dispatches and generates the completion scripts; where its defaults
+// differ from this program's contract they are overridden here: errors
+// are printed once, by main, as one line and with their exit code (2 for
+// a bad flag, argument or command), usage is not dumped after an error,
+// and help keeps its own layout (a usage line, the description, a worked
+// example, the flags).
+func (a *app) rootCommand() *cobra.Command {
+	cmds := a.commands()
+	root := &cobra.Command{
+		Use:   "vfsmount",
+		Short: "build an agent's workspace and serve it as a FUSE filesystem and as tools",
+		Long: `vfsmount builds an agent's workspace from several sources and serves it as
+one FUSE filesystem, and as the file and shell tools agents call.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// With subcommands and no Args, cobra would take an unknown
+		// command for the root's argument.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(args[0])
+			}
+			return nil
+		},
+		// A bare "vfsmount" is a usage error: the list of commands, on
+		// stderr, exit 2.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(a.stderr, mainUsage(cmd, cmds))
+			return &exitError{code: exitUsage}
+		},
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			logger, err := newLogger(a.stderr, a.globals)
+			a.logger = logger
+			return err
+		},
+		// completionCommand is ours: bash, zsh and fish, with this
+		// program's help and exit codes.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	a.globals.register(root.PersistentFlags())
+	root.Flags().BoolP("help", "h", false, "show this help")
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if c == root {
+			fmt.Fprint(a.stdout, mainUsage(root, cmds))
+			return
+		}
+		fmt.Fprint(a.stdout, commandHelp(c))
+	})
+	for _, c := range cmds {
+		// Use spells out the flags that matter; cobra would append
+		// "[flags]".
+		c.DisableFlagsInUseLine = true
+		// Flags are listed in the order the command registers them.
+		c.Flags().SortFlags = false
+		c.Flags().BoolP("help", "h", false, "show this help")
+		root.AddCommand(c)
+		if c.Name() == "help" {
+			root.SetHelpCommand(c)
+		}
+	}
+	registerCompletions(root)
+	return root
+}
+
+func unknownCommand(name string) error {
+	return usageErrorf("unknown command %q (see vfsmount help)", name)
+}
+
+// flagError turns a flag that does not parse into a usage error naming
+// the command.
+func flagError(cmd *cobra.Command, err error) error {
+	if !cmd.HasParent() {
+		// A word before the bad flag that is no flag was meant as the
+		// command, and is the first thing wrong.
+		if args := cmd.Flags().Args(); len(args) > 0 {
+			return unknownCommand(args[0])
+		}
 		return usageErrorf("%v (see vfsmount help)", err)
 	}
-	rest := top.Args()
-	if help || len(rest) == 0 {
-		w := a.stdout
-		if !help {
-			w = a.stderr
-		}
-		fmt.Fprint(w, mainUsage())
-		if !help {
-			return &exitError{code: exitUsage}
-		}
-		return nil
-	}
-	cmd := findCommand(rest[0])
-	if cmd == nil {
-		return usageErrorf("unknown command %q (see vfsmount help)", rest[0])
-	}
+	return usageErrorf("%s: %v (see vfsmount help %s)", cmd.Name(), err, cmd.Name())
+}
 
-	fs := pflag.NewFlagSet("vfsmount "+cmd.Name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
-	runCmd := cmd.Setup(fs)
-	fs.BoolP("help", "h", false, "show this help")
-	fs.AddFlagSet(a.globals.flagSet())
-	if err := fs.Parse(rest[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprint(a.stdout, commandHelp(cmd))
-			return nil
+// exactArgs is cobra.ExactArgs with the usage line in the message and
+// exit 2.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s: want %d argument(s), got %d (usage: %s)", cmd.Name(), n, len(args), cmd.UseLine())
 		}
-		return usageErrorf("%s: %v (see vfsmount help %s)", cmd.Name, err, cmd.Name)
-	}
-	if h, _ := fs.GetBool("help"); h {
-		fmt.Fprint(a.stdout, commandHelp(cmd))
 		return nil
 	}
-	if cmd.NArgs >= 0 && fs.NArg() != cmd.NArgs {
-		return usageErrorf("%s: want %d argument(s), got %d (usage: vfsmount %s %s)",
-			cmd.Name, cmd.NArgs, fs.NArg(), cmd.Name, cmd.Usage)
-	}
-	logger, err := newLogger(a.stderr, a.globals)
-	if err != nil {
-		return err
-	}
-	a.logger = logger
-	return runCmd(ctx, a, fs.Args())
 }
 
 // newLogger builds the stderr logger the global flags ask for.
@@ -180,26 +198,20 @@ func newLogger(w io.Writer, g globalFlags) (*slog.Logger, error) {
 	return nil, usageErrorf("--log-format %q: want text or json", g.LogFormat)
 }
 
-func mainUsage() string {
+// mainUsage is the help of vfsmount itself: what it is, the commands and
+// the global flags.
+func mainUsage(root *cobra.Command, cmds []*cobra.Command) string {
 	var b strings.Builder
-	b.WriteString(`vfsmount builds an agent's workspace from several sources and serves it as
-one FUSE filesystem.
-
-Usage:
-  vfsmount [global flags] COMMAND [flags] [args]
-
-Commands:
-`)
+	fmt.Fprintf(&b, "%s\n\nUsage:\n  vfsmount [global flags] COMMAND [flags] [args]\n\nCommands:\n", strings.TrimSpace(root.Long))
 	width := 0
-	for _, c := range commands() {
-		width = max(width, len(c.Name))
+	for _, c := range cmds {
+		width = max(width, len(c.Name()))
 	}
-	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.Name, c.Summary)
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.Name(), c.Short)
 	}
 	b.WriteString("\nGlobal flags (also accepted after COMMAND):\n")
-	g := defaultGlobals()
-	b.WriteString(g.flagSet().FlagUsages())
+	b.WriteString(root.PersistentFlags().FlagUsages())
 	b.WriteString(`
 Exit codes: 0 ok, 1 runtime failure, 2 usage or config error.
 Run "vfsmount help COMMAND" (or COMMAND --help) for a command's flags and an example.
@@ -207,45 +219,43 @@ Run "vfsmount help COMMAND" (or COMMAND --help) for a command's flags and an exa
 	return b.String()
 }
 
-func commandHelp(c *command) string {
-	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
-	fs.SortFlags = false
-	c.Setup(fs)
-	fs.BoolP("help", "h", false, "show this help")
-	g := defaultGlobals()
+// commandHelp is the help of one command: its usage line, what it does, a
+// worked example, its flags and the global ones.
+func commandHelp(c *cobra.Command) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: vfsmount %s %s\n\n%s\n", c.Name, c.Usage, strings.TrimSpace(c.Help))
-	fmt.Fprintf(&b, "\nFlags:\n%s", fs.FlagUsages())
-	fmt.Fprintf(&b, "\nGlobal flags:\n%s", g.flagSet().FlagUsages())
+	fmt.Fprintf(&b, "Usage: %s\n\n%s\n", c.UseLine(), strings.TrimSpace(c.Long))
+	if c.Example != "" {
+		fmt.Fprintf(&b, "\nExample:\n%s\n", strings.TrimRight(c.Example, "\n"))
+	}
+	fmt.Fprintf(&b, "\nFlags:\n%s", c.LocalFlags().FlagUsages())
+	fmt.Fprintf(&b, "\nGlobal flags:\n%s", c.InheritedFlags().FlagUsages())
 	return b.String()
 }
 
-func helpCommand() *command {
-	return &command{
-		Name:    "help",
-		Summary: "show help for vfsmount or one command",
-		Usage:   "[COMMAND]",
-		Help: `Prints the list of commands, or the flags and a worked example of one command.
-
-Example:
-  $ vfsmount help mount`,
-		NArgs: -1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			return func(ctx context.Context, a *app, args []string) error {
-				switch len(args) {
-				case 0:
-					fmt.Fprint(a.stdout, mainUsage())
-					return nil
-				case 1:
-					c := findCommand(args[0])
-					if c == nil {
-						return usageErrorf("help: unknown command %q", args[0])
+func helpCommand(*app) *cobra.Command {
+	return &cobra.Command{
+		Use:               "help [COMMAND]",
+		Short:             "show help for vfsmount or one command",
+		Long:              `Prints the list of commands, or the flags and a worked example of one command.`,
+		Example:           `  $ vfsmount help mount`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeCommandName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			switch len(args) {
+			case 0:
+				root.HelpFunc()(root, nil)
+				return nil
+			case 1:
+				for _, c := range root.Commands() {
+					if c.Name() == args[0] && !c.Hidden {
+						c.HelpFunc()(c, nil)
+						return nil
 					}
-					fmt.Fprint(a.stdout, commandHelp(c))
-					return nil
 				}
-				return usageErrorf("help: want at most one COMMAND, got %d", len(args))
+				return usageErrorf("help: unknown command %q", args[0])
 			}
+			return usageErrorf("help: want at most one COMMAND, got %d", len(args))
 		},
 	}
 }

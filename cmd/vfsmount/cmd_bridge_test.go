@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,50 +19,17 @@ import (
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 )
 
-// runTool runs one tool-face subcommand in-process the way dispatch does
-// (its flags plus the global ones), so these tests do not depend on the
-// command list.
-func runTool(ctx context.Context, c *command, args ...string) (code int, stdout, stderr string) {
+// runTool runs the subcommand name with args in-process, through the
+// whole command line as main does, under ctx.
+func runTool(ctx context.Context, name string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	a := newApp(&out, &errOut)
-	err := func() error {
-		fs := pflag.NewFlagSet("vfsmount "+c.Name, pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		runCmd := c.Setup(fs)
-		fs.AddFlagSet(a.globals.flagSet())
-		if err := fs.Parse(args); err != nil {
-			return usageErrorf("%s: %v", c.Name, err)
-		}
-		if c.NArgs >= 0 && fs.NArg() != c.NArgs {
-			return usageErrorf("%s: want %d argument(s), got %d", c.Name, c.NArgs, fs.NArg())
-		}
-		logger, err := newLogger(a.stderr, a.globals)
-		if err != nil {
-			return err
-		}
-		a.logger = logger
-		return runCmd(ctx, a, fs.Args())
-	}()
-	if err != nil {
-		var ee *exitError
-		if !asExit(err, &ee) || ee.err != nil {
-			errOut.WriteString("vfsmount: " + errorLine(err) + "\n")
-		}
-	}
-	return exitCode(err), out.String(), errOut.String()
-}
-
-func asExit(err error, target **exitError) bool {
-	e, ok := err.(*exitError)
-	if ok {
-		*target = e
-	}
-	return ok
+	code = run(ctx, append([]string{name}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
 }
 
 func TestToolsCommand(t *testing.T) {
 	ctx := context.Background()
-	code, out, errOut := runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--dialect", "claude", "--json")
+	code, out, errOut := runTool(ctx, "tools", "--mount", "type=memory,dst=/memory", "--dialect", "claude", "--json")
 	require.Equal(t, 0, code, errOut)
 	var defs []agentbridge.ToolDef
 	require.NoError(t, json.Unmarshal([]byte(out), &defs))
@@ -74,15 +39,15 @@ func TestToolsCommand(t *testing.T) {
 	}
 	assert.Subset(t, names, []string{"Read", "LS", "Glob", "Grep", "Write", "Edit", "MultiEdit"})
 
-	code, out, _ = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--tools", "read,ls")
+	code, out, _ = runTool(ctx, "tools", "--mount", "type=memory,dst=/memory", "--tools", "read,ls")
 	require.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(out, "read\n  Read a text file"), out)
 	assert.NotContains(t, out, "write\n")
 
-	code, _, errOut = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--dialect", "vim")
+	code, _, errOut = runTool(ctx, "tools", "--mount", "type=memory,dst=/memory", "--dialect", "vim")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, `--dialect: unknown dialect "vim"`)
-	code, _, errOut = runTool(ctx, toolsCommand(), "--mount", "type=memory,dst=/memory", "--tools", "fly")
+	code, _, errOut = runTool(ctx, "tools", "--mount", "type=memory,dst=/memory", "--tools", "fly")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, `tools: unknown tool "fly"`)
 
@@ -90,14 +55,14 @@ func TestToolsCommand(t *testing.T) {
 	// can serve (write on a read-only skills-free workspace) fails closed.
 	cfg := filepath.Join(t.TempDir(), "ws.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("mounts:\n  - {type: memory, dst: /memory}\ntools: [read, grep]\n"), 0o644))
-	code, out, errOut = runTool(ctx, toolsCommand(), "--config", cfg)
+	code, out, errOut = runTool(ctx, "tools", "--config", cfg)
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "read\n"), out)
 	assert.Contains(t, out, "grep\n")
 	assert.NotContains(t, out, "ls\n")
 	ro := t.TempDir()
 	require.NoError(t, os.WriteFile(cfg, []byte("mounts:\n  - {type: host, src: "+ro+", dst: /host, ro: true}\ntools: [read, write]\n"), 0o644))
-	code, _, errOut = runTool(ctx, toolsCommand(), "--config", cfg)
+	code, _, errOut = runTool(ctx, "tools", "--config", cfg)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "write")
 }
@@ -105,23 +70,23 @@ func TestToolsCommand(t *testing.T) {
 func TestCallCommand(t *testing.T) {
 	ctx := context.Background()
 	mem := []string{"--mount", "type=memory,dst=/memory"}
-	code, out, errOut := runTool(ctx, callCommand(), append(mem, "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
+	code, out, errOut := runTool(ctx, "call", append(mem, "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
 	assert.Equal(t, 0, code, errOut)
 	assert.Equal(t, "created /memory/a.txt (2 bytes)\n", out)
 
-	code, out, _ = runTool(ctx, callCommand(), append(mem, "read", `{"path": "/memory/none"}`)...)
+	code, out, _ = runTool(ctx, "call", append(mem, "read", `{"path": "/memory/none"}`)...)
 	assert.Equal(t, 1, code, "a tool error is exit 1")
 	assert.Contains(t, out, "read /memory/none: no such file or directory")
 
-	code, out, _ = runTool(ctx, callCommand(), append(mem, "read", `{not json`)...)
+	code, out, _ = runTool(ctx, "call", append(mem, "read", `{not json`)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "arguments must be a JSON object")
 
-	code, out, _ = runTool(ctx, callCommand(), append(mem, "--dry-run", "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
+	code, out, _ = runTool(ctx, "call", append(mem, "--dry-run", "write", `{"path": "/memory/a.txt", "fileText": "hi"}`)...)
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "would create /memory/a.txt (2 bytes) (dry run: nothing was changed)\n", out)
 
-	code, _, _ = runTool(ctx, callCommand(), append(mem, "read")...)
+	code, _, _ = runTool(ctx, "call", append(mem, "read")...)
 	assert.Equal(t, 2, code, "a missing argument is a usage error")
 }
 
@@ -130,7 +95,7 @@ func TestCallShellPrivateMount(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("bubblewrap not installed")
 	}
-	code, out, errOut := runTool(context.Background(), callCommand(), "--mount", "type=memory,dst=/memory", "shell", `{"command": "echo hi > /memory/x && cat /memory/x && pwd"}`)
+	code, out, errOut := runTool(context.Background(), "call", "--mount", "type=memory,dst=/memory", "shell", `{"command": "echo hi > /memory/x && cat /memory/x && pwd"}`)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "exit code: 0\n--- stdout ---\nhi\n/memory\n", out)
 	assertNoVfsmountMounts(t)
@@ -141,7 +106,7 @@ func TestExecCommand(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("bubblewrap not installed")
 	}
-	code, out, errOut := runTool(context.Background(), execCommand(), "--mount", "type=memory,dst=/memory", "--", "sh", "-c", "echo hi > /memory/a; cat /memory/a; exit 7")
+	code, out, errOut := runTool(context.Background(), "exec", "--mount", "type=memory,dst=/memory", "--", "sh", "-c", "echo hi > /memory/a; cat /memory/a; exit 7")
 	assert.Equal(t, 7, code, errOut)
 	assert.Equal(t, "hi\n", out)
 	assertNoVfsmountMounts(t)
@@ -158,7 +123,7 @@ func TestServeCommand(t *testing.T) {
 	}
 	done := make(chan res, 1)
 	go func() {
-		code, out, errOut := runTool(ctx, serveCommand(), "--mount", "type=memory,dst=/memory", "--listen", "unix:"+sock, "--mountpoint", mp)
+		code, out, errOut := runTool(ctx, "serve", "--mount", "type=memory,dst=/memory", "--listen", "unix:"+sock, "--mountpoint", mp)
 		done <- res{code, out, errOut}
 	}()
 	var conn net.Conn
@@ -176,7 +141,7 @@ func TestServeCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "served", string(data))
 
-	code, out, errOut := runTool(ctx, callCommand(), "--server", "unix:"+sock, "read", `{"path":"/memory/s.txt"}`)
+	code, out, errOut := runTool(ctx, "call", "--server", "unix:"+sock, "read", `{"path":"/memory/s.txt"}`)
 	assert.Equal(t, 0, code, errOut)
 	assert.Equal(t, "     1\tserved\n", out)
 	c.Close()
@@ -206,7 +171,7 @@ func assertNoVfsmountMounts(t *testing.T) {
 
 func TestServeRefusesBadListen(t *testing.T) {
 	for _, listen := range []string{"", "udp:1.2.3.4:5", "tcp:0.0.0.0:9000", "tcp:example.com:80", "unix:"} {
-		code, _, errOut := runTool(context.Background(), serveCommand(), "--mount", "type=memory,dst=/memory", "--listen", listen)
+		code, _, errOut := runTool(context.Background(), "serve", "--mount", "type=memory,dst=/memory", "--listen", listen)
 		assert.Equal(t, 2, code, "%q: %s", listen, errOut)
 		assert.Contains(t, errOut, "serve: --listen")
 	}

@@ -8,18 +8,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 )
 
-func callCommand() *command {
-	return &command{
-		Name:    "call",
-		Summary: "call one tool of the workspace and print its result",
-		Usage:   "[--server ADDR | --config FILE | --mount SPEC...] [--dialect D] [--dry-run] TOOL JSON",
-		Help: `Calls TOOL with the JSON object of arguments and prints the result. The exit
+func callCommand(a *app) *cobra.Command {
+	var bf bridgeFlags
+	var server string
+	cmd := &cobra.Command{
+		Use:   "call [--server ADDR | --config FILE | --mount SPEC...] [--dialect D] [--dry-run] TOOL JSON",
+		Short: "call one tool of the workspace and print its result",
+		Long: `Calls TOOL with the JSON object of arguments and prints the result. The exit
 status is 0 for a result, 1 when the result is a tool error (the message is
 printed all the same), 2 for a usage error.
 
@@ -32,35 +33,32 @@ effectful one reports what it would do (write: the size and whether it
 creates; edit and apply_patch: the unified diff; delete: what it would
 remove; shell: the command, not run). With --server, where the server's
 workspace is not in a dry run, --dry-run only checks the call (the tool
-exists, the arguments are a JSON object) and runs it if it is read-only.
-
-Example:
-  $ vfsmount call --mount type=memory,dst=/memory write '{"path": "/memory/a.txt", "fileText": "hi"}'
+exists, the arguments are a JSON object) and runs it if it is read-only.`,
+		Example: `  $ vfsmount call --mount type=memory,dst=/memory write '{"path": "/memory/a.txt", "fileText": "hi"}'
   created /memory/a.txt (2 bytes)`,
-		NArgs: 2,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var bf bridgeFlags
-			bf.register(fs, true)
-			var server string
-			fs.StringVar(&server, "server", "", "call a running vfsmount serve at `ADDR` (unix:PATH or tcp:HOST:PORT)")
-			return func(ctx context.Context, a *app, args []string) error {
-				tool, raw := args[0], json.RawMessage(args[1])
-				dryRun := bf.ws.Policy.DryRun
-				if server != "" {
-					if fs.Changed("config") || fs.Changed("mount") || fs.Changed("tools") {
-						return usageErrorf("call: --server uses the server's workspace; drop --config, --mount and --tools")
-					}
-					for _, f := range []string{"audit", "deny-read", "deny-write", "read-only", "approval", "approval-on", "approval-timeout"} {
-						if fs.Changed(f) {
-							return usageErrorf("call: --server uses the server's policy; drop --%s", f)
-						}
-					}
-					return callRemote(ctx, a, server, bf.dialect, tool, raw, dryRun)
+		Args:              exactArgs(2),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, fs := cmd.Context(), cmd.Flags()
+			tool, raw := args[0], json.RawMessage(args[1])
+			dryRun := bf.ws.Policy.DryRun
+			if server != "" {
+				if fs.Changed("config") || fs.Changed("mount") || fs.Changed("tools") {
+					return usageErrorf("call: --server uses the server's workspace; drop --config, --mount and --tools")
 				}
-				return callLocal(ctx, a, &bf, tool, raw)
+				for _, f := range []string{"audit", "deny-read", "deny-write", "read-only", "approval", "approval-on", "approval-timeout"} {
+					if fs.Changed(f) {
+						return usageErrorf("call: --server uses the server's policy; drop --%s", f)
+					}
+				}
+				return callRemote(ctx, a, server, bf.dialect, tool, raw, dryRun)
 			}
+			return callLocal(ctx, a, &bf, tool, raw)
 		},
 	}
+	bf.register(cmd.Flags(), true)
+	cmd.Flags().StringVar(&server, "server", "", "call a running vfsmount serve at `ADDR` (unix:PATH or tcp:HOST:PORT)")
+	return cmd
 }
 
 // printResult prints a result and maps a tool error to exit status 1.

@@ -1,506 +1,270 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 )
 
-// The completion scripts are generated from the command table and the flag
-// sets the commands register, so a new command or flag is completed without
-// touching this file. Two things the flag sets cannot say come from here:
-// the values of an enumerated flag ([enumValues]) and what a positional
-// argument is ([argKindOf]). Whether a flag's value is a file or a
-// directory comes from its usage placeholder: `FILE` or `DIR`.
+// The completion scripts are cobra's. Each asks the binary being completed
+// (its hidden __complete command) what to offer for the words typed so
+// far, so the scripts know every command and flag there is without being
+// regenerated. What cobra cannot know is said here: the values of a flag,
+// by its name ([flagCompletions]), or else by the placeholder of its usage
+// (`FILE` a host file, `DIR` a host directory); and, where each command is
+// declared, what its positional arguments are (its ValidArgsFunction, one
+// of the complete* functions below).
 
 var completionShells = []string{"bash", "zsh", "fish"}
 
-// enumValues lists the values of the flags that take one of a fixed set.
-func enumValues() map[string][]string {
-	return map[string][]string{
-		"dialect":    agentbridge.Dialects,
-		"log-format": {"text", "json"},
-	}
-}
-
-func completionCommand() *command {
-	return &command{
-		Name:    "completion",
-		Summary: "print a shell completion script: bash, zsh or fish",
-		Usage:   strings.Join(completionShells, "|"),
-		Help: `Prints a script that completes, in the named shell, vfsmount's commands, their
-flags, the values of --dialect and --log-format, file names for --config and
---audit, and directories for a MOUNTPOINT. make install puts all three
-scripts where the shells look for them.
-
-Example:
-  $ vfsmount completion bash > /usr/share/bash-completion/completions/vfsmount
+func completionCommand(a *app) *cobra.Command {
+	var noDesc bool
+	cmd := &cobra.Command{
+		Use:   "completion " + strings.Join(completionShells, "|"),
+		Short: "print a shell completion script: bash, zsh or fish",
+		Long: `Prints a script that completes, in the named shell, vfsmount's commands, their
+flags, the values of --dialect and --log-format, the type and keys of a
+--mount spec, file names for --config and --audit, and directories for a
+MOUNTPOINT. The script asks the vfsmount it completes what to offer (its
+hidden __complete command), so it keeps up with that binary. The bash script
+needs the bash-completion package. make install puts all three scripts where
+the shells look for them.`,
+		Example: `  $ vfsmount completion bash > /usr/share/bash-completion/completions/vfsmount
   $ source <(vfsmount completion bash)        # this shell only
   $ vfsmount completion zsh > "${fpath[1]}/_vfsmount"
   $ vfsmount completion fish > ~/.config/fish/completions/vfsmount.fish`,
-		NArgs: 1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			return func(ctx context.Context, a *app, args []string) error {
-				spec := completionSpec()
-				switch args[0] {
-				case "bash":
-					writeBash(a.stdout, spec)
-				case "zsh":
-					writeZsh(a.stdout, spec)
-				case "fish":
-					writeFish(a.stdout, spec)
-				default:
-					return usageErrorf("completion: unknown shell %q (want %s)", args[0], strings.Join(completionShells, ", "))
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeShell,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, w := cmd.Root(), a.stdout
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(w, !noDesc)
+			case "zsh":
+				if noDesc {
+					return root.GenZshCompletionNoDesc(w)
 				}
-				return nil
+				return root.GenZshCompletion(w)
+			case "fish":
+				return root.GenFishCompletion(w, !noDesc)
 			}
+			return usageErrorf("completion: unknown shell %q (want %s)", args[0], strings.Join(completionShells, ", "))
 		},
 	}
+	cmd.Flags().BoolVar(&noDesc, "no-descriptions", false, "leave out the descriptions of commands, flags and values")
+	return cmd
 }
 
-// valueKind says how to complete a flag's value.
-type valueKind int
-
-const (
-	valueNone valueKind = iota // a boolean flag: no value
-	valueFree                  // a value nobody can guess (a spec, a size)
-	valueEnum                  // one of compFlag.Values
-	valueFile                  // a host file
-	valueDir                   // a host directory
-)
-
-// argKind says what a command's positional arguments are.
-type argKind int
-
-const (
-	argNone        argKind = iota
-	argDir                 // a MOUNTPOINT
-	argCommand             // a vfsmount command (help)
-	argShell               // a shell name (completion)
-	argHostCommand         // a program to run (exec)
-)
-
-type compFlag struct {
-	Long, Short string
-	Usage       string
-	Kind        valueKind
-	Values      []string // for valueEnum
-	Repeatable  bool
+// flagCompletions completes the values of flags by name: a flag means the
+// same in every command that has it.
+func flagCompletions() map[string]cobra.CompletionFunc {
+	return map[string]cobra.CompletionFunc{
+		"dialect":    fixedValues(agentbridge.Dialects...),
+		"log-format": fixedValues("text", "json"),
+		"mount":      completeMountSpec,
+	}
 }
 
-type compCommand struct {
-	Name, Summary string
-	Flags         []compFlag // the command's own flags and -h, without the globals
-	Args          argKind
+// completeMountSpec completes a --mount SPEC as it is typed, one key=value
+// pair at a time, from the mount type registry: type= offers every type,
+// and a key the keys the chosen type accepts (type and dst until a type is
+// chosen), less those already given. The pairs typed so far are kept; no
+// value but the type is guessed.
+//
+// Past an "=" that follows a comma, only a unique completion is offered.
+// bash splits words at "=", and cobra's bash script, given several
+// candidates there, inserts them unescaped over a word in which bash
+// escaped the comma ("\,"), garbling the line; one candidate it escapes
+// and inserts right. Every shell gets the same, so they behave alike.
+func completeMountSpec(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	out, directive := mountSpecCandidates(toComplete)
+	if eq := strings.LastIndexByte(toComplete, '='); len(out) > 1 && strings.Contains(toComplete[:max(eq, 0)], ",") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return out, directive
 }
 
-type compSpec struct {
-	Commands []compCommand
-	Globals  []compFlag
+func mountSpecCandidates(toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	// The spec goes on after a completion: no space, and no file names.
+	const more = cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+	reg := mountTypes()
+	done, cur := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		done, cur = toComplete[:i+1], toComplete[i+1:]
+	}
+	typ, given := "", map[string]bool{}
+	for _, item := range strings.Split(done, ",") {
+		k, v, _ := strings.Cut(item, "=")
+		k = canonicalKey(strings.TrimSpace(k))
+		given[k] = true
+		if k == "type" {
+			typ = v
+		}
+	}
+	if prefix, ok := strings.CutPrefix(cur, "type="); ok {
+		var out []cobra.Completion
+		for _, name := range sortedKeys(reg) {
+			if strings.HasPrefix(name, prefix) {
+				out = append(out, cobra.CompletionWithDesc(done+"type="+name+",", reg[name].Doc))
+			}
+		}
+		return out, more
+	}
+	if strings.Contains(cur, "=") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	keys := map[string]keySpec{
+		"type": {Doc: "the mount type: " + reg.names()},
+		"dst":  {Doc: "where it appears: an absolute workspace path such as /memory"},
+	}
+	if mt, ok := reg[typ]; ok {
+		for k, ks := range mt.Keys {
+			keys[k] = ks
+		}
+	}
+	var out []cobra.Completion
+	for _, k := range sortedKeys(keys) {
+		if given[k] || !strings.HasPrefix(k, cur) {
+			continue
+		}
+		word := done + k
+		if keys[k].Kind != kindBool { // a bare boolean key means true
+			word += "="
+		}
+		out = append(out, cobra.CompletionWithDesc(word, keys[k].Doc))
+	}
+	return out, more
 }
 
-// completionSpec reads the command table and the flag sets.
-func completionSpec() compSpec {
-	g := defaultGlobals()
-	spec := compSpec{Globals: compFlags(g.flagSet())}
-	for _, c := range commands() {
-		fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
-		fs.SortFlags = false
-		c.Setup(fs)
-		fs.BoolP("help", "h", false, "show this help")
-		spec.Commands = append(spec.Commands, compCommand{
-			Name: c.Name, Summary: c.Summary, Flags: compFlags(fs), Args: argKindOf(c),
+// registerCompletions gives the value of every flag of the tree its
+// completion: by name ([flagCompletions]), a host file for a `FILE`, a host
+// directory for a `DIR`, and none for any other value (a spec, a size, an
+// address: nobody can guess it, and file names would mislead). A boolean
+// flag takes no value.
+func registerCompletions(root *cobra.Command) {
+	byName := flagCompletions()
+	register := func(c *cobra.Command, fs *pflag.FlagSet) {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.NoOptDefVal != "" {
+				return
+			}
+			placeholder, _ := pflag.UnquoteUsage(f)
+			fn := byName[f.Name]
+			switch {
+			case fn != nil:
+			case placeholder == "FILE":
+				fn = completeFile
+			case placeholder == "DIR":
+				fn = completeDir
+			default:
+				fn = cobra.NoFileCompletions
+			}
+			// Each flag is registered once, the global ones on the
+			// root and every other one on its own command, so an
+			// error is a bug in this function.
+			if err := c.RegisterFlagCompletionFunc(f.Name, fn); err != nil {
+				panic(err)
+			}
 		})
 	}
-	return spec
-}
-
-func argKindOf(c *command) argKind {
-	switch {
-	case c.Name == "help":
-		return argCommand
-	case c.Name == "completion":
-		return argShell
-	case c.Name == "exec":
-		return argHostCommand
-	case strings.Contains(c.Usage, "MOUNTPOINT"):
-		return argDir
+	register(root, root.PersistentFlags())
+	for _, c := range root.Commands() {
+		register(c, c.LocalNonPersistentFlags())
 	}
-	return argNone
 }
 
-func compFlags(fs *pflag.FlagSet) []compFlag {
-	enums := enumValues()
-	var out []compFlag
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Hidden {
-			return
-		}
-		placeholder, usage := pflag.UnquoteUsage(f)
-		cf := compFlag{Long: f.Name, Short: f.Shorthand, Usage: firstClause(usage)}
-		typ := f.Value.Type()
-		cf.Repeatable = strings.HasSuffix(typ, "Array") || strings.HasSuffix(typ, "Slice")
-		switch {
-		case f.NoOptDefVal != "":
-			cf.Kind = valueNone
-		case enums[f.Name] != nil:
-			cf.Kind, cf.Values = valueEnum, enums[f.Name]
-		case placeholder == "FILE":
-			cf.Kind = valueFile
-		case placeholder == "DIR":
-			cf.Kind = valueDir
-		default:
-			cf.Kind = valueFree
-		}
-		out = append(out, cf)
-	})
-	return out
-}
-
-// firstClause shortens a flag's usage to what fits a completion menu: up
-// to the first "; " or " (".
-func firstClause(s string) string {
-	for _, sep := range []string{"; ", " ("} {
-		if i := strings.Index(s, sep); i > 0 {
-			s = s[:i]
-		}
+// fixedValues completes one of values.
+func fixedValues(values ...string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return withPrefix(values, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-	return s
 }
 
-func commandNames(spec compSpec) []string {
-	names := make([]string, len(spec.Commands))
-	for i, c := range spec.Commands {
-		names[i] = c.Name
-	}
-	return names
-}
-
-// flagWords lists every spelling of flags: "--config -c --mount -m ...".
-func flagWords(flags []compFlag) []string {
-	var out []string
-	for _, f := range flags {
-		out = append(out, "--"+f.Long)
-		if f.Short != "" {
-			out = append(out, "-"+f.Short)
+func withPrefix(words []string, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	for _, w := range words {
+		if strings.HasPrefix(w, prefix) {
+			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// valueFlags groups the spellings of every flag that takes a value, over
-// all commands and the globals, by how its value completes: a flag name
-// means the same thing in every command that has it.
-func valueFlags(spec compSpec) (byKind map[valueKind][]string, enums map[string][]string) {
+// completeFile completes a host file. No extension to filter by means
+// every file; unlike ShellCompDirectiveDefault, which leaves bash to
+// readline's fallback, it has each script list the files itself (bash by
+// bash-completion's _filedir), so every shell offers the same.
+func completeFile(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// completeDir completes a host directory.
+func completeDir(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveFilterDirs
+}
+
+// completeMountpoint completes the MOUNTPOINT of mount, umount and status,
+// their one argument: a host directory.
+func completeMountpoint(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return completeDir(nil, nil, toComplete)
+}
+
+// completeShell completes the shell completion takes.
+func completeShell(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return fixedValues(completionShells...)(nil, nil, toComplete)
+}
+
+// completeCommandName completes the COMMAND help takes.
+func completeCommandName(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for _, c := range cmd.Root().Commands() {
+		if !c.Hidden && strings.HasPrefix(c.Name(), toComplete) {
+			out = append(out, cobra.CompletionWithDesc(c.Name(), c.Short))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeProgram completes the CMD of exec as a shell completes a command
+// name, from the directories of $PATH (a name with a slash is a path);
+// its arguments are host files.
+func completeProgram(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 || strings.Contains(toComplete, "/") {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	var out []cobra.Completion
 	seen := map[string]bool{}
-	byKind = map[valueKind][]string{}
-	enums = map[string][]string{}
-	add := func(f compFlag) {
-		if f.Kind == valueNone || seen[f.Long] {
-			return
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
 		}
-		seen[f.Long] = true
-		words := []string{"--" + f.Long}
-		if f.Short != "" {
-			words = append(words, "-"+f.Short)
-		}
-		if f.Kind == valueEnum {
-			enums[strings.Join(words, "|")] = f.Values
-			return
-		}
-		byKind[f.Kind] = append(byKind[f.Kind], words...)
-	}
-	for _, f := range spec.Globals {
-		add(f)
-	}
-	for _, c := range spec.Commands {
-		for _, f := range c.Flags {
-			add(f)
+		for _, e := range entries {
+			name := e.Name()
+			if seen[name] || !strings.HasPrefix(name, toComplete) {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				seen[name] = true
+				out = append(out, name)
+			}
 		}
 	}
-	return byKind, enums
-}
-
-// writeBash writes a bash script: one function that finds the command in
-// the words typed so far, completes the value of the flag before the
-// cursor, and otherwise offers the command's flags or its positional
-// arguments.
-func writeBash(w io.Writer, spec compSpec) {
-	byKind, enums := valueFlags(spec)
-	// A pattern that matches no word stands in when no global flag takes
-	// a value, so the case stays valid bash.
-	globalValue := []string{"--=="}
-	for _, f := range spec.Globals {
-		if f.Kind != valueNone {
-			globalValue = append(globalValue, "--"+f.Long)
-		}
-	}
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p(`# bash completion for vfsmount. Generated by "vfsmount completion bash".
-# Load it in this shell with: source <(vfsmount completion bash)
-# or install it as /usr/share/bash-completion/completions/vfsmount.
-
-_vfsmount() {
-    local cur prev cmd="" i w args=""
-    cur=${COMP_WORDS[COMP_CWORD]}
-    prev=${COMP_WORDS[COMP_CWORD-1]}
-    # bash splits "--flag=value" at the "=" (COMP_WORDBREAKS).
-    if [[ $cur == "=" ]]; then
-        cur=""
-    elif [[ $prev == "=" ]] && ((COMP_CWORD >= 2)); then
-        prev=${COMP_WORDS[COMP_CWORD-2]}
-    fi
-
-    # The command is the first word that is neither a global flag nor its value.
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        w=${COMP_WORDS[i]}
-        case $w in
-        %s)
-            ((i++))
-            [[ ${COMP_WORDS[i]} == "=" ]] && ((i++))
-            ;;
-        -*) ;;
-        *)
-            cmd=$w
-            break
-            ;;
-        esac
-    done
-
-    case $prev in
-`, strings.Join(globalValue, "|"))
-	if fl := byKind[valueFile]; len(fl) > 0 {
-		p("    %s)\n        compopt -o filenames 2>/dev/null\n        mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")\n        return\n        ;;\n", strings.Join(fl, "|"))
-	}
-	if fl := byKind[valueDir]; len(fl) > 0 {
-		p("    %s)\n        compopt -o filenames 2>/dev/null\n        mapfile -t COMPREPLY < <(compgen -d -- \"$cur\")\n        return\n        ;;\n", strings.Join(fl, "|"))
-	}
-	for _, k := range sortedKeys(enums) {
-		p("    %s)\n        mapfile -t COMPREPLY < <(compgen -W %q -- \"$cur\")\n        return\n        ;;\n", k, strings.Join(enums[k], " "))
-	}
-	if fl := byKind[valueFree]; len(fl) > 0 {
-		p("    %s)\n        return\n        ;;\n", strings.Join(fl, "|"))
-	}
-	p(`    esac
-
-    local flags=%q
-    case $cmd in
-    "")
-        if [[ $cur == -* ]]; then
-            mapfile -t COMPREPLY < <(compgen -W "$flags --help -h" -- "$cur")
-        else
-            mapfile -t COMPREPLY < <(compgen -W %q -- "$cur")
-        fi
-        return
-        ;;
-`, strings.Join(flagWords(spec.Globals), " "), strings.Join(commandNames(spec), " "))
-	for _, c := range spec.Commands {
-		args := map[argKind]string{argDir: "dirs", argCommand: "commands", argShell: "shells", argHostCommand: "programs"}[c.Args]
-		p("    %s)\n        flags+=%q\n        args=%s\n        ;;\n", c.Name, " "+strings.Join(flagWords(c.Flags), " "), args)
-	}
-	p(`    *)
-        return
-        ;;
-    esac
-
-    if [[ $cur == -* ]]; then
-        mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
-        return
-    fi
-    case $args in
-    dirs)
-        compopt -o filenames 2>/dev/null
-        mapfile -t COMPREPLY < <(compgen -d -- "$cur")
-        ;;
-    commands) mapfile -t COMPREPLY < <(compgen -W %q -- "$cur") ;;
-    shells) mapfile -t COMPREPLY < <(compgen -W %q -- "$cur") ;;
-    programs) mapfile -t COMPREPLY < <(compgen -c -- "$cur") ;;
-    esac
-}
-
-complete -F _vfsmount vfsmount
-`, strings.Join(commandNames(spec), " "), strings.Join(completionShells, " "))
-}
-
-// zshQuote quotes s for a single-quoted zsh word.
-func zshQuote(s string) string { return strings.ReplaceAll(s, "'", `'\''`) }
-
-// zshDesc escapes s for the [description] of an _arguments spec and the
-// description of a _describe entry.
-func zshDesc(s string) string {
-	s = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, ":", `\:`).Replace(s)
-	return zshQuote(s)
-}
-
-// zshFlagSpecs returns the _arguments specs of flags, one word each.
-func zshFlagSpecs(flags []compFlag) []string {
-	var out []string
-	for _, f := range flags {
-		long := "--" + f.Long
-		if f.Kind != valueNone {
-			long += "="
-		}
-		var names, excl string
-		switch {
-		case f.Repeatable:
-			excl = "'*'"
-		case f.Short != "":
-			excl = "'(-" + f.Short + " --" + f.Long + ")'"
-		default:
-			excl = "'(--" + f.Long + ")'"
-		}
-		if f.Short != "" {
-			names = "{-" + f.Short + "," + long + "}"
-		} else {
-			names = "'" + long + "'"
-		}
-		action := ""
-		switch f.Kind {
-		case valueFree:
-			action = ":" + strings.ToLower(f.Long) + ": "
-		case valueEnum:
-			action = ":" + f.Long + ":(" + strings.Join(f.Values, " ") + ")"
-		case valueFile:
-			action = ":file:_files"
-		case valueDir:
-			action = ":directory:_directories"
-		}
-		out = append(out, excl+names+"'["+zshDesc(f.Usage)+"]"+zshQuote(action)+"'")
-	}
-	return out
-}
-
-// writeZsh writes a zsh completion function for the fpath (#compdef) that
-// also works when sourced.
-func writeZsh(w io.Writer, spec compSpec) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p(`#compdef vfsmount
-# zsh completion for vfsmount. Generated by "vfsmount completion zsh".
-# Install it as _vfsmount in a directory of $fpath, or load it in this shell
-# with: source <(vfsmount completion zsh)
-
-_vfsmount() {
-    local curcontext=$curcontext state line ret=1
-    local -a globals commands
-    globals=(
-`)
-	for _, s := range zshFlagSpecs(spec.Globals) {
-		p("        %s\n", s)
-	}
-	p("    )\n    commands=(\n")
-	for _, c := range spec.Commands {
-		p("        '%s:%s'\n", c.Name, zshDesc(c.Summary))
-	}
-	p(`    )
-
-    _arguments -C $globals '(-h --help)'{-h,--help}'[show help]' \
-        '1:command:->command' '*::argument:->argument' && ret=0
-    case $state in
-    command)
-        _describe -t commands 'vfsmount command' commands && ret=0
-        ;;
-    argument)
-        curcontext=${curcontext%%:*:*}:vfsmount-$words[1]:
-        case $words[1] in
-`)
-	for _, c := range spec.Commands {
-		p("        %s)\n            _arguments $globals", c.Name)
-		for _, s := range zshFlagSpecs(c.Flags) {
-			p(" \\\n                %s", s)
-		}
-		switch c.Args {
-		case argDir:
-			p(" \\\n                ':mountpoint:_directories'")
-		case argCommand:
-			p(" \\\n                '::command:(%s)'", strings.Join(commandNames(spec), " "))
-		case argShell:
-			p(" \\\n                ':shell:(%s)'", strings.Join(completionShells, " "))
-		case argHostCommand:
-			p(" \\\n                '*::program:_normal'")
-		}
-		p(" && ret=0\n            ;;\n")
-	}
-	p(`        esac
-        ;;
-    esac
-    return ret
-}
-
-if [[ $funcstack[1] == _vfsmount ]]; then
-    _vfsmount "$@"
-else
-    compdef _vfsmount vfsmount
-fi
-`)
-}
-
-// fishQuote quotes s as a single-quoted fish word.
-func fishQuote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
-}
-
-// fishFlag writes the complete line of one flag under condition cond ("" for
-// everywhere).
-func fishFlag(w io.Writer, cond string, f compFlag) {
-	var b strings.Builder
-	b.WriteString("complete -c vfsmount")
-	if cond != "" {
-		b.WriteString(" -n " + fishQuote(cond))
-	}
-	if f.Short != "" {
-		b.WriteString(" -s " + f.Short)
-	}
-	b.WriteString(" -l " + f.Long)
-	switch f.Kind {
-	case valueFree:
-		b.WriteString(" -x")
-	case valueEnum:
-		b.WriteString(" -x -a " + fishQuote(strings.Join(f.Values, " ")))
-	case valueFile:
-		b.WriteString(" -r -F")
-	case valueDir:
-		b.WriteString(" -x -a '(__fish_complete_directories (commandline -ct))'")
-	}
-	b.WriteString(" -d " + fishQuote(f.Usage))
-	fmt.Fprintln(w, b.String())
-}
-
-// writeFish writes fish complete commands: file completion is off unless a
-// flag or argument asks for it.
-func writeFish(w io.Writer, spec compSpec) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p(`# fish completion for vfsmount. Generated by "vfsmount completion fish".
-# Install it as ~/.config/fish/completions/vfsmount.fish, or load it in this
-# shell with: vfsmount completion fish | source
-
-complete -c vfsmount -f
-`)
-	for _, f := range spec.Globals {
-		fishFlag(w, "", f)
-	}
-	for _, c := range spec.Commands {
-		p("complete -c vfsmount -n __fish_use_subcommand -a %s -d %s\n", c.Name, fishQuote(c.Summary))
-	}
-	for _, c := range spec.Commands {
-		cond := "__fish_seen_subcommand_from " + c.Name
-		p("\n# vfsmount %s\n", c.Name)
-		for _, f := range c.Flags {
-			fishFlag(w, cond, f)
-		}
-		switch c.Args {
-		case argDir:
-			p("complete -c vfsmount -n %s -a '(__fish_complete_directories (commandline -ct))'\n", fishQuote(cond))
-		case argCommand:
-			p("complete -c vfsmount -n %s -a %s\n", fishQuote(cond), fishQuote(strings.Join(commandNames(spec), " ")))
-		case argShell:
-			p("complete -c vfsmount -n %s -a %s\n", fishQuote(cond), fishQuote(strings.Join(completionShells, " ")))
-		case argHostCommand:
-			p("complete -c vfsmount -n %s -a '(__fish_complete_command)'\n", fishQuote(cond))
-		}
-	}
+	slices.Sort(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

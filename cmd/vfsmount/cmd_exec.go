@@ -6,37 +6,34 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
-func execCommand() *command {
-	return &command{
-		Name:    "exec",
-		Summary: "run a command in the workspace namespace",
-		Usage:   "[--config FILE] [--mount SPEC]... [--cwd DIR] -- CMD [ARG]...",
-		Help: `Builds the workspace, mounts it at a private temporary directory and runs CMD
+func execCommand(a *app) *cobra.Command {
+	var bf bridgeFlags
+	var cwd string
+	cmd := &cobra.Command{
+		Use:   "exec [--config FILE] [--mount SPEC]... [--cwd DIR] -- CMD [ARG]...",
+		Short: "run a command in the workspace namespace",
+		Long: `Builds the workspace, mounts it at a private temporary directory and runs CMD
 in a private mount namespace (bubblewrap) where every mount appears at its
 workspace path (/repo, /memory, ...), with read-only system directories and
 a private /tmp: the namespace the shell tool uses. Stdin, stdout and stderr
-are the terminal's. The exit status is CMD's.
-
-Example:
-  $ vfsmount exec --mount type=memory,dst=/memory -- sh -c 'echo hi > /memory/a; cat /memory/a'
+are the terminal's. The exit status is CMD's.`,
+		Example: `  $ vfsmount exec --mount type=memory,dst=/memory -- sh -c 'echo hi > /memory/a; cat /memory/a'
   hi`,
-		NArgs: -1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var bf bridgeFlags
-			bf.ws.register(fs)
-			var cwd string
-			fs.StringVar(&cwd, "cwd", "", "working directory, a workspace path (default: the first writable mount)")
-			return func(ctx context.Context, a *app, args []string) error {
-				if len(args) == 0 {
-					return usageErrorf("exec: no command given (usage: vfsmount exec [flags] -- CMD [ARG]...)")
-				}
-				return runExec(ctx, a, &bf, cwd, args)
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeProgram,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("exec: no command given (usage: vfsmount exec [flags] -- CMD [ARG]...)")
 			}
+			return runExec(cmd.Context(), a, &bf, cwd, args)
 		},
 	}
+	bf.ws.register(cmd.Flags())
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory, a workspace path (default: the first writable mount)")
+	return cmd
 }
 
 func runExec(ctx context.Context, a *app, bf *bridgeFlags, cwd string, argv []string) (err error) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/fusefs"
@@ -21,12 +22,13 @@ const unmountGrace = 5 * time.Second
 // retryUnmount is the pause between two clean unmounts of a busy mount.
 const retryUnmount = 200 * time.Millisecond
 
-func mountCommand() *command {
-	return &command{
-		Name:    "mount",
-		Summary: "build a workspace and serve it at MOUNTPOINT, in the foreground",
-		Usage:   "[--config FILE] [--mount SPEC]... MOUNTPOINT",
-		Help: `Builds the workspace from the config file and the --mount flags (flags add to
+func mountCommand(a *app) *cobra.Command {
+	var wf workspaceFlags
+	var noPassthrough bool
+	cmd := &cobra.Command{
+		Use:   "mount [--config FILE] [--mount SPEC]... MOUNTPOINT",
+		Short: "build a workspace and serve it at MOUNTPOINT, in the foreground",
+		Long: `Builds the workspace from the config file and the --mount flags (flags add to
 the file's mounts) and serves it at MOUNTPOINT, an existing directory, until
 SIGINT or SIGTERM (Ctrl-C): then it unmounts cleanly and exits 0. If a
 program holds the mount busy, it retries for ` + unmountGrace.String() + ` and then detaches lazily;
@@ -61,25 +63,21 @@ The config file says the same in YAML (unknown keys are errors):
     - type: memory
       dst: /scratch
   policy: {deny_read: ["*.env"], deny_write: ["/repo/.git/"], read_only: [/repo]}
-  audit: {path: audit.jsonl, max_bytes: 64MiB}
-
-Example:
-  $ mkdir -p mnt
+  audit: {path: audit.jsonl, max_bytes: 64MiB}`,
+		Example: `  $ mkdir -p mnt
   $ vfsmount mount --mount type=memory,dst=/memory mnt &
   $ echo hi > mnt/memory/x && cat mnt/memory/x
   hi
   $ vfsmount umount mnt`,
-		NArgs: 1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var wf workspaceFlags
-			wf.register(fs)
-			var noPassthrough bool
-			registerNoPassthrough(fs, &noPassthrough)
-			return func(ctx context.Context, a *app, args []string) error {
-				return runMount(ctx, a, &wf, !noPassthrough, args[0])
-			}
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeMountpoint,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMount(cmd.Context(), a, &wf, !noPassthrough, args[0])
 		},
 	}
+	wf.register(cmd.Flags())
+	registerNoPassthrough(cmd.Flags(), &noPassthrough)
+	return cmd
 }
 
 func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool, mountpoint string) error {
@@ -138,10 +136,10 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		FSName:     "vfsmount",
 		// Read-only twice: a workspace no mount can change (or a dry
 		// run) is also mounted read-only, so the kernel refuses writes
-		// itself.
-		ReadOnly:       ws.kernelReadOnly(),
+		// itself (see workspace.stack).
+		ReadOnly:       ws.Kernel.ReadOnly,
 		Passthrough:    passthrough,
-		ImmutableRoots: ws.immutableRoots(),
+		ImmutableRoots: ws.Kernel.ImmutableRoots,
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)

@@ -9,41 +9,38 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 )
 
-func serveCommand() *command {
-	return &command{
-		Name:    "serve",
-		Summary: "serve the workspace's tools over JSON-RPC, with its kernel face",
-		Usage:   "[--config FILE] [--mount SPEC]... --listen unix:PATH|tcp:127.0.0.1:PORT|stdio [--mountpoint DIR]",
-		Help: `Builds one workspace, mounts its kernel face at --mountpoint (or at a private
+func serveCommand(a *app) *cobra.Command {
+	var bf bridgeFlags
+	var listen, mountpoint string
+	cmd := &cobra.Command{
+		Use:   "serve [--config FILE] [--mount SPEC]... --listen unix:PATH|tcp:127.0.0.1:PORT|stdio [--mountpoint DIR]",
+		Short: "serve the workspace's tools over JSON-RPC, with its kernel face",
+		Long: `Builds one workspace, mounts its kernel face at --mountpoint (or at a private
 temporary directory, for the shell tool) and serves JSON-RPC 2.0, one JSON
 message per line, on --listen: a unix socket, a TCP address, or stdio.
 Methods:
   tools.list      {dialect?}                   -> {tools: [...]}
   tools.call      {name, arguments?, dialect?} -> {text, isError?}
   workspace.brief {}                           -> {brief}
-Calls run concurrently. SIGINT or SIGTERM stops serving, unmounts and exits 0.
-
-Example:
-  $ vfsmount serve --mount type=memory,dst=/memory --listen unix:/tmp/ws.sock &
+Calls run concurrently. SIGINT or SIGTERM stops serving, unmounts and exits 0.`,
+		Example: `  $ vfsmount serve --mount type=memory,dst=/memory --listen unix:/tmp/ws.sock &
   $ vfsmount call --server unix:/tmp/ws.sock ls '{"path": "/"}'
   memory/  [memory, writable]`,
-		NArgs: 0,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var bf bridgeFlags
-			bf.register(fs, false)
-			var listen, mountpoint string
-			fs.StringVar(&listen, "listen", "", "where to serve: `ADDR` unix:PATH, tcp:HOST:PORT or stdio (required)")
-			fs.StringVar(&mountpoint, "mountpoint", "", "serve the kernel face at `DIR` (default: a private temporary directory)")
-			return func(ctx context.Context, a *app, _ []string) error {
-				return runServe(ctx, a, &bf, listen, mountpoint)
-			}
+		Args:              exactArgs(0),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), a, &bf, listen, mountpoint)
 		},
 	}
+	bf.register(cmd.Flags(), false)
+	cmd.Flags().StringVar(&listen, "listen", "", "where to serve: `ADDR` unix:PATH, tcp:HOST:PORT or stdio (required)")
+	cmd.Flags().StringVar(&mountpoint, "mountpoint", "", "serve the kernel face at `DIR` (default: a private temporary directory)")
+	return cmd
 }
 
 func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint string) (err error) {

@@ -9,11 +9,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/fusefs"
-	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // bridgeFlags are the flags of the tool-face subcommands (tools, call,
@@ -65,8 +65,9 @@ type bridge struct {
 
 // openBridge builds the workspace and, as mode asks, its kernel face at
 // mountpoint (a private temporary directory when mountpoint is ""), then
-// the tool face over the same tree. Tool writes are observed so the kernel
-// face drops its caches for them at once.
+// the tool face over the same tree, as workspace.stack stacked them. Once
+// the kernel face is mounted, tool writes reach it as change notices, so
+// it drops its caches for them at once.
 func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mountpoint string) (_ *bridge, err error) {
 	if err := f.checkDialect(); err != nil {
 		return nil, err
@@ -91,8 +92,7 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 	if ws.Policy != nil {
 		opts.Limits = ws.Policy.Limits
 	}
-	opts.BeforeCall, opts.AfterCall = ws.toolHooks()
-	fsys := ws.toolFS()
+	opts.BeforeCall, opts.AfterCall = ws.Tools.BeforeCall, ws.Tools.AfterCall
 	switch mode {
 	case probeKernel:
 		// tools lists what serve and mcp offer: the shell is there when
@@ -113,19 +113,19 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
-		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.kernelReadOnly(),
-			Passthrough: !f.noPassthrough, ImmutableRoots: ws.immutableRoots()})
+		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.Kernel.ReadOnly,
+			Passthrough: !f.noPassthrough, ImmutableRoots: ws.Kernel.ImmutableRoots})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}
-		fsys = mounts.Observe(fsys, b.srv.Invalidate)
+		ws.Kernel.changed.connect(b.srv.Invalidate)
 		env := []string{}
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)
 		}
 		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
 	}
-	b.tools, err = agentbridge.New(fsys, opts)
+	b.tools, err = agentbridge.New(ws.Tools.FS, opts)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -150,53 +150,50 @@ func (b *bridge) Close() error {
 	return errors.Join(errs...)
 }
 
-func toolsCommand() *command {
-	return &command{
-		Name:    "tools",
-		Summary: "print the tool definitions a harness registers for this workspace",
-		Usage:   "[--config FILE] [--mount SPEC]... [--dialect D] [--json]",
-		Help: `Prints the tools of the workspace's tool face, in the dialect a harness
+func toolsCommand(a *app) *cobra.Command {
+	var bf bridgeFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [--config FILE] [--mount SPEC]... [--dialect D] [--json]",
+		Short: "print the tool definitions a harness registers for this workspace",
+		Long: `Prints the tools of the workspace's tool face, in the dialect a harness
 expects (cursor is canonical; claude and codex rename and reshape): name,
 description and the JSON Schema of the input. Only what this workspace can
 serve is listed: no write tools when every mount is read-only, shell only
 when bubblewrap works here (serve, mcp and call provide the kernel face it
 runs in). With --json the output is a JSON array of
-{name, description, inputSchema, annotations}.
-
-Example:
-  $ vfsmount tools --mount type=memory,dst=/memory --dialect claude --json | jq '.[].name'
+{name, description, inputSchema, annotations}.`,
+		Example: `  $ vfsmount tools --mount type=memory,dst=/memory --dialect claude --json | jq '.[].name'
   "Read"
   "LS"
   ...`,
-		NArgs: 0,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var bf bridgeFlags
-			bf.register(fs, true)
-			var asJSON bool
-			fs.BoolVar(&asJSON, "json", false, "print JSON")
-			return func(ctx context.Context, a *app, _ []string) error {
-				b, err := openBridge(ctx, a, &bf, probeKernel, "")
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				defs, err := b.tools.Tools(bf.dialect)
-				if err != nil {
-					return usageError(err)
-				}
-				if asJSON {
-					enc := json.NewEncoder(a.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(defs)
-				}
-				for i, d := range defs {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
-					}
-					fmt.Fprintf(a.stdout, "%s\n  %s\n  input: %s\n", d.Name, d.Description, d.InputSchema)
-				}
-				return nil
+		Args:              exactArgs(0),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := openBridge(cmd.Context(), a, &bf, probeKernel, "")
+			if err != nil {
+				return err
 			}
+			defer b.Close()
+			defs, err := b.tools.Tools(bf.dialect)
+			if err != nil {
+				return usageError(err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(defs)
+			}
+			for i, d := range defs {
+				if i > 0 {
+					fmt.Fprintln(a.stdout)
+				}
+				fmt.Fprintf(a.stdout, "%s\n  %s\n  input: %s\n", d.Name, d.Description, d.InputSchema)
+			}
+			return nil
 		},
 	}
+	bf.register(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

@@ -1,42 +1,38 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/vfsmount/vfsmount/fusefs"
 )
 
-func umountCommand() *command {
-	return &command{
-		Name:    "umount",
-		Summary: "unmount a workspace, live or stale",
-		Usage:   "[--lazy] MOUNTPOINT",
-		Help: `Unmounts the FUSE mount at MOUNTPOINT. A live mount is unmounted cleanly (the
+func umountCommand(a *app) *cobra.Command {
+	var lazy bool
+	cmd := &cobra.Command{
+		Use:   "umount [--lazy] MOUNTPOINT",
+		Short: "unmount a workspace, live or stale",
+		Long: `Unmounts the FUSE mount at MOUNTPOINT. A live mount is unmounted cleanly (the
 vfsmount serving it then exits 0); if a program holds it busy, umount fails
 with exit 1 unless --lazy detaches it anyway. A stale mount (its vfsmount
-crashed) is detached. Nothing mounted there is exit 1.
-
-Example:
-  $ vfsmount umount mnt
+crashed) is detached. Nothing mounted there is exit 1.`,
+		Example: `  $ vfsmount umount mnt
   $ vfsmount status mnt; echo $?
   mnt: not mounted
   2`,
-		NArgs: 1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			var lazy bool
-			fs.BoolVar(&lazy, "lazy", false, "detach even when busy (umount -l)")
-			return func(ctx context.Context, a *app, args []string) error {
-				return runUmount(a, args[0], lazy)
-			}
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeMountpoint,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runUmount(a, args[0], lazy)
 		},
 	}
+	cmd.Flags().BoolVar(&lazy, "lazy", false, "detach even when busy (umount -l)")
+	return cmd
 }
 
 func runUmount(a *app, mountpoint string, lazy bool) error {
@@ -110,12 +106,11 @@ func stateName(s fusefs.State) string {
 	return "not mounted"
 }
 
-func statusCommand() *command {
-	return &command{
-		Name:    "status",
-		Summary: "report whether MOUNTPOINT is live (exit 0), stale or incomplete (1), or not mounted (2)",
-		Usage:   "MOUNTPOINT",
-		Help: `Prints "MOUNTPOINT: live", "MOUNTPOINT: stale", "MOUNTPOINT: incomplete" or
+func statusCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status MOUNTPOINT",
+		Short: "report whether MOUNTPOINT is live (exit 0), stale or incomplete (1), or not mounted (2)",
+		Long: `Prints "MOUNTPOINT: live", "MOUNTPOINT: stale", "MOUNTPOINT: incomplete" or
 "MOUNTPOINT: not mounted" and answers with the exit code:
 
   0  live: the workspace answers, whole. A git mount served on a FUSE
@@ -132,28 +127,25 @@ func statusCommand() *command {
 A workspace still being mounted answers no other process until all its
 connections are mounted, so status (like any program) waits for it rather
 than seeing part of it: live means whole, and a readiness probe can rely on
-it. A server that does not answer within 5s is reported stale.
-
-Example:
-  $ vfsmount status mnt && ls mnt
+it. A server that does not answer within 5s is reported stale.`,
+		Example: `  $ vfsmount status mnt && ls mnt
   mnt: live
   memory`,
-		NArgs: 1,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			return func(ctx context.Context, a *app, args []string) error {
-				_, state, err := inspectMountpoint(args[0])
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "%s: %s\n", args[0], stateName(state))
-				switch state {
-				case fusefs.StateLive:
-					return nil
-				case fusefs.StateStale, fusefs.StateIncomplete:
-					return &exitError{code: exitFailure}
-				}
-				return &exitError{code: exitUsage}
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeMountpoint,
+		RunE: func(_ *cobra.Command, args []string) error {
+			_, state, err := inspectMountpoint(args[0])
+			if err != nil {
+				return err
 			}
+			fmt.Fprintf(a.stdout, "%s: %s\n", args[0], stateName(state))
+			switch state {
+			case fusefs.StateLive:
+				return nil
+			case fusefs.StateStale, fusefs.StateIncomplete:
+				return &exitError{code: exitFailure}
+			}
+			return &exitError{code: exitUsage}
 		},
 	}
 }

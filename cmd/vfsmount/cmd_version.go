@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime/debug"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -13,27 +12,23 @@ var version = "dev"
 
 const goFuseModule = "github.com/hanwen/go-fuse/v2"
 
-func versionCommand() *command {
-	return &command{
-		Name:    "version",
-		Summary: "print the version of vfsmount, Go and go-fuse",
-		Usage:   "",
-		Help: `Prints the vfsmount version (set at build time with
+func versionCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version of vfsmount, Go and go-fuse",
+		Long: `Prints the vfsmount version (set at build time with
 -ldflags "-X main.version=..."; "dev" otherwise), the Go version that built
-it and the go-fuse version linked in.
-
-Example:
-  $ vfsmount version
+it and the go-fuse version linked in.`,
+		Example: `  $ vfsmount version
   vfsmount dev
   go       go1.26.8
   go-fuse  v2.12.1`,
-		NArgs: 0,
-		Setup: func(fs *pflag.FlagSet) runFunc {
-			return func(ctx context.Context, a *app, args []string) error {
-				goVersion, fuseVersion := buildVersions()
-				fmt.Fprintf(a.stdout, "vfsmount %s\ngo       %s\ngo-fuse  %s\n", version, goVersion, fuseVersion)
-				return nil
-			}
+		Args:              exactArgs(0),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(*cobra.Command, []string) error {
+			goVersion, fuseVersion := buildVersions()
+			fmt.Fprintf(a.stdout, "vfsmount %s\ngo       %s\ngo-fuse  %s\n", version, goVersion, fuseVersion)
+			return nil
 		},
 	}
 }

@@ -27,7 +27,7 @@ type configFile struct {
 	// narrow what the mounts offer. nil: every tool they can serve.
 	Tools []string `yaml:"tools"`
 	// Policy, Audit, Approval and DryRun are the policy sections (see
-	// policy.go in this package).
+	// policy_config.go in this package).
 	Policy   *configPolicy   `yaml:"policy"`
 	Audit    *configAudit    `yaml:"audit"`
 	Approval *configApproval `yaml:"approval"`

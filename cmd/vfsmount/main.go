@@ -1,30 +1,41 @@
-// Command vfsmount builds an agent's workspace from several sources (a
-// memory tree today; git commits, host directories and skills as their
-// mount types land) and serves it as a FUSE filesystem.
+// Command vfsmount builds an agent's workspace from several sources (git
+// commits, host directories, skills directories and memory trees; see
+// "vfsmount help mount") and serves it two ways from one tree: as a FUSE
+// filesystem (the kernel face) and as the file and shell tools agents call
+// (the tool face, over the CLI, JSON-RPC and MCP).
 //
 // # Usage
 //
 //	vfsmount mount [--config FILE] [--mount SPEC]... MOUNTPOINT
-//	vfsmount umount MOUNTPOINT
+//	vfsmount umount [--lazy] MOUNTPOINT
 //	vfsmount status MOUNTPOINT
+//	vfsmount tools|call|serve|mcp [--config FILE] [--mount SPEC]... ...
+//	vfsmount exec [--config FILE] [--mount SPEC]... -- CMD [ARG]...
+//	vfsmount completion bash|zsh|fish
 //	vfsmount version
 //	vfsmount help [COMMAND]
 //
 // # Exit codes
 //
 // 0 success; 1 runtime failure (a live mount in the way, a busy mount, a
-// mount that failed); 2 usage or config error, in which case nothing was
-// mounted and one line on stderr names the flag, spec, key or path at
-// fault. `status` answers with its exit code: 0 live (and whole), 1 stale
-// or incomplete, 2 none.
+// mount that failed, a tool call that returned an error); 2 usage or
+// config error, in which case nothing was mounted and one line on stderr
+// names the flag, spec, key or path at fault. `status` answers with its
+// exit code: 0 live (and whole), 1 stale or incomplete, 2 none; `exec`
+// exits with its command's.
 //
 // # Layout of this package
 //
-// cli.go holds the command table and flag handling shared by every
-// subcommand; cmd_*.go one subcommand each. A workspace is described by
-// [workspaceFlags] (--config, --mount) and built by [buildWorkspace]; mount
-// specs and config entries go through one parser/validator (spec.go,
-// config.go) driven by the mount type registry (registry.go, type_*.go).
+// cli.go builds the command tree on cobra and holds what every subcommand
+// shares: the global flags, help, and how errors become exit codes;
+// cmd_*.go declare one subcommand each, and cmd_completion.go what the
+// completion scripts cobra generates offer. A workspace is described by
+// [workspaceFlags] (--config, --mount and the policy flags) and built by
+// [buildWorkspace]; mount specs and config entries go through one
+// parser/validator (spec.go, config.go) driven by the mount type registry
+// (registry.go, type_*.go), and the policy is read, registered as flags
+// and merged in policy_*.go. [workspace.stack] (stack.go) stacks the two
+// faces on the union and says why in that order.
 package main
 
 import (

@@ -64,7 +64,7 @@ func TestPolicyBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--mount", "type=memory,dst=/scratch"}, tt.args...)
-			code, _, errOut := runTool(context.Background(), toolsCommand(), args...)
+			code, _, errOut := runTool(context.Background(), "tools", args...)
 			assert.Equal(t, exitUsage, code, errOut)
 			assert.Contains(t, errOut, tt.want)
 			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %s", errOut)
@@ -201,9 +201,9 @@ func TestAuditAndApprovalCommand(t *testing.T) {
 	const secret = "p4ssw0rd-CONTENT"
 	mem := []string{"--mount", "type=memory,dst=/memory", "--audit", logPath, "--approval", approve}
 
-	code, out, errOut := runTool(context.Background(), callCommand(), append(mem, "write", `{"path":"/memory/s.txt","fileText":"`+secret+`"}`)...)
+	code, out, errOut := runTool(context.Background(), "call", append(mem, "write", `{"path":"/memory/s.txt","fileText":"`+secret+`"}`)...)
 	require.Equal(t, 0, code, errOut+out)
-	code, out, _ = runTool(context.Background(), callCommand(), append(mem, "delete", `{"path":"/memory/s.txt"}`)...)
+	code, out, _ = runTool(context.Background(), "call", append(mem, "delete", `{"path":"/memory/s.txt"}`)...)
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "delete: not approved: deletes need a human; nothing was changed\n", out)
 

@@ -50,7 +50,7 @@ func TestStatusOfAHangingServer(t *testing.T) {
 			assert.NoError(t, fusefs.ForceUnmount(dir))
 		}
 	})
-	code, out, errOut := runTool(context.Background(), statusCommand(), dir)
+	code, out, errOut := runTool(context.Background(), "status", dir)
 	assert.Equal(t, 0, code, errOut)
 	assert.Equal(t, dir+": live\n", out)
 
@@ -58,7 +58,7 @@ func TestStatusOfAHangingServer(t *testing.T) {
 	srv.Invalidate(".") // so that nothing answers from the kernel's cache
 	done := make(chan struct{})
 	go func() {
-		code, out, errOut = runTool(context.Background(), statusCommand(), dir)
+		code, out, errOut = runTool(context.Background(), "status", dir)
 		close(done)
 	}()
 	select {

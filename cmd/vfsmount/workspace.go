@@ -16,8 +16,8 @@ import (
 )
 
 // workspaceFlags are the flags of every subcommand that builds a workspace
-// (mount, and later exec, call, tools, serve, mcp): a config file and
-// mount specs.
+// (mount, exec, call, tools, serve, mcp): a config file, mount specs, the
+// git settings and the policy flags.
 type workspaceFlags struct {
 	Config string
 	Mounts []string
@@ -163,9 +163,13 @@ type workspace struct {
 	Config *workspaceConfig
 	// Union composes the mounts.
 	Union *union.Union
-	// FS is what the faces serve: the union wrapped in the policy
-	// decorators (path rules, then audit), below both faces.
-	FS mounts.FS
+	// FS is the tree below both faces: the union wrapped in the policy
+	// decorators (path rules, then audit). Kernel says how the kernel
+	// face serves it, Tools what the tool face serves; [workspace.stack]
+	// stacks all three.
+	FS     mounts.FS
+	Kernel kernelFace
+	Tools  toolFace
 	// Policy is the workspace's policy (nil: none); Audit its open audit
 	// log (nil: none), closed by Close after everything else.
 	Policy *policyConfig
@@ -250,8 +254,8 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 		return nil, usageErrorf("mount table: %v", err)
 	}
 	ws.Union = u
-	ws.FS = u
-	ws.applyPolicy(cfg.Policy)
+	ws.Policy = cfg.Policy
+	ws.stack()
 	return ws, nil
 }
 

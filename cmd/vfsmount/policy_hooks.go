@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/policy"
+)
+
+// effectful reports whether a canonical verb changes anything.
+func effectful(verb string) bool {
+	switch verb {
+	case agentbridge.VerbWrite, agentbridge.VerbEdit, agentbridge.VerbDelete, agentbridge.VerbShell:
+		return true
+	}
+	return false
+}
+
+// toolHooks returns the agentbridge hooks of the workspace's policy:
+// approvals before effectful calls, and one audit line after every call.
+func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.CallInfo) error,
+	after func(context.Context, *agentbridge.CallInfo, agentbridge.Result, time.Duration)) {
+	pc := ws.Policy
+	if pc != nil && pc.Approver != nil {
+		ap := pc.Approver
+		before = func(ctx context.Context, c *agentbridge.CallInfo) error {
+			// A dry run changes nothing, so there is nothing to approve.
+			if c.DryRun || !ap.Applies(c.Verb) {
+				return nil
+			}
+			call, err := json.Marshal(c)
+			if err != nil {
+				return fmt.Errorf("not approved: the call cannot be encoded: %v", err)
+			}
+			return ap.Approve(ctx, call)
+		}
+	}
+	if ws.Audit != nil {
+		log := ws.Audit
+		after = func(_ context.Context, c *agentbridge.CallInfo, res agentbridge.Result, d time.Duration) {
+			out, why := "ok", ""
+			switch {
+			case c.Refused != "":
+				out, why = "denied", c.Refused
+			case res.IsError:
+				// The text of a tool error may quote the file (an edit's
+				// "most similar line"): the line says only that it failed.
+				out = "error"
+			case c.DryRun && effectful(c.Verb):
+				out = "dry-run"
+			}
+			log.ToolCall(policy.ToolCall{CallID: c.ID, Tool: c.Tool, Verb: c.Verb, Args: c.Summary(),
+				Paths: c.Paths, Outcome: out, Error: why, Duration: d})
+		}
+	}
+	return before, after
+}

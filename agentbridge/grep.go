@@ -290,7 +290,7 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		ignoring := !noIgnore && m.IgnoreFiles
 		var domain []string
 		if ignoring {
-			if mr := mounts.FromSlash(m.Prefix); dir != mr {
+			if mr := mounts.NameOf(m.Prefix); dir != mr {
 				domain = strings.Split(strings.TrimPrefix(dir, mr+"/"), "/")
 				if mr == "." {
 					domain = strings.Split(dir, "/")
@@ -319,7 +319,7 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 			enter(name, s.ps)
 		case e.Type.IsRegular():
 			if filter.match(e.Name, rel) {
-				files = append(files, grepFile{name: name, shown: mounts.ToSlash(mounts.Join(shownRoot, rel))})
+				files = append(files, grepFile{name: name, shown: mounts.PathOf(mounts.Join(shownRoot, rel))})
 			}
 		}
 		// Symlinks and special files are not searched, as ripgrep

@@ -33,7 +33,7 @@ func fixtureWithMounts(t testing.TB, files map[string]string, table []mounts.Mou
 	repo, mem := memfs.New(memfs.Options{Now: clock}), memfs.New(memfs.Options{Now: clock})
 	u := &testUnion{m: map[string]mounts.FS{"repo": repo, "memory": mem}, table: table}
 	for p, content := range files {
-		name := mounts.FromSlash(p)
+		name := mounts.NameOf(p)
 		dir, _ := mounts.Split(name)
 		if dir != "." {
 			require.NoError(t, mounts.MkdirAll(ctx, u, dir, 0o755))

@@ -327,7 +327,7 @@ func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error
 				continue
 			}
 			if claimed[n] {
-				return "", fmt.Errorf("apply_patch: %s is named twice in the patch; combine its changes; nothing was changed", mounts.ToSlash(n))
+				return "", fmt.Errorf("apply_patch: %s is named twice in the patch; combine its changes; nothing was changed", mounts.PathOf(n))
 			}
 			claimed[n] = true
 		}
@@ -490,7 +490,7 @@ func (w *Workspace) undoStep(ctx context.Context, st patchStep) {
 		err = w.writeFile(ctx, st.name, []byte(st.old))
 	}
 	if err != nil {
-		w.log.Error("agentbridge: apply_patch rollback failed", "path", mounts.ToSlash(st.name), "err", err)
+		w.log.Error("agentbridge: apply_patch rollback failed", "path", mounts.PathOf(st.name), "err", err)
 	}
 }
 
@@ -499,9 +499,9 @@ func dryPatch(steps []patchStep) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "would apply patch (%d %s) %s\n", len(steps), plural(len(steps), "file", "files"), dryRunNote)
 	for _, st := range steps {
-		from, to := mounts.ToSlash(st.name), mounts.ToSlash(st.name)
+		from, to := mounts.PathOf(st.name), mounts.PathOf(st.name)
 		if st.moveTo != "" {
-			to = mounts.ToSlash(st.moveTo)
+			to = mounts.PathOf(st.moveTo)
 		}
 		switch st.op {
 		case PatchAdd:

@@ -72,12 +72,12 @@ func TestApplyPatch(t *testing.T) {
 		}, Options{})
 	}
 	read := func(t *testing.T, w *Workspace, p string) string {
-		data, err := mounts.ReadFile(context.Background(), w.fsys, mounts.FromSlash(p))
+		data, err := mounts.ReadFile(context.Background(), w.fsys, mounts.NameOf(p))
 		require.NoError(t, err)
 		return string(data)
 	}
 	exists := func(w *Workspace, p string) bool {
-		_, err := w.fsys.Stat(context.Background(), mounts.FromSlash(p))
+		_, err := w.fsys.Stat(context.Background(), mounts.NameOf(p))
 		return err == nil
 	}
 

@@ -19,7 +19,7 @@ type wpath struct {
 }
 
 // abs is the cleaned absolute workspace path, for messages.
-func (p wpath) abs() string { return mounts.ToSlash(p.name) }
+func (p wpath) abs() string { return mounts.PathOf(p.name) }
 
 // path decodes argument k as a workspace path (def when absent and not
 // required) and converts it to a name of the workspace FS with [clean].
@@ -49,9 +49,9 @@ func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 // through it, so no verb climbs above the root differently.
 func clean(dir, p string) string {
 	if !strings.HasPrefix(p, "/") {
-		p = mounts.ToSlash(dir) + "/" + p
+		p = mounts.PathOf(dir) + "/" + p
 	}
-	return mounts.FromSlash(path.Clean(p))
+	return mounts.NameOf(path.Clean(p))
 }
 
 // maxSymlinkHops is the kernel's limit (MAXSYMLINKS), so a chain the
@@ -200,9 +200,9 @@ func (w *Workspace) suggest(ctx context.Context, p wpath) string {
 	}
 	var hits []string
 	for _, m := range w.mounts {
-		cand := clean(mounts.FromSlash(m.Prefix), p.name)
+		cand := clean(mounts.NameOf(m.Prefix), p.name)
 		if _, _, ok, err := w.resolve(ctx, cand, true, false); err == nil && ok {
-			hits = append(hits, mounts.ToSlash(cand))
+			hits = append(hits, mounts.PathOf(cand))
 		}
 	}
 	if len(hits) == 0 {

@@ -165,7 +165,7 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 		return "", w.explain(ctx, "glob", p, err)
 	}
 	if !attr.IsDir() {
-		return "", fmt.Errorf("glob %s: not a directory; pass a directory as path", mounts.ToSlash(start))
+		return "", fmt.Errorf("glob %s: not a directory; pass a directory as path", mounts.PathOf(start))
 	}
 	var hits []globHit
 	err = w.walk(ctx, real, walkOpts{}, func(name, rel string, e mounts.DirEntry) error {
@@ -177,7 +177,7 @@ func (w *Workspace) glob(ctx context.Context, a *args) (string, error) {
 		if ok, _ := doublestar.Match(rest, rel); !ok {
 			return nil
 		}
-		h := globHit{path: mounts.ToSlash(mounts.Join(start, rel))}
+		h := globHit{path: mounts.PathOf(mounts.Join(start, rel))}
 		if at, err := w.fsys.Stat(ctx, name); err == nil {
 			h.mtime = at.Mtime
 		}

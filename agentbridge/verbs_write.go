@@ -186,7 +186,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 	}
 	if w.dryRun {
 		return fmt.Sprintf("would edit %s (%d %s) %s\n%s", p.abs(), n, plural(n, "change", "changes"), dryRunNote,
-			unifiedDiff(mounts.ToSlash(real), mounts.ToSlash(real), before, content, exists, true)), nil
+			unifiedDiff(mounts.PathOf(real), mounts.PathOf(real), before, content, exists, true)), nil
 	}
 	if err := w.writeFile(ctx, real, []byte(content)); err != nil {
 		return "", w.explain(ctx, "edit", p, err)

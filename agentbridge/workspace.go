@@ -98,7 +98,7 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	}
 	w.mounts = mounts.Mounts(fsys)
 	for i := range w.mounts {
-		w.mounts[i].Prefix = mounts.ToSlash(mounts.FromSlash(w.mounts[i].Prefix))
+		w.mounts[i].Prefix = mounts.PathOf(mounts.NameOf(w.mounts[i].Prefix))
 	}
 	sort.SliceStable(w.mounts, func(i, j int) bool { return len(w.mounts[i].Prefix) > len(w.mounts[j].Prefix) })
 
@@ -281,7 +281,7 @@ func rw(writable bool) string {
 
 // mountFor returns the mount serving the mount-relative name, if known.
 func (w *Workspace) mountFor(name string) (mounts.MountInfo, bool) {
-	p := mounts.ToSlash(name)
+	p := mounts.PathOf(name)
 	for _, m := range w.mounts {
 		if m.Prefix == "/" || p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/") {
 			return m, true
@@ -292,7 +292,7 @@ func (w *Workspace) mountFor(name string) (mounts.MountInfo, bool) {
 
 // mountAt returns the mount whose mount point is exactly name.
 func (w *Workspace) mountAt(name string) (mounts.MountInfo, bool) {
-	p := mounts.ToSlash(name)
+	p := mounts.PathOf(name)
 	for _, m := range w.mounts {
 		if p == m.Prefix {
 			return m, true

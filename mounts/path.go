@@ -67,20 +67,20 @@ func Join(dir, elem string) string {
 	return dir + "/" + elem
 }
 
-// FromSlash converts an absolute workspace path ("/repo/a.go") or a relative
+// NameOf converts an absolute workspace path ("/repo/a.go") or a relative
 // one to a mount-relative name ("repo/a.go"), cleaning it lexically. It is for
 // front ends that accept user input; the result still needs CheckPath. ".."
 // that would climb above the root is kept, so CheckPath rejects it.
-func FromSlash(p string) string {
+func NameOf(p string) string {
 	if strings.TrimLeft(p, "/") == "" {
 		return "."
 	}
 	return path.Clean(strings.TrimLeft(p, "/"))
 }
 
-// ToSlash converts a mount-relative name to an absolute workspace path:
+// PathOf converts a mount-relative name to an absolute workspace path:
 // "." -> "/", "a/b" -> "/a/b".
-func ToSlash(name string) string {
+func PathOf(name string) string {
 	if name == "." || name == "" {
 		return "/"
 	}

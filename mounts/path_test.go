@@ -141,7 +141,7 @@ func TestJoin(t *testing.T) {
 	}
 }
 
-func TestFromSlash(t *testing.T) {
+func TestNameOf(t *testing.T) {
 	tests := []struct {
 		in, want string
 		valid    bool // CheckPath accepts the result
@@ -163,13 +163,13 @@ func TestFromSlash(t *testing.T) {
 		{"/a\x00b", "a\x00b", false},
 	}
 	for _, tc := range tests {
-		got := mounts.FromSlash(tc.in)
-		assert.Equalf(t, tc.want, got, "FromSlash(%q)", tc.in)
-		assert.Equalf(t, tc.valid, mounts.CheckPath("open", got) == nil, "CheckPath(FromSlash(%q))", tc.in)
+		got := mounts.NameOf(tc.in)
+		assert.Equalf(t, tc.want, got, "NameOf(%q)", tc.in)
+		assert.Equalf(t, tc.valid, mounts.CheckPath("open", got) == nil, "CheckPath(NameOf(%q))", tc.in)
 	}
 }
 
-func TestToSlash(t *testing.T) {
+func TestPathOf(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{".", "/"},
 		{"", "/"},
@@ -177,7 +177,7 @@ func TestToSlash(t *testing.T) {
 		{"repo/a.go", "/repo/a.go"},
 	}
 	for _, tc := range tests {
-		assert.Equalf(t, tc.want, mounts.ToSlash(tc.in), "ToSlash(%q)", tc.in)
+		assert.Equalf(t, tc.want, mounts.PathOf(tc.in), "PathOf(%q)", tc.in)
 	}
 }
 
@@ -237,26 +237,26 @@ func FuzzValidPath(f *testing.F) {
 		if dir, base := mounts.Split(name); mounts.Join(dir, base) != name {
 			t.Fatalf("Join(Split(%q)) = %q", name, mounts.Join(dir, base))
 		}
-		if got := mounts.FromSlash(mounts.ToSlash(name)); got != name {
-			t.Fatalf("FromSlash(ToSlash(%q)) = %q", name, got)
+		if got := mounts.NameOf(mounts.PathOf(name)); got != name {
+			t.Fatalf("NameOf(PathOf(%q)) = %q", name, got)
 		}
 	})
 }
 
-// FuzzFromSlash checks that cleaning user input yields either a name
+// FuzzNameOf checks that cleaning user input yields either a name
 // ValidPath accepts or one it refuses for a reason the input really had (a
 // climb above the root, a control character, invalid UTF-8).
-func FuzzFromSlash(f *testing.F) {
+func FuzzNameOf(f *testing.F) {
 	for _, s := range []string{"", "/", "/repo/a.go", "a/../../x", "./a//b/", "/a\x00b", "/..", "a/./b/.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		got := mounts.FromSlash(p)
-		if mounts.FromSlash(got) != got {
-			t.Fatalf("FromSlash is not idempotent on %q: %q then %q", p, got, mounts.FromSlash(got))
+		got := mounts.NameOf(p)
+		if mounts.NameOf(got) != got {
+			t.Fatalf("NameOf is not idempotent on %q: %q then %q", p, got, mounts.NameOf(got))
 		}
 		if strings.HasPrefix(got, "/") {
-			t.Fatalf("FromSlash(%q) = %q is rooted", p, got)
+			t.Fatalf("NameOf(%q) = %q is rooted", p, got)
 		}
 		if mounts.ValidPath(got) {
 			return
@@ -264,7 +264,7 @@ func FuzzFromSlash(f *testing.F) {
 		climbs := got == ".." || strings.HasPrefix(got, "../")
 		control := strings.ContainsFunc(got, unicode.IsControl)
 		if !climbs && !control && utf8.ValidString(got) {
-			t.Fatalf("FromSlash(%q) = %q: invalid for no reason in the input", p, got)
+			t.Fatalf("NameOf(%q) = %q: invalid for no reason in the input", p, got)
 		}
 	})
 }

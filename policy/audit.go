@@ -40,7 +40,7 @@ func Audit(fsys mounts.FS, l *AuditLog) mounts.FS {
 	return mounts.Watch(fsys, mounts.Watcher{Done: l.record, StatCreates: true})
 }
 
-func wpath(name string) string { return mounts.ToSlash(name) }
+func wpath(name string) string { return mounts.PathOf(name) }
 
 // octal renders permission bits as chmod(1) takes them: "0644", "04755".
 func octal(m fs.FileMode) string {

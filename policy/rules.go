@@ -44,7 +44,7 @@ func Compile(r Rules) (*RuleSet, error) {
 		return nil, err
 	}
 	for _, p := range r.ReadOnly {
-		name := mounts.FromSlash(p)
+		name := mounts.NameOf(p)
 		if !strings.HasPrefix(p, "/") || mounts.CheckPath("read_only", name) != nil {
 			return nil, fmt.Errorf("read_only: invalid prefix %q: want an absolute workspace path such as /repo", p)
 		}
@@ -62,7 +62,7 @@ func (rs *RuleSet) Empty() bool {
 // p and everything below it (a mount point, say), so the tool face can
 // describe that mount as read-only.
 func (rs *RuleSet) ReadOnlyAt(p string) bool {
-	return rs != nil && rs.underReadOnly(mounts.FromSlash(p))
+	return rs != nil && rs.underReadOnly(mounts.NameOf(p))
 }
 
 func (rs *RuleSet) underReadOnly(name string) bool {

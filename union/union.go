@@ -256,12 +256,12 @@ func (u *Union) placeAncestors(ctx context.Context, m *mount) error {
 		switch {
 		case err == nil && attr.IsDir():
 		case err == nil:
-			return fmt.Errorf("union: mount %s: %s is not a directory in the mount at %s", m.prefix, mounts.ToSlash(a), owner.prefix)
+			return fmt.Errorf("union: mount %s: %s is not a directory in the mount at %s", m.prefix, mounts.PathOf(a), owner.prefix)
 		case errors.Is(err, fs.ErrNotExist):
 			u.synth[a] = syntheticIno(a)
 			missing = true
 		default:
-			return fmt.Errorf("union: mount %s: cannot stat %s in the mount at %s: %w", m.prefix, mounts.ToSlash(a), owner.prefix, unwrapPath(err))
+			return fmt.Errorf("union: mount %s: cannot stat %s in the mount at %s: %w", m.prefix, mounts.PathOf(a), owner.prefix, unwrapPath(err))
 		}
 	}
 	return nil
@@ -284,7 +284,7 @@ func ancestors(name string) []string {
 
 func syntheticIno(name string) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(mounts.ToSlash(name)))
+	h.Write([]byte(mounts.PathOf(name)))
 	if v := h.Sum64() & inoMask; v != 0 {
 		return v
 	}

@@ -739,7 +739,7 @@ func TestConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
-			dir := mounts.FromSlash(prefixes[i%len(prefixes)])
+			dir := mounts.NameOf(prefixes[i%len(prefixes)])
 			name := mounts.Join(dir, fmt.Sprintf("f%d", i))
 			for j := range 50 {
 				data := fmt.Sprintf("%d-%d", i, j)

@@ -30,7 +30,7 @@ func fixture(t testing.TB, files map[string]string, opts agentbridge.Options) *a
 	ctx := context.Background()
 	mem := memfs.New(memfs.Options{})
 	for p, content := range files {
-		name := mounts.FromSlash(p)
+		name := mounts.NameOf(p)
 		if dir, _ := mounts.Split(name); dir != "." {
 			require.NoError(t, mounts.MkdirAll(ctx, mem, dir, 0o755))
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 // benchRepo makes a packed repository of 2 000 small source files in 40
@@ -26,8 +27,8 @@ func benchRepo(b *testing.B) string {
 			files[fmt.Sprintf("pkg%02d/sub%d/f%02d.go", d, d%4, i)] = text.String()
 		}
 	}
-	dir, _ := smallRepo(b, files)
-	runGit(b, dir, "gc", "-q")
+	dir, _ := gittest.SmallRepo(b, files)
+	gittest.Git(b, dir, "gc", "-q")
 	return dir
 }
 

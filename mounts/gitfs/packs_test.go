@@ -21,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 // gitObject is one object as git cat-file reports it.
@@ -36,7 +38,7 @@ func catAll(t testing.TB, dir string) []gitObject {
 	t.Helper()
 	cmd := exec.Command("git", "cat-file", "--batch-all-objects", "--batch")
 	cmd.Dir = dir
-	cmd.Env = gitEnv(fixtureTime)
+	cmd.Env = gittest.Env(gittest.Time)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -92,17 +94,17 @@ func countTypes(t testing.TB, ps *packs) map[byte]int {
 // refDeltaRepo makes a repository whose pack stores deltas as REF_DELTA.
 func refDeltaRepo(t testing.TB) string {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
+	gittest.InitRepo(t, dir)
 	var text strings.Builder
 	for i := range 12 {
 		for j := range 300 {
 			fmt.Fprintf(&text, "revision %d line %d of a file that grows\n", i, j)
 		}
-		writeFile(t, dir, "grow.txt", text.String(), 0o644)
-		writeFile(t, dir, fmt.Sprintf("d%d/small.txt", i%3), strings.Repeat("small\n", i+1), 0o644)
-		commitAll(t, dir, i, fmt.Sprintf("commit %d", i))
+		gittest.WriteFile(t, dir, "grow.txt", text.String(), 0o644)
+		gittest.WriteFile(t, dir, fmt.Sprintf("d%d/small.txt", i%3), strings.Repeat("small\n", i+1), 0o644)
+		gittest.CommitAll(t, dir, i, fmt.Sprintf("commit %d", i))
 	}
-	runGit(t, dir, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adfq", "--window=50", "--depth=50")
+	gittest.Git(t, dir, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adfq", "--window=50", "--depth=50")
 	return dir
 }
 
@@ -140,7 +142,7 @@ func TestPacksMatchGit(t *testing.T) {
 		dir   func(t *testing.T) string
 		delta byte // the delta type the pack must hold
 	}{
-		{"ofs-delta", func(t *testing.T) string { return mainFixture(t).dir }, objOfsDelta},
+		{"ofs-delta", func(t *testing.T) string { return gittest.MainFixture(t).Dir }, objOfsDelta},
 		{"ref-delta", func(t *testing.T) string { return refDeltaRepo(t) }, objRefDelta},
 	}
 	for _, tt := range tests {
@@ -157,7 +159,7 @@ func TestPacksMatchGit(t *testing.T) {
 }
 
 func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
-	dir, head := smallRepo(t, map[string]string{"a.txt": "loose\n"})
+	dir, head := gittest.SmallRepo(t, map[string]string{"a.txt": "loose\n"})
 	ps := openTestPacks(t, dir)
 	h := plumbing.NewHash(head)
 	_, ok, err := ps.size(h)
@@ -174,7 +176,7 @@ func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
 	o, _, err := openStorage(dir)
 	require.NoError(t, err)
 	defer o.close()
-	blob := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:a.txt"))
+	blob := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:a.txt"))
 	n, err := o.size(blob)
 	require.NoError(t, err)
 	assert.Equal(t, int64(len("loose\n")), n)
@@ -186,12 +188,12 @@ func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
 }
 
 func TestObjectsReadPackedObjectsWithTheirType(t *testing.T) {
-	fx := mainFixture(t)
-	o, _, err := openStorage(fx.dir)
+	fx := gittest.MainFixture(t)
+	o, _, err := openStorage(fx.Dir)
 	require.NoError(t, err)
 	defer o.close()
 	require.NotEmpty(t, o.fast.packs.list, "the fixture's pack is mapped")
-	blob := plumbing.NewHash(runGit(t, fx.dir, "rev-parse", "HEAD:README.md"))
+	blob := plumbing.NewHash(gittest.Git(t, fx.Dir, "rev-parse", "HEAD:README.md"))
 	b, err := o.readAll(plumbing.BlobObject, blob)
 	require.NoError(t, err)
 	assert.Equal(t, "# fixture\n", string(b))
@@ -200,10 +202,10 @@ func TestObjectsReadPackedObjectsWithTheirType(t *testing.T) {
 }
 
 func TestObjectsDirOfALinkedWorktree(t *testing.T) {
-	dir, head := smallRepo(t, map[string]string{"a.txt": "packed\n"})
-	runGit(t, dir, "gc", "-q")
+	dir, head := gittest.SmallRepo(t, map[string]string{"a.txt": "packed\n"})
+	gittest.Git(t, dir, "gc", "-q")
 	wt := filepath.Join(t.TempDir(), "wt")
-	runGit(t, dir, "worktree", "add", "-q", "--detach", wt, head)
+	gittest.Git(t, dir, "worktree", "add", "-q", "--detach", wt, head)
 	o, _, err := openStorage(wt)
 	require.NoError(t, err)
 	defer o.close()
@@ -215,9 +217,9 @@ func TestObjectsDirOfALinkedWorktree(t *testing.T) {
 }
 
 func TestPacksDecodeConcurrently(t *testing.T) {
-	fx := mainFixture(t)
-	objs := catAll(t, fx.dir)
-	ps := openTestPacks(t, fx.dir)
+	fx := gittest.MainFixture(t)
+	objs := catAll(t, fx.Dir)
+	ps := openTestPacks(t, fx.Dir)
 	sums := make(map[plumbing.Hash][sha1.Size]byte, len(objs))
 	for _, o := range objs {
 		sums[o.hash] = sha1.Sum(o.content)
@@ -261,12 +263,12 @@ func TestPacksDecodeConcurrently(t *testing.T) {
 
 func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
-	big := bigContent(3 << 20)
+	gittest.InitRepo(t, dir)
+	big := gittest.BigContent(3 << 20)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644))
-	commitAll(t, dir, 0, "big")
-	runGit(t, dir, "repack", "-adq")
-	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	gittest.CommitAll(t, dir, 0, "big")
+	gittest.Git(t, dir, "repack", "-adq")
+	h := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:big.bin"))
 
 	ps := openTestPacks(t, dir)
 	r, n, _, ok, err := ps.open(h)
@@ -279,9 +281,9 @@ func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 	require.NoError(t, err)
 
 	// A new commit and a full repack replace the pack.
-	writeFile(t, dir, "other.txt", "other\n", 0o644)
-	commitAll(t, dir, 1, "other")
-	runGit(t, dir, "repack", "-adq")
+	gittest.WriteFile(t, dir, "other.txt", "other\n", 0o644)
+	gittest.CommitAll(t, dir, 1, "other")
+	gittest.Git(t, dir, "repack", "-adq")
 	require.NoError(t, ps.reload())
 	require.Len(t, ps.list, 1)
 	require.NotSame(t, old, ps.list[0], "the old pack is retired")
@@ -305,11 +307,11 @@ func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 // fault becomes an error.
 func TestPackTruncatedInPlaceFailsWithoutACrash(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), bigContent(3<<20), 0o644))
-	commitAll(t, dir, 0, "big")
-	runGit(t, dir, "repack", "-adq")
-	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	gittest.InitRepo(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), gittest.BigContent(3<<20), 0o644))
+	gittest.CommitAll(t, dir, 0, "big")
+	gittest.Git(t, dir, "repack", "-adq")
+	h := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:big.bin"))
 	packFiles, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
 	require.NoError(t, err)
 	require.Len(t, packFiles, 1)
@@ -565,15 +567,15 @@ func TestHandMadePacks(t *testing.T) {
 }
 
 func TestSharedChainsDecodeOnce(t *testing.T) {
-	fx := mainFixture(t)
-	ps := openTestPacks(t, fx.dir)
+	fx := gittest.MainFixture(t)
+	ps := openTestPacks(t, fx.Dir)
 	// Git deltifies older versions against newer ones: the chain of
 	// commit 4's src/gen.txt runs through commit 5's, and on.
 	var want [2][]byte
 	var hs [2]plumbing.Hash
-	for i, c := range []string{fx.commits[5], fx.commits[4]} {
-		hs[i] = plumbing.NewHash(runGit(t, fx.dir, "rev-parse", c+":src/gen.txt"))
-		want[i] = []byte(gitIn(t, fx.dir, fixtureTime, nil, "cat-file", "blob", hs[i].String()) + "\n")
+	for i, c := range []string{fx.Commits[5], fx.Commits[4]} {
+		hs[i] = plumbing.NewHash(gittest.Git(t, fx.Dir, "rev-parse", c+":src/gen.txt"))
+		want[i] = []byte(gittest.GitAt(t, fx.Dir, gittest.Time, nil, "cat-file", "blob", hs[i].String()) + "\n")
 	}
 	p, off, ok := ps.pin(hs[1])
 	require.True(t, ok)
@@ -620,10 +622,10 @@ func TestBaseCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func BenchmarkDecodeHead(b *testing.B) {
 	dir := os.Getenv("GITFS_BENCH_REPO")
 	if dir == "" {
-		dir = mainFixture(b).dir
+		dir = gittest.MainFixture(b).Dir
 	}
 	var hs []plumbing.Hash
-	for _, line := range strings.Split(runGit(b, dir, "ls-tree", "-r", "HEAD"), "\n") {
+	for _, line := range strings.Split(gittest.Git(b, dir, "ls-tree", "-r", "HEAD"), "\n") {
 		if f := strings.Fields(line); len(f) >= 3 && f[1] == "blob" {
 			hs = append(hs, plumbing.NewHash(f[2]))
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
 )
 
 // blobCache holds decoded blob content for every open file of a mount, in
@@ -182,7 +184,7 @@ func copyExact(ctx context.Context, w io.Writer, r io.Reader, size int64) error 
 	}
 	if wt, ok := r.(io.WriterTo); ok && size <= copyChunk {
 		// A small object go-git decoded in memory: one copy, no buffer.
-		// A longer content overflows w (errSizeMismatch).
+		// A longer content overflows w (objstore.ErrSizeMismatch).
 		n, err := wt.WriteTo(w)
 		if err == nil && n != size {
 			err = io.ErrUnexpectedEOF
@@ -205,7 +207,7 @@ func copyExact(ctx context.Context, w io.Writer, r io.Reader, size int64) error 
 		}
 	}
 	if n, _ := r.Read(buf[:1]); n > 0 {
-		return errSizeMismatch
+		return objstore.ErrSizeMismatch
 	}
 	return nil
 }
@@ -218,7 +220,7 @@ type sliceWriter struct {
 
 func (w *sliceWriter) Write(p []byte) (int, error) {
 	if len(p) > len(w.buf)-w.off {
-		return 0, errSizeMismatch
+		return 0, objstore.ErrSizeMismatch
 	}
 	w.off += copy(w.buf[w.off:], p)
 	return len(p), nil

@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bytes"
@@ -60,10 +60,10 @@ func TestLargeLooseObjectGoesToGoGit(t *testing.T) {
 	_, _, _, ok, err := looseObjects{dir: filepath.Join(dir, ".git", "objects")}.load(h, true)
 	assert.False(t, ok)
 	assert.NoError(t, err)
-	o, _, err := openStorage(dir)
+	o, err := Open(dir)
 	require.NoError(t, err)
-	defer o.close()
-	b, err := o.readAll(plumbing.BlobObject, h)
+	defer o.Close()
+	b, err := o.Bytes(plumbing.BlobObject, h)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(big, b), "served by go-git")
 }

@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bufio"
@@ -172,48 +172,19 @@ func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
 	assert.False(t, ok)
 	assert.NoError(t, err)
 
-	// objects reads it from its file.
-	o, _, err := openStorage(dir)
+	// The store reads it from its file.
+	o, err := Open(dir)
 	require.NoError(t, err)
-	defer o.close()
+	defer o.Close()
 	blob := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:a.txt"))
-	n, err := o.size(blob)
+	n, err := o.Size(blob)
 	require.NoError(t, err)
 	assert.Equal(t, int64(len("loose\n")), n)
-	b, err := o.readAll(plumbing.BlobObject, blob)
+	b, err := o.Bytes(plumbing.BlobObject, blob)
 	require.NoError(t, err)
 	assert.Equal(t, "loose\n", string(b))
-	_, err = o.readAll(plumbing.TreeObject, blob)
+	_, err = o.Bytes(plumbing.TreeObject, blob)
 	assert.ErrorIs(t, err, plumbing.ErrObjectNotFound, "a blob is not a tree")
-}
-
-func TestObjectsReadPackedObjectsWithTheirType(t *testing.T) {
-	fx := gittest.MainFixture(t)
-	o, _, err := openStorage(fx.Dir)
-	require.NoError(t, err)
-	defer o.close()
-	require.NotEmpty(t, o.fast.packs.list, "the fixture's pack is mapped")
-	blob := plumbing.NewHash(gittest.Git(t, fx.Dir, "rev-parse", "HEAD:README.md"))
-	b, err := o.readAll(plumbing.BlobObject, blob)
-	require.NoError(t, err)
-	assert.Equal(t, "# fixture\n", string(b))
-	_, _, err = o.read(plumbing.TreeObject, blob)
-	assert.ErrorIs(t, err, plumbing.ErrObjectNotFound, "a blob is not a tree")
-}
-
-func TestObjectsDirOfALinkedWorktree(t *testing.T) {
-	dir, head := gittest.SmallRepo(t, map[string]string{"a.txt": "packed\n"})
-	gittest.Git(t, dir, "gc", "-q")
-	wt := filepath.Join(t.TempDir(), "wt")
-	gittest.Git(t, dir, "worktree", "add", "-q", "--detach", wt, head)
-	o, _, err := openStorage(wt)
-	require.NoError(t, err)
-	defer o.close()
-	assert.Equal(t, filepath.Join(dir, ".git", "objects", "pack"), o.fast.packs.dir)
-	require.NotEmpty(t, o.fast.packs.list)
-	_, ok, err := o.fast.packs.size(plumbing.NewHash(head))
-	assert.True(t, ok)
-	assert.NoError(t, err)
 }
 
 func TestPacksDecodeConcurrently(t *testing.T) {
@@ -498,10 +469,10 @@ func TestHandMadePacks(t *testing.T) {
 	}{
 		{name: "whole", objs: [][]byte{blob(int64(len(hello)), hello)}, want: string(hello), size: int64(len(hello))},
 		{name: "empty", objs: [][]byte{blob(0, nil)}, want: "", size: 0},
-		{name: "short header", objs: [][]byte{blob(5, hello)}, size: 5, wantErr: errSizeMismatch},
-		{name: "long header", objs: [][]byte{blob(20, hello)}, size: 20, wantErr: errSizeMismatch},
+		{name: "short header", objs: [][]byte{blob(5, hello)}, size: 5, wantErr: ErrSizeMismatch},
+		{name: "long header", objs: [][]byte{blob(20, hello)}, size: 20, wantErr: ErrSizeMismatch},
 		{name: "bad checksum", objs: [][]byte{badSum}, size: int64(len(hello)), wantErr: errCorruptPack},
-		{name: "absurd size", objs: [][]byte{blob(1<<50, hello)}, size: 1 << 50, wantErr: errSizeMismatch},
+		{name: "absurd size", objs: [][]byte{blob(1<<50, hello)}, size: 1 << 50, wantErr: ErrSizeMismatch},
 		{name: "not zlib", objs: [][]byte{append(objHeader(objBlob, 3), "abc"...)}, size: 3, wantErr: errCorruptPack},
 		{name: "type 5", objs: [][]byte{append(objHeader(5, 3), zlibOf(t, []byte("abc"))...)}, size: -1, wantErr: errCorruptPack},
 		{name: "header past end", objs: [][]byte{{0xb3, 0x80, 0x80}}, size: -1, wantErr: errCorruptPack},
@@ -632,9 +603,9 @@ func BenchmarkDecodeHead(b *testing.B) {
 	}
 	require.NotEmpty(b, hs)
 	decode := func(b *testing.B, workers int, cache bool) {
-		o, _, err := openStorage(dir)
+		o, err := Open(dir)
 		require.NoError(b, err)
-		defer o.close()
+		defer o.Close()
 		if !cache {
 			o.fast.packs.bases.max = 0
 		}
@@ -644,7 +615,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 			for w := range workers {
 				wg.Go(func() {
 					for i := w; i < len(hs); i += workers {
-						r, n, err := o.read(plumbing.BlobObject, hs[i])
+						r, n, err := o.Reader(plumbing.BlobObject, hs[i])
 						if err == nil {
 							_, err = io.CopyN(io.Discard, r, n)
 							r.Close()
@@ -664,14 +635,14 @@ func BenchmarkDecodeHead(b *testing.B) {
 	}
 	b.Run("packs-nocache/1", func(b *testing.B) { decode(b, 1, false) })
 	b.Run("go-git/1", func(b *testing.B) {
-		o, _, err := openStorage(dir)
+		o, err := Open(dir)
 		require.NoError(b, err)
-		defer o.close()
+		defer o.Close()
 		o.fast.packs.close() // every read falls back to go-git
 		b.ResetTimer()
 		for range b.N {
 			for _, h := range hs {
-				r, n, err := o.read(plumbing.BlobObject, h)
+				r, n, err := o.Reader(plumbing.BlobObject, h)
 				require.NoError(b, err)
 				_, err = io.CopyN(io.Discard, r, n)
 				require.NoError(b, err)

@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // concurrent use without a global lock: every pack is mapped read-only, its
 // index decoded once, and each read inflates from the mapped bytes with a
 // pooled zlib reader of its own. go-git's storage, by contrast, seeks one
-// shared descriptor per pack and must be serialised (see objects).
+// shared descriptor per pack and must be serialised (see Store).
 //
 // It answers only for objects in a pack. A loose object, one in an
 // alternate's pack, or a REF_DELTA whose base is outside the object's pack
@@ -578,7 +578,7 @@ func putInflater(f *inflater) {
 // mismatch.
 func corrupt(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %w: data ends early", errCorruptPack, errSizeMismatch)
+		return fmt.Errorf("%w: %w: data ends early", errCorruptPack, ErrSizeMismatch)
 	}
 	return fmt.Errorf("%w: %w", errCorruptPack, err)
 }
@@ -587,7 +587,7 @@ func corrupt(err error) error {
 // hold exactly size bytes, and checks its adler32 by reading to its end.
 func inflate(src []byte, size int64) ([]byte, error) {
 	if size < 0 || size/maxDeflateRatio > int64(len(src)) {
-		return nil, fmt.Errorf("%w: %w: %d bytes cannot inflate to %d", errCorruptPack, errSizeMismatch, len(src), size)
+		return nil, fmt.Errorf("%w: %w: %d bytes cannot inflate to %d", errCorruptPack, ErrSizeMismatch, len(src), size)
 	}
 	f, err := getInflater(src)
 	if err != nil {
@@ -658,7 +658,7 @@ func atEnd(z io.Reader) error {
 		n, err := z.Read(one[:])
 		switch {
 		case n > 0:
-			return fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, errSizeMismatch)
+			return fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, ErrSizeMismatch)
 		case err == io.EOF:
 			return nil
 		case err != nil:

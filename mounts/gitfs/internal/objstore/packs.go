@@ -2,7 +2,6 @@ package objstore
 
 import (
 	"bytes"
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
 )
 
 // packs reads objects straight from the repository's pack files, safe for
@@ -737,15 +738,13 @@ func (r *packReader) Close() error {
 	return nil
 }
 
-// baseCache is an LRU of decoded delta bases, bounded in bytes. Its slices
-// are shared and never modified.
+// baseCache holds decoded delta bases, bounded in bytes, the least
+// recently used evicted first. Its slices are shared and never modified.
 type baseCache struct {
 	max  int64
 	hits atomic.Int64 // for tests and measurements
 	mu   sync.Mutex
-	used int64
-	ll   list.List // of *baseEntry, most recent at the front
-	m    map[baseKey]*list.Element
+	lru  *lru.LRU[baseKey, baseEntry]
 }
 
 type baseKey struct {
@@ -754,53 +753,37 @@ type baseKey struct {
 }
 
 type baseEntry struct {
-	key  baseKey
 	data []byte
 	typ  plumbing.ObjectType
 }
 
 func newBaseCache(max int64) *baseCache {
-	return &baseCache{max: max, m: map[baseKey]*list.Element{}}
+	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(len(e.data)) })}
 }
 
-func (c *baseCache) get(pack uint64, off int64) (*baseEntry, bool) {
+func (c *baseCache) get(pack uint64, off int64) (baseEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[baseKey{pack, off}]
-	if !ok {
-		return nil, false
+	e, ok := c.lru.Get(baseKey{pack, off})
+	if ok {
+		c.hits.Add(1)
 	}
-	c.ll.MoveToFront(el)
-	c.hits.Add(1)
-	return el.Value.(*baseEntry), true
+	return e, ok
 }
 
 // put adds a base; one larger than a quarter of the cache is not kept, so
 // a single large file does not flush every other chain.
 func (c *baseCache) put(pack uint64, off int64, data []byte, typ plumbing.ObjectType) {
-	size := int64(len(data))
-	if size > c.max/4 {
+	if int64(len(data)) > c.max/4 {
 		return
 	}
-	k := baseKey{pack, off}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		return
-	}
-	c.m[k] = c.ll.PushFront(&baseEntry{key: k, data: data, typ: typ})
-	c.used += size
-	for c.used > c.max {
-		e := c.ll.Remove(c.ll.Back()).(*baseEntry)
-		delete(c.m, e.key)
-		c.used -= int64(len(e.data))
-	}
+	c.lru.Add(baseKey{pack, off}, baseEntry{data: data, typ: typ})
 }
 
 func (c *baseCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.m)
-	c.ll.Init()
-	c.used = 0
+	c.lru.Clear()
 }

@@ -153,7 +153,7 @@ func TestPacksMatchGit(t *testing.T) {
 			counts := countTypes(t, ps)
 			require.Positive(t, counts[tt.delta], "the pack holds deltas of type %d: %v", tt.delta, counts)
 			checkAgainstGit(t, ps, catAll(t, dir))
-			assert.Positive(t, ps.bases.used, "delta bases were cached")
+			assert.Positive(t, ps.bases.lru.Cost(), "delta bases were cached")
 		})
 	}
 }
@@ -583,7 +583,7 @@ func TestBaseCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.False(t, ok, "the least recently used went first")
 	_, ok = c.get(2, 40)
 	assert.False(t, ok, "keyed by pack too")
-	assert.LessOrEqual(t, c.used, int64(100))
+	assert.LessOrEqual(t, c.lru.Cost(), int64(100))
 }
 
 // BenchmarkDecodeHead decodes every blob of HEAD of $GITFS_BENCH_REPO (a
@@ -607,7 +607,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 		require.NoError(b, err)
 		defer o.Close()
 		if !cache {
-			o.fast.packs.bases.max = 0
+			o.fast.packs.bases = newBaseCache(0)
 		}
 		b.ResetTimer()
 		for range b.N {

@@ -210,19 +210,19 @@ func TestTreeIsFaithfulToGit(t *testing.T) {
 func TestLookupsReadOnlyTheTreesOnThePath(t *testing.T) {
 	fx := gittest.MainFixture(t)
 	f := openFS(t, Options{Src: fx.Dir})
-	assert.Equal(t, 1, f.trees.ll.Len(), "Open decodes the root tree only")
+	assert.Equal(t, 1, f.trees.lru.Len(), "Open decodes the root tree only")
 
 	a, err := f.Stat(context.Background(), "big.bin")
 	require.NoError(t, err)
 	assert.Equal(t, int64(gittest.BigSize), a.Size)
 	assert.Equal(t, int64(0), f.blobs.loads.Load(), "Stat takes the size from the header, not the content")
-	assert.Equal(t, 1, f.trees.ll.Len())
+	assert.Equal(t, 1, f.trees.lru.Len())
 
 	_, err = f.Stat(context.Background(), "a/b/c/deep.txt")
 	require.NoError(t, err)
 	// root, a, a/b and a/b/c (c for the link count of the directory, were
 	// it the target); nothing else.
-	assert.Equal(t, 4, f.trees.ll.Len())
+	assert.Equal(t, 4, f.trees.lru.Len())
 	assert.Equal(t, int64(0), f.blobs.loads.Load())
 }
 

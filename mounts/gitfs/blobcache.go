@@ -1,16 +1,17 @@
 package gitfs
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
 )
 
@@ -32,11 +33,14 @@ type blobCache struct {
 	// loads counts decodes, so tests can tell a hit from a miss.
 	loads atomic.Int64
 
-	mu     sync.Mutex
-	used   int64
-	ll     list.List // unpinned ready entries, most recent at the front
-	m      map[plumbing.Hash]*blob
-	closed bool
+	mu   sync.Mutex
+	used int64 // the content of every loaded entry, pinned or not
+	// unpinned holds the loaded entries no file has open, the ones
+	// eviction may drop. It does not bound itself: release evicts while
+	// used, pinned entries included, is over max.
+	unpinned *lru.LRU[plumbing.Hash, *blob]
+	m        map[plumbing.Hash]*blob
+	closed   bool
 }
 
 // blob is one cache entry. ready is closed when the content is loaded or
@@ -48,9 +52,8 @@ type blob struct {
 	size  int64
 	mem   []byte
 	file  *os.File
-	refs  int           // open files using it
-	el    *list.Element // in ll while unpinned
-	gone  bool          // removed from m (evicted, failed, or cache closed)
+	refs  int  // open files using it, and its load; in unpinned at 0
+	gone  bool // removed from m (evicted, failed, or cache closed)
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -59,7 +62,8 @@ type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 
 func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
 	return &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError,
-		m: make(map[plumbing.Hash]*blob)}
+		unpinned: lru.New[plumbing.Hash](math.MaxInt64, func(b *blob) int64 { return b.size }),
+		m:        make(map[plumbing.Hash]*blob)}
 }
 
 var errCacheClosed = errors.New("blob cache closed")
@@ -76,11 +80,10 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 		}
 		b, ok := c.m[h]
 		if ok {
-			b.refs++
-			if b.el != nil {
-				c.ll.Remove(b.el)
-				b.el = nil
+			if b.refs == 0 {
+				c.unpinned.Remove(h)
 			}
+			b.refs++
 			c.mu.Unlock()
 			select {
 			case <-b.ready:
@@ -239,10 +242,12 @@ func (c *blobCache) release(b *blob) {
 		b.drop()
 		return
 	}
-	b.el = c.ll.PushFront(b)
-	for c.used > c.max && c.ll.Len() > 0 {
-		old := c.ll.Remove(c.ll.Back()).(*blob)
-		old.el = nil
+	c.unpinned.Add(b.hash, b)
+	for c.used > c.max {
+		_, old, ok := c.unpinned.RemoveOldest()
+		if !ok {
+			break
+		}
 		old.gone = true
 		delete(c.m, old.hash)
 		c.used -= old.size
@@ -291,11 +296,10 @@ func (c *blobCache) close() {
 	for h, b := range c.m {
 		b.gone = true
 		delete(c.m, h)
-		if b.el != nil {
-			c.ll.Remove(b.el)
-			b.el = nil
+		if b.refs == 0 {
 			c.used -= b.size
 			b.drop()
 		}
 	}
+	c.unpinned.Clear()
 }

@@ -170,9 +170,9 @@ func validName(name string) bool {
 
 // treeCache holds decoded trees by object id, bounded by their cost, the
 // least recently used evicted first. Two goroutines missing the same tree
-// may both decode it; the result is the same and the second insert is
-// dropped, which is cheaper than making every lookup wait on a flight
-// group.
+// share one inflate of it (the object store's Bytes collapses them) and
+// each parse it; the second insert is dropped. So only a miss goes through
+// a flight, never a lookup that hits.
 type treeCache struct {
 	mu  sync.Mutex
 	lru *lru.LRU[plumbing.Hash, *tree]

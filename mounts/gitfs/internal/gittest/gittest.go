@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -202,4 +203,34 @@ func SmallRepo(t testing.TB, files map[string]string) (string, string) {
 		WriteFile(t, dir, name, content, 0o644)
 	}
 	return dir, CommitAll(t, dir, 0, "small")
+}
+
+// Waiting counts the goroutines blocked in state (as a stack trace says
+// it: "select", "chan receive", "sync.WaitGroup.Wait") with a call of fn
+// in their stack, fn as a stack trace names it
+// ("golang.org/x/sync/singleflight.(*Group).Do"). A test of concurrent
+// callers waits on it to know that they all reached the point where they
+// wait, rather than hoping they did.
+func Waiting(state, fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, body, _ := strings.Cut(g, "\n")
+		// "goroutine 7 [select]:" or "goroutine 7 [select, 2 minutes]:"
+		_, st, _ := strings.Cut(header, "[")
+		st, _, _ = strings.Cut(st, "]")
+		st, _, _ = strings.Cut(st, ",")
+		if st == state && strings.Contains(body, fn+"(") {
+			count++
+		}
+	}
+	return count
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/sync/singleflight"
 )
 
 // Store reads the objects of one repository, and is safe for concurrent
@@ -25,6 +26,13 @@ import (
 type Store struct {
 	repo *git.Repository
 	fast fastObjects
+	// flight collapses concurrent Bytes of one object into one decode:
+	// the walk's workers and the walking program often miss the same tree
+	// at once.
+	flight singleflight.Group
+	// onLoad, when set (by tests), is called at the start of each decode
+	// of a flight.
+	onLoad func(plumbing.Hash)
 
 	mu sync.Mutex
 	st *filesystem.Storage
@@ -150,17 +158,26 @@ func (s *Store) Size(h plumbing.Hash) (int64, error) {
 // the pack's mapping; for a large object go-git returns a lazy handle, and
 // the decoding happens when the returned reader is read, outside the lock.
 // An object of another type is plumbing.ErrObjectNotFound, as go-git says.
+// Readers are not shared: two readers of one object each decode it (gitfs's
+// blob cache collapses its loads of one blob into one).
 func (s *Store) Reader(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, error) {
+	r, n, typ, err := s.open(t, h)
+	if err != nil {
+		return nil, 0, err
+	}
+	if t != plumbing.AnyObject && typ != t {
+		// As go-git answers an object of another type.
+		r.Close()
+		return nil, 0, plumbing.ErrObjectNotFound
+	}
+	return r, n, nil
+}
+
+// open returns the content of object h, its size and its type; t is for
+// go-git, which may check it.
+func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, error) {
 	if r, n, typ, ok, err := s.fast.open(h); ok {
-		if err != nil {
-			return nil, 0, err
-		}
-		if t != plumbing.AnyObject && typ != t {
-			// As go-git answers an object of another type.
-			r.Close()
-			return nil, 0, plumbing.ErrObjectNotFound
-		}
-		return r, n, nil
+		return r, n, typ, err
 	}
 	s.mu.Lock()
 	var obj plumbing.EncodedObject
@@ -171,29 +188,50 @@ func (s *Store) Reader(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, i
 	})
 	s.mu.Unlock()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	r, err := obj.Reader()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	return r, obj.Size(), nil
+	return r, obj.Size(), obj.Type(), nil
 }
 
 // Bytes returns the whole content of a small object (a tree, a symlink
-// target) of type t, checking its length against the header. The slice may
-// be shared with the pack reader's base cache: callers must not modify it.
+// target) of type t, checking its length against the header. Concurrent
+// calls for one object share one decode. The slice may be shared with
+// other callers and the pack reader's base cache: callers must not modify
+// it.
 func (s *Store) Bytes(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	if b, typ, ok, err := s.fast.bytes(h); ok {
-		switch {
-		case err != nil:
-			return nil, err
-		case t != plumbing.AnyObject && typ != t:
-			return nil, plumbing.ErrObjectNotFound
-		}
-		return b, nil
+	v, err, _ := s.flight.Do(string(h[:]), func() (any, error) { return s.load(h) })
+	if err != nil {
+		return nil, err
 	}
-	r, n, err := s.Reader(t, h)
+	obj := v.(*object)
+	if t != plumbing.AnyObject && obj.typ != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return obj.data, nil
+}
+
+// object is a decoded object, as Bytes's flights share it.
+type object struct {
+	data []byte
+	typ  plumbing.ObjectType
+}
+
+// load decodes the whole of object h, of whatever type.
+func (s *Store) load(h plumbing.Hash) (*object, error) {
+	if s.onLoad != nil {
+		s.onLoad(h)
+	}
+	if b, typ, ok, err := s.fast.bytes(h); ok {
+		if err != nil {
+			return nil, err
+		}
+		return &object{data: b, typ: typ}, nil
+	}
+	r, n, typ, err := s.open(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +243,7 @@ func (s *Store) Bytes(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	if extra, _ := r.Read(make([]byte, 1)); extra > 0 {
 		return nil, ErrSizeMismatch
 	}
-	return buf, nil
+	return &object{data: buf, typ: typ}, nil
 }
 
 // Close releases the packs and go-git's storage. Readers still open keep

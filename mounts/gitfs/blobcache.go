@@ -3,6 +3,7 @@ package gitfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
@@ -32,6 +34,8 @@ type blobCache struct {
 
 	// loads counts decodes, so tests can tell a hit from a miss.
 	loads atomic.Int64
+	// flight collapses the loads of one blob by concurrent acquires.
+	flight singleflight.Group
 
 	mu   sync.Mutex
 	used int64 // the content of every loaded entry, pinned or not
@@ -43,17 +47,14 @@ type blobCache struct {
 	closed   bool
 }
 
-// blob is one cache entry. ready is closed when the content is loaded or
-// failed (err); after that mem, file and size never change.
+// blob is one cache entry, loaded: its mem, file and size never change.
 type blob struct {
-	hash  plumbing.Hash
-	ready chan struct{}
-	err   error
-	size  int64
-	mem   []byte
-	file  *os.File
-	refs  int  // open files using it, and its load; in unpinned at 0
-	gone  bool // removed from m (evicted, failed, or cache closed)
+	hash plumbing.Hash
+	size int64
+	mem  []byte
+	file *os.File
+	refs int  // open files using it; in unpinned at 0
+	gone bool // removed from m (evicted, or cache closed)
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -69,57 +70,95 @@ func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blo
 var errCacheClosed = errors.New("blob cache closed")
 
 // acquire returns the pinned entry for h, loading it with load on a miss.
-// Concurrent acquires of one blob share one load. A load that failed
-// because its caller's context ended is retried by the next caller.
+// Concurrent acquires of one blob share one load (a singleflight), run
+// with the context of the acquire that started it and pinned for that one;
+// the others pin the entry once it is loaded, or load it again if it went
+// in between (its files closed and eviction took it, as eviction takes at
+// once a blob larger than the cache). A caller whose context ends stops
+// waiting at once; a load that failed because its caller's context ended
+// is retried by the callers still waiting.
 func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
 	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, errCacheClosed
+		if b, err := c.pin(h); b != nil || err != nil {
+			return b, err
 		}
-		b, ok := c.m[h]
-		if ok {
-			if b.refs == 0 {
-				c.unpinned.Remove(h)
-			}
-			b.refs++
-			c.mu.Unlock()
-			select {
-			case <-b.ready:
-			case <-ctx.Done():
-				c.release(b)
-				return nil, ctx.Err()
-			}
-			if b.err != nil {
-				c.release(b)
-				if isContextErr(b.err) && ctx.Err() == nil {
-					continue // the loader's caller gave up; try again
+		// mine is set when the load ran for this call: its entry is
+		// then pinned for this call. It is read only after the load's
+		// result is received.
+		var mine bool
+		ch := c.flight.DoChan(string(h[:]), func() (v any, err error) {
+			defer func() {
+				// The load runs on a goroutine of its own, which
+				// no caller's recover covers: a decoder's panic
+				// fails this blob, not the process.
+				if p := recover(); p != nil {
+					v, err = nil, fmt.Errorf("gitfs: decoding panicked: %v", p)
 				}
-				return nil, b.err
+			}()
+			b, err := c.load(ctx, h, load)
+			mine = err == nil
+			return b, err
+		})
+		select {
+		case r := <-ch:
+			switch {
+			case mine:
+				return r.Val.(*blob), nil
+			case r.Err == nil:
+				continue // another call's load: pin its entry
+			case isContextErr(r.Err) && ctx.Err() == nil:
+				continue // the loader's caller gave up; try again
 			}
-			return b, nil
+			return nil, r.Err
+		case <-ctx.Done():
+			go func() {
+				if r := <-ch; mine {
+					c.release(r.Val.(*blob)) // the pin the load took for this call
+				}
+			}()
+			return nil, ctx.Err()
 		}
-		b = &blob{hash: h, ready: make(chan struct{}), refs: 1}
-		c.m[h] = b
-		c.mu.Unlock()
-
-		b.err = c.fill(ctx, b, load)
-		c.mu.Lock()
-		if b.err != nil {
-			delete(c.m, h)
-			b.gone = true
-		} else {
-			c.used += b.size
-		}
-		c.mu.Unlock()
-		close(b.ready)
-		if b.err != nil {
-			c.release(b)
-			return nil, b.err
-		}
-		return b, nil
 	}
+}
+
+// pin returns the entry for h pinned, or nil when h is not in the cache.
+func (c *blobCache) pin(h plumbing.Hash) (*blob, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errCacheClosed
+	}
+	b, ok := c.m[h]
+	if !ok {
+		return nil, nil
+	}
+	if b.refs == 0 {
+		c.unpinned.Remove(h)
+	}
+	b.refs++
+	return b, nil
+}
+
+// load is the one load of h that concurrent acquires share: it returns the
+// entry for h pinned for the acquire that started it, decoding h into a
+// new entry unless another load put one in since that acquire looked.
+func (c *blobCache) load(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
+	if b, err := c.pin(h); b != nil || err != nil {
+		return b, err
+	}
+	b := &blob{hash: h, refs: 1}
+	if err := c.fill(ctx, b, load); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		b.drop()
+		return nil, errCacheClosed
+	}
+	c.m[h] = b
+	c.used += b.size
+	return b, nil
 }
 
 func isContextErr(err error) bool {

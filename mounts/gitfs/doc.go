@@ -44,8 +44,10 @@
 // Decoded blob content goes into a bounded LRU cache shared by every open
 // file of the mount: small blobs in memory, blobs past a threshold in an
 // unlinked temporary file. A large deltified blob read at random offsets is
-// decoded once, not once per read. An open file pins its content; a blob
-// larger than the whole cache still decodes once per open.
+// decoded once, not once per read, and files opened on it at once share
+// that one decode (so do lookups missing one tree at once). An open file
+// pins its content; a blob larger than the whole cache still decodes once
+// per open.
 //
 // # A faithful tree
 //

@@ -279,6 +279,36 @@ func TestLargeDeltifiedBlobDecodesOnce(t *testing.T) {
 	assert.Equal(t, 0, spilledFiles(t, f), "spill files are unlinked at once")
 }
 
+// TestConcurrentOpensOfAColdBlobDecodeOnce: files opened at once on a blob
+// nobody has decoded share one decode, whichever of them starts it.
+func TestConcurrentOpensOfAColdBlobDecodeOnce(t *testing.T) {
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
+	ctx := context.Background()
+	const opens = 8
+	files := make([]mounts.File, opens)
+	var wg sync.WaitGroup
+	for i := range opens {
+		wg.Go(func() {
+			fl, err := f.Open(ctx, "big.bin")
+			if assert.NoError(t, err) {
+				files[i] = fl
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), f.blobs.loads.Load(), "eight opens of a cold blob, one decode")
+	buf := make([]byte, 4096)
+	for i, fl := range files {
+		require.NotNil(t, fl, i)
+		off := int64(i) * (gittest.BigSize / opens)
+		n, err := fl.ReadAt(buf, off)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(fx.Big[off:off+int64(n)], buf[:n]), "file %d at %d", i, off)
+		require.NoError(t, fl.Close())
+	}
+}
+
 // spilledFiles counts the names left in the spill directory.
 func spilledFiles(t testing.TB, f *FS) int {
 	ents, err := os.ReadDir(f.blobs.dir)

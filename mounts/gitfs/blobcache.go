@@ -86,7 +86,7 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 		// then pinned for this call. It is read only after the load's
 		// result is received.
 		var mine bool
-		ch := c.flight.DoChan(string(h[:]), func() (v any, err error) {
+		ch := c.flight.DoChan(flightKey(h), func() (v any, err error) {
 			defer func() {
 				// The load runs on a goroutine of its own, which
 				// no caller's recover covers: a decoder's panic
@@ -120,6 +120,10 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 		}
 	}
 }
+
+// flightKey is h as a singleflight key. It takes h by value: slicing the
+// caller's h would move it to the heap, on every hit too.
+func flightKey(h plumbing.Hash) string { return string(h[:]) }
 
 // pin returns the entry for h pinned, or nil when h is not in the cache.
 func (c *blobCache) pin(h plumbing.Hash) (*blob, error) {

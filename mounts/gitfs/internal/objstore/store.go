@@ -203,7 +203,7 @@ func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int
 // other callers and the pack reader's base cache: callers must not modify
 // it.
 func (s *Store) Bytes(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	v, err, _ := s.flight.Do(string(h[:]), func() (any, error) { return s.load(h) })
+	v, err, _ := s.flight.Do(flightKey(h), func() (any, error) { return s.load(h) })
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +213,10 @@ func (s *Store) Bytes(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	}
 	return obj.data, nil
 }
+
+// flightKey is h as a singleflight key. It takes h by value: slicing the
+// caller's h would move it to the heap.
+func flightKey(h plumbing.Hash) string { return string(h[:]) }
 
 // object is a decoded object, as Bytes's flights share it.
 type object struct {

@@ -107,7 +107,7 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 			case r.Err == nil:
 				continue // another call's load: pin its entry
 			case isContextErr(r.Err) && ctx.Err() == nil:
-				continue // the loader's caller gave up; try again
+				continue // the load's caller gave up; try again
 			}
 			return nil, r.Err
 		case <-ctx.Done():

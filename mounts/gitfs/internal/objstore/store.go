@@ -16,11 +16,12 @@ import (
 )
 
 // Store reads the objects of one repository, and is safe for concurrent
-// use. Packed objects come from the pack reader (packs), which takes no
-// lock here. The rest (loose objects, alternates, a REF_DELTA whose base is
-// in another pack) comes from go-git's object storage, which is not safe
-// for concurrent use (its packfile scanners seek a shared descriptor) and
-// is serialised by mu: only header reads and small objects are decoded
+// use. Packed objects come from the pack reader (packs) and loose ones up
+// to maxLooseFile from their files (looseObjects), neither taking a lock
+// here. The rest (larger loose objects, alternates, a REF_DELTA whose base
+// is in another pack) comes from go-git's object storage, which is not
+// safe for concurrent use (its packfile scanners seek a shared descriptor)
+// and is serialised by mu: only header reads and small objects are decoded
 // under the lock; the content of a large blob streams from its own
 // descriptor outside it.
 type Store struct {

@@ -1,15 +1,20 @@
 package gitfs
 
 import (
-	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
 )
 
 // blobCache holds decoded blob content for every open file of a mount, in
@@ -29,26 +34,27 @@ type blobCache struct {
 
 	// loads counts decodes, so tests can tell a hit from a miss.
 	loads atomic.Int64
+	// flight collapses the loads of one blob by concurrent acquires.
+	flight singleflight.Group
 
-	mu     sync.Mutex
-	used   int64
-	ll     list.List // unpinned ready entries, most recent at the front
-	m      map[plumbing.Hash]*blob
-	closed bool
+	mu   sync.Mutex
+	used int64 // the content of every loaded entry, pinned or not
+	// unpinned holds the loaded entries no file has open, the ones
+	// eviction may drop. It does not bound itself: release evicts while
+	// used, pinned entries included, is over max.
+	unpinned *lru.LRU[plumbing.Hash, *blob]
+	m        map[plumbing.Hash]*blob
+	closed   bool
 }
 
-// blob is one cache entry. ready is closed when the content is loaded or
-// failed (err); after that mem, file and size never change.
+// blob is one cache entry, loaded: its mem, file and size never change.
 type blob struct {
-	hash  plumbing.Hash
-	ready chan struct{}
-	err   error
-	size  int64
-	mem   []byte
-	file  *os.File
-	refs  int           // open files using it
-	el    *list.Element // in ll while unpinned
-	gone  bool          // removed from m (evicted, failed, or cache closed)
+	hash plumbing.Hash
+	size int64
+	mem  []byte
+	file *os.File
+	refs int  // open files using it; in unpinned at 0
+	gone bool // removed from m (evicted, or cache closed)
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -57,64 +63,106 @@ type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 
 func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
 	return &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError,
-		m: make(map[plumbing.Hash]*blob)}
+		unpinned: lru.New[plumbing.Hash](math.MaxInt64, func(b *blob) int64 { return b.size }),
+		m:        make(map[plumbing.Hash]*blob)}
 }
 
 var errCacheClosed = errors.New("blob cache closed")
 
 // acquire returns the pinned entry for h, loading it with load on a miss.
-// Concurrent acquires of one blob share one load. A load that failed
-// because its caller's context ended is retried by the next caller.
+// Concurrent acquires of one blob share one load (a singleflight), run
+// with the context of the acquire that started it and pinned for that one;
+// the others pin the entry once it is loaded, or load it again if it went
+// in between (its files closed and eviction took it, as eviction takes at
+// once a blob larger than the cache). A caller whose context ends stops
+// waiting at once; a load that failed because its caller's context ended
+// is retried by the callers still waiting.
 func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
 	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, errCacheClosed
+		if b, err := c.pin(h); b != nil || err != nil {
+			return b, err
 		}
-		b, ok := c.m[h]
-		if ok {
-			b.refs++
-			if b.el != nil {
-				c.ll.Remove(b.el)
-				b.el = nil
-			}
-			c.mu.Unlock()
-			select {
-			case <-b.ready:
-			case <-ctx.Done():
-				c.release(b)
-				return nil, ctx.Err()
-			}
-			if b.err != nil {
-				c.release(b)
-				if isContextErr(b.err) && ctx.Err() == nil {
-					continue // the loader's caller gave up; try again
+		// mine is set when the load ran for this call: its entry is
+		// then pinned for this call. It is read only after the load's
+		// result is received.
+		var mine bool
+		ch := c.flight.DoChan(flightKey(h), func() (v any, err error) {
+			defer func() {
+				// The load runs on a goroutine of its own, which
+				// no caller's recover covers: a decoder's panic
+				// fails this blob, not the process.
+				if p := recover(); p != nil {
+					v, err = nil, fmt.Errorf("gitfs: decoding panicked: %v", p)
 				}
-				return nil, b.err
+			}()
+			b, err := c.load(ctx, h, load)
+			mine = err == nil
+			return b, err
+		})
+		select {
+		case r := <-ch:
+			switch {
+			case mine:
+				return r.Val.(*blob), nil
+			case r.Err == nil:
+				continue // another call's load: pin its entry
+			case isContextErr(r.Err) && ctx.Err() == nil:
+				continue // the load's caller gave up; try again
 			}
-			return b, nil
+			return nil, r.Err
+		case <-ctx.Done():
+			go func() {
+				if r := <-ch; mine {
+					c.release(r.Val.(*blob)) // the pin the load took for this call
+				}
+			}()
+			return nil, ctx.Err()
 		}
-		b = &blob{hash: h, ready: make(chan struct{}), refs: 1}
-		c.m[h] = b
-		c.mu.Unlock()
-
-		b.err = c.fill(ctx, b, load)
-		c.mu.Lock()
-		if b.err != nil {
-			delete(c.m, h)
-			b.gone = true
-		} else {
-			c.used += b.size
-		}
-		c.mu.Unlock()
-		close(b.ready)
-		if b.err != nil {
-			c.release(b)
-			return nil, b.err
-		}
-		return b, nil
 	}
+}
+
+// flightKey is h as a singleflight key. It takes h by value: slicing the
+// caller's h would move it to the heap, on every hit too.
+func flightKey(h plumbing.Hash) string { return string(h[:]) }
+
+// pin returns the entry for h pinned, or nil when h is not in the cache.
+func (c *blobCache) pin(h plumbing.Hash) (*blob, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errCacheClosed
+	}
+	b, ok := c.m[h]
+	if !ok {
+		return nil, nil
+	}
+	if b.refs == 0 {
+		c.unpinned.Remove(h)
+	}
+	b.refs++
+	return b, nil
+}
+
+// load is the one load of h that concurrent acquires share: it returns the
+// entry for h pinned for the acquire that started it, decoding h into a
+// new entry unless another load put one in since that acquire looked.
+func (c *blobCache) load(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
+	if b, err := c.pin(h); b != nil || err != nil {
+		return b, err
+	}
+	b := &blob{hash: h, refs: 1}
+	if err := c.fill(ctx, b, load); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		b.drop()
+		return nil, errCacheClosed
+	}
+	c.m[h] = b
+	c.used += b.size
+	return b, nil
 }
 
 func isContextErr(err error) bool {
@@ -182,7 +230,7 @@ func copyExact(ctx context.Context, w io.Writer, r io.Reader, size int64) error 
 	}
 	if wt, ok := r.(io.WriterTo); ok && size <= copyChunk {
 		// A small object go-git decoded in memory: one copy, no buffer.
-		// A longer content overflows w (errSizeMismatch).
+		// A longer content overflows w (objstore.ErrSizeMismatch).
 		n, err := wt.WriteTo(w)
 		if err == nil && n != size {
 			err = io.ErrUnexpectedEOF
@@ -205,7 +253,7 @@ func copyExact(ctx context.Context, w io.Writer, r io.Reader, size int64) error 
 		}
 	}
 	if n, _ := r.Read(buf[:1]); n > 0 {
-		return errSizeMismatch
+		return objstore.ErrSizeMismatch
 	}
 	return nil
 }
@@ -218,7 +266,7 @@ type sliceWriter struct {
 
 func (w *sliceWriter) Write(p []byte) (int, error) {
 	if len(p) > len(w.buf)-w.off {
-		return 0, errSizeMismatch
+		return 0, objstore.ErrSizeMismatch
 	}
 	w.off += copy(w.buf[w.off:], p)
 	return len(p), nil
@@ -237,10 +285,12 @@ func (c *blobCache) release(b *blob) {
 		b.drop()
 		return
 	}
-	b.el = c.ll.PushFront(b)
-	for c.used > c.max && c.ll.Len() > 0 {
-		old := c.ll.Remove(c.ll.Back()).(*blob)
-		old.el = nil
+	c.unpinned.Add(b.hash, b)
+	for c.used > c.max {
+		_, old, ok := c.unpinned.RemoveOldest()
+		if !ok {
+			break
+		}
 		old.gone = true
 		delete(c.m, old.hash)
 		c.used -= old.size
@@ -289,11 +339,10 @@ func (c *blobCache) close() {
 	for h, b := range c.m {
 		b.gone = true
 		delete(c.m, h)
-		if b.el != nil {
-			c.ll.Remove(b.el)
-			b.el = nil
+		if b.refs == 0 {
 			c.used -= b.size
 			b.drop()
 		}
 	}
+	c.unpinned.Clear()
 }

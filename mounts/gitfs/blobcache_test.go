@@ -3,15 +3,19 @@ package gitfs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 // staticLoader serves content and counts its calls.
@@ -157,6 +161,11 @@ func TestBlobCacheSharesOneLoadAndForgetsFailures(t *testing.T) {
 			}
 		}()
 	}
+	// Every acquire waits, on the load or in it, before the load ends.
+	acquire := "gitfs.(*blobCache).acquire"
+	require.Eventually(t, func() bool {
+		return gittest.Waiting("select", acquire)+gittest.Waiting("chan receive", acquire) == len(got)
+	}, 10*time.Second, time.Millisecond, "the acquires wait together")
 	close(l.gate)
 	wg.Wait()
 	assert.Equal(t, 1, l.calls, "eight concurrent opens, one decode")
@@ -199,4 +208,96 @@ func TestBlobCacheRejectsContentOfTheWrongSize(t *testing.T) {
 			assert.Error(t, err)
 		})
 	}
+}
+
+// gatedReader returns its content once gate is closed.
+type gatedReader struct {
+	gate chan struct{}
+	r    io.Reader
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.gate
+	return g.r.Read(p)
+}
+
+func TestBlobCacheCallerThatGivesUpKeepsNoPin(t *testing.T) {
+	c := newBlobCache(1<<20, 1<<30, "", nil)
+	gate := make(chan struct{})
+	content := []byte("decoded after its caller left")
+	load := func(context.Context) (io.ReadCloser, int64, error) {
+		return io.NopCloser(&gatedReader{gate: gate, r: bytes.NewReader(content)}), int64(len(content)), nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		_, err := c.acquire(ctx, hashOf(1), load)
+		left <- err
+	}()
+	stays := make(chan *blob, 1)
+	go func() {
+		b, err := c.acquire(context.Background(), hashOf(1), load)
+		assert.NoError(t, err)
+		stays <- b
+	}()
+	require.Eventually(t, func() bool {
+		return gittest.Waiting("select", "gitfs.(*blobCache).acquire") == 2 &&
+			gittest.Waiting("chan receive", "gitfs.(*gatedReader).Read") == 1
+	}, 10*time.Second, time.Millisecond, "both wait on the load, which reads the content")
+
+	// The load's caller gives up while the content is being read; it
+	// returns at once, and the load goes on for the caller that stays.
+	cancel()
+	assert.ErrorIs(t, <-left, context.Canceled)
+	close(gate)
+	b := <-stays
+	require.NotNil(t, b)
+	assert.Equal(t, content, readAll(t, b))
+	assert.Equal(t, int64(1), c.loads.Load(), "one load for both")
+	c.release(b)
+
+	// The pin the load took for the caller that left is released too: the
+	// entry is unpinned, evictable, and a hit.
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e := c.m[hashOf(1)]
+		return e != nil && e.refs == 0 && c.unpinned.Len() == 1
+	}, 10*time.Second, time.Millisecond, "no pin is left behind")
+	b, err := c.acquire(context.Background(), hashOf(1), load)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), c.loads.Load(), "a hit")
+	c.release(b)
+}
+
+// BenchmarkBlobCache measures an acquire and release of a blob in memory:
+// a miss (a load of 4 KiB, an eviction) and a hit.
+func BenchmarkBlobCache(b *testing.B) {
+	content := bytes.Repeat([]byte("x"), 4096)
+	load := func(context.Context) (io.ReadCloser, int64, error) {
+		return io.NopCloser(bytes.NewReader(content)), int64(len(content)), nil
+	}
+	ctx := context.Background()
+	b.Run("miss", func(b *testing.B) {
+		c := newBlobCache(64<<10, 1<<30, "", nil)
+		var h plumbing.Hash
+		for i := range b.N {
+			binary.BigEndian.PutUint64(h[:], uint64(i))
+			e, err := c.acquire(ctx, h, load)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.release(e)
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		c := newBlobCache(64<<10, 1<<30, "", nil)
+		e, err := c.acquire(ctx, hashOf(1), load)
+		require.NoError(b, err)
+		c.release(e)
+		for range b.N {
+			e, _ := c.acquire(ctx, hashOf(1), load)
+			c.release(e)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 	"github.com/vfsmount/vfsmount/mounts/mountstest"
 )
 
@@ -25,15 +26,15 @@ func TestConformance(t *testing.T) {
 		"ünïcödé/naïve.txt":            "non-ASCII\n",
 		"bin/run.sh":                   "#!/bin/sh\necho hi\n",
 	}
-	dir, _ := smallRepo(t, files)
+	dir, _ := gittest.SmallRepo(t, files)
 	require.NoError(t, os.Chmod(filepath.Join(dir, "bin/run.sh"), 0o755))
 	require.NoError(t, os.Symlink("a/b/c/deep.txt", filepath.Join(dir, "to-deep")))
 	require.NoError(t, os.Symlink("../README.md", filepath.Join(dir, "a/up")))
 	require.NoError(t, os.Symlink("a/b", filepath.Join(dir, "to-dir")))
-	when := fixtureTime.Add(1)
-	gitIn(t, dir, when, nil, "add", "-A")
-	gitIn(t, dir, when, nil, "update-index", "--add", "--cacheinfo", "160000,"+gitIn(t, dir, when, nil, "rev-parse", "HEAD")+",sub")
-	gitIn(t, dir, when, nil, "commit", "-q", "-m", "conformance")
+	when := gittest.Time.Add(1)
+	gittest.GitAt(t, dir, when, nil, "add", "-A")
+	gittest.GitAt(t, dir, when, nil, "update-index", "--add", "--cacheinfo", "160000,"+gittest.GitAt(t, dir, when, nil, "rev-parse", "HEAD")+",sub")
+	gittest.GitAt(t, dir, when, nil, "commit", "-q", "-m", "conformance")
 
 	cache := t.TempDir()
 	mountstest.Run(t, func(t *testing.T) mounts.FS {

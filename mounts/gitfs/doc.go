@@ -1,6 +1,7 @@
 // Package gitfs serves one commit of a git repository as a read-only
-// [mounts.FS], lazily, straight from git objects. It is the only package
-// that imports go-git.
+// [mounts.FS], lazily, straight from git objects. It and its internal
+// object store (internal/objstore) are the only packages that import
+// go-git.
 //
 // # Pinning
 //
@@ -43,8 +44,10 @@
 // Decoded blob content goes into a bounded LRU cache shared by every open
 // file of the mount: small blobs in memory, blobs past a threshold in an
 // unlinked temporary file. A large deltified blob read at random offsets is
-// decoded once, not once per read. An open file pins its content; a blob
-// larger than the whole cache still decodes once per open.
+// decoded once, not once per read, and files opened on it at once share
+// that one decode (so do lookups missing one tree at once). An open file
+// pins its content; a blob larger than the whole cache still decodes once
+// per open.
 //
 // # A faithful tree
 //
@@ -88,15 +91,14 @@
 //
 // # Limitations
 //
-//   - Packed objects decode concurrently, without a lock, from read-only
-//     mappings of the packs, their indexes searched in place (packs.go,
-//     packindex.go; klauspost/compress's inflate: about git's own speed,
-//     twice go-git's), so mounting costs the same whatever the number of
-//     objects; loose objects up to 1 MiB (compressed) are read from their
-//     files the same way (loose.go). Larger loose objects, alternates,
-//     multi-pack indexes and short-SHA revisions go through go-git's
-//     storage, which loads every pack index into memory on first use and,
-//     not being safe for concurrent use, is serialised by one lock.
+//   - Objects come from the object store (internal/objstore): packed
+//     objects decode concurrently, without a lock, from mappings of the
+//     packs, at about git's own speed, so mounting costs the same whatever
+//     the number of objects; so do loose objects up to 1 MiB (compressed).
+//     Larger loose objects, alternates, multi-pack indexes and short-SHA
+//     revisions go through go-git's storage, which loads every pack index
+//     into memory on first use and, not being safe for concurrent use, is
+//     serialised by one lock.
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
 package gitfs

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
 )
 
 // Defaults of Options.
@@ -68,7 +69,7 @@ type FS struct {
 	uid    uint32
 	gid    uint32
 
-	obj    *objects
+	obj    *objstore.Store
 	trees  *treeCache
 	blobs  *blobCache
 	walk   *walker
@@ -130,33 +131,33 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, badSource(opts.Src, unwrapPath(err))
 	}
 
-	obj, repo, err := openStorage(path)
+	obj, err := objstore.Open(path)
 	if err != nil {
 		return nil, badSource(opts.Src, err)
 	}
-	commit, err := resolveRev(repo, obj.st, rev)
+	commit, err := resolveRev(obj, rev)
 	if err != nil && remote && !opts.Offline && errors.Is(err, ErrBadRev) {
 		// The clone may predate the revision: fetch once and retry.
-		if ferr := fetch(ctx, repo, opts.Progress); ferr != nil {
-			obj.close()
+		if ferr := fetch(ctx, obj.Repository(), opts.Progress); ferr != nil {
+			obj.Close()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, badSource(opts.Src, fmt.Errorf("fetch: %w", ferr))
 		}
-		obj.close()
-		if obj, repo, err = openStorage(path); err != nil {
+		obj.Close()
+		if obj, err = objstore.Open(path); err != nil {
 			return nil, badSource(opts.Src, err)
 		}
-		commit, err = resolveRev(repo, obj.st, rev)
+		commit, err = resolveRev(obj, rev)
 	}
 	if err != nil {
-		obj.close()
+		obj.Close()
 		return nil, err
 	}
-	c, err := repo.CommitObject(commit)
+	c, err := obj.Repository().CommitObject(commit)
 	if err != nil {
-		obj.close()
+		obj.Close()
 		return nil, fmt.Errorf("gitfs: rev %q: %w: %w", rev, ErrBadRev, err)
 	}
 
@@ -241,7 +242,7 @@ func (f *FS) Close() error {
 	}
 	f.walk.close()
 	f.blobs.close()
-	return f.obj.close()
+	return f.obj.Close()
 }
 
 // checkName applies mounts.CheckPath plus the git rule: no ".git" component.
@@ -264,7 +265,7 @@ func (f *FS) tree(h plumbing.Hash) (*tree, error) {
 	if t := f.trees.get(h); t != nil {
 		return t, nil
 	}
-	raw, err := f.obj.readAll(plumbing.TreeObject, h)
+	raw, err := f.obj.Bytes(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +398,7 @@ func (f *FS) size(n node) (int64, error) {
 			return s, nil
 		}
 	}
-	s, err := f.obj.size(n.hash)
+	s, err := f.obj.Size(n.hash)
 	if err != nil {
 		return 0, err
 	}
@@ -504,7 +505,7 @@ func (f *FS) ReadLink(ctx context.Context, name string) (string, error) {
 	if n.kind != kindSymlink {
 		return "", mounts.PathErr("readlink", name, fs.ErrInvalid)
 	}
-	b, err := f.obj.readAll(plumbing.BlobObject, n.hash)
+	b, err := f.obj.Bytes(plumbing.BlobObject, n.hash)
 	if err != nil {
 		return "", f.eio("readlink", name, n.hash, err)
 	}
@@ -530,7 +531,7 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	}
 	f.walk.opened(name)
 	b, err := f.blobs.acquire(ctx, n.hash, func(context.Context) (io.ReadCloser, int64, error) {
-		return f.obj.read(plumbing.BlobObject, n.hash)
+		return f.obj.Reader(plumbing.BlobObject, n.hash)
 	})
 	switch {
 	case errors.Is(err, errCacheClosed):
@@ -539,7 +540,7 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 		return nil, f.eio("open", name, n.hash, err)
 	case b.size != a.Size:
 		f.blobs.release(b)
-		return nil, f.eio("open", name, n.hash, errSizeMismatch)
+		return nil, f.eio("open", name, n.hash, objstore.ErrSizeMismatch)
 	}
 	return &file{fs: f, name: name, attr: a, b: b}, nil
 }

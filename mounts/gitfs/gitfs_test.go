@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 // openFS opens opts with a private cache directory and closes it at the
@@ -66,7 +67,7 @@ type lsEntry struct {
 // lsTree lists every entry of rev's tree, directories included.
 func lsTree(t testing.TB, dir, rev string) map[string]lsEntry {
 	t.Helper()
-	out := runGit(t, dir, "-c", "core.quotePath=false", "ls-tree", "-r", "-t", "-l", "-z", rev)
+	out := gittest.Git(t, dir, "-c", "core.quotePath=false", "ls-tree", "-r", "-t", "-l", "-z", rev)
 	m := map[string]lsEntry{}
 	for _, line := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
 		meta, name, ok := strings.Cut(line, "\t")
@@ -99,24 +100,24 @@ func walk(t testing.TB, f mounts.FS, dir string, visit func(name string, e mount
 }
 
 func TestOpenPinsTheRevision(t *testing.T) {
-	fx := mainFixture(t)
+	fx := gittest.MainFixture(t)
 	tests := []struct {
 		name, rev, want string
 	}{
-		{"default is HEAD", "", fx.head()},
-		{"HEAD", "HEAD", fx.head()},
-		{"branch", "main", fx.head()},
-		{"full SHA", fx.commits[3], fx.commits[3]},
-		{"short SHA", fx.commits[3][:9], fx.commits[3]},
-		{"upper-case short SHA", strings.ToUpper(fx.commits[3][:9]), fx.commits[3]},
-		{"ancestry", "HEAD~3", fx.commits[len(fx.commits)-4]},
-		{"lightweight tag", "light", fx.commits[5]},
-		{"annotated tag peels to its commit", "annotated", fx.commits[10]},
-		{"tag ancestry", "annotated~2", fx.commits[8]},
+		{"default is HEAD", "", fx.Head()},
+		{"HEAD", "HEAD", fx.Head()},
+		{"branch", "main", fx.Head()},
+		{"full SHA", fx.Commits[3], fx.Commits[3]},
+		{"short SHA", fx.Commits[3][:9], fx.Commits[3]},
+		{"upper-case short SHA", strings.ToUpper(fx.Commits[3][:9]), fx.Commits[3]},
+		{"ancestry", "HEAD~3", fx.Commits[len(fx.Commits)-4]},
+		{"lightweight tag", "light", fx.Commits[5]},
+		{"annotated tag peels to its commit", "annotated", fx.Commits[10]},
+		{"tag ancestry", "annotated~2", fx.Commits[8]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := openFS(t, Options{Src: fx.dir, Rev: tt.rev})
+			f := openFS(t, Options{Src: fx.Dir, Rev: tt.rev})
 			assert.Equal(t, tt.want, f.Commit())
 			got, err := f.GetXattr(context.Background(), ".", "user.git.commit")
 			require.NoError(t, err)
@@ -127,10 +128,10 @@ func TestOpenPinsTheRevision(t *testing.T) {
 }
 
 func TestTreeIsFaithfulToGit(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
-	want := lsTree(t, fx.dir, fx.head())
+	want := lsTree(t, fx.Dir, fx.Head())
 
 	seen := map[string]bool{}
 	walk(t, f, ".", func(name string, e mounts.DirEntry) {
@@ -143,7 +144,7 @@ func TestTreeIsFaithfulToGit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, e.Type, a.Mode.Type(), "%s: ReadDir type vs Stat", name)
 		assert.Equal(t, e.Ino, a.Ino, "%s: ReadDir Ino vs Stat", name)
-		assert.Equal(t, fx.headTime(), a.Mtime.UTC(), "%s: mtime is the committer time", name)
+		assert.Equal(t, fx.HeadTime(), a.Mtime.UTC(), "%s: mtime is the committer time", name)
 		assert.Equal(t, a.Mtime, a.Atime, name)
 		assert.Equal(t, a.Mtime, a.Ctime, name)
 		assert.Equal(t, uint32(os.Getuid()), a.Uid, name)
@@ -169,7 +170,7 @@ func TestTreeIsFaithfulToGit(t *testing.T) {
 			assert.Empty(t, ents, "a submodule is an empty directory")
 			sub, err := f.GetXattr(ctx, name, "user.git.submodule")
 			require.NoError(t, err)
-			assert.Equal(t, fx.sub, string(sub))
+			assert.Equal(t, fx.Sub, string(sub))
 		case "120000":
 			assert.Equal(t, fs.ModeSymlink|0o777, a.Mode, name)
 			target, err := f.ReadLink(ctx, name)
@@ -207,32 +208,32 @@ func TestTreeIsFaithfulToGit(t *testing.T) {
 }
 
 func TestLookupsReadOnlyTheTreesOnThePath(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
-	assert.Equal(t, 1, f.trees.ll.Len(), "Open decodes the root tree only")
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
+	assert.Equal(t, 1, f.trees.lru.Len(), "Open decodes the root tree only")
 
 	a, err := f.Stat(context.Background(), "big.bin")
 	require.NoError(t, err)
-	assert.Equal(t, int64(bigSize), a.Size)
+	assert.Equal(t, int64(gittest.BigSize), a.Size)
 	assert.Equal(t, int64(0), f.blobs.loads.Load(), "Stat takes the size from the header, not the content")
-	assert.Equal(t, 1, f.trees.ll.Len())
+	assert.Equal(t, 1, f.trees.lru.Len())
 
 	_, err = f.Stat(context.Background(), "a/b/c/deep.txt")
 	require.NoError(t, err)
 	// root, a, a/b and a/b/c (c for the link count of the directory, were
 	// it the target); nothing else.
-	assert.Equal(t, 4, f.trees.ll.Len())
+	assert.Equal(t, 4, f.trees.lru.Len())
 	assert.Equal(t, int64(0), f.blobs.loads.Load())
 }
 
 func TestLargeDeltifiedBlobDecodesOnce(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
 
 	oid, err := f.GetXattr(ctx, "big.bin", "user.git.oid")
 	require.NoError(t, err)
-	require.True(t, isDelta(t, fx.dir, string(oid)), "the fixture's large blob must be a delta in the pack")
+	require.True(t, isDelta(t, fx.Dir, string(oid)), "the fixture's large blob must be a delta in the pack")
 
 	fl, err := f.Open(ctx, "big.bin")
 	require.NoError(t, err)
@@ -250,32 +251,62 @@ func TestLargeDeltifiedBlobDecodesOnce(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 3))
 			buf := make([]byte, 128<<10)
 			for range 200 {
-				off := r.Int64N(bigSize)
+				off := r.Int64N(gittest.BigSize)
 				n, err := h.ReadAt(buf, off)
-				end := min(off+int64(len(buf)), bigSize)
+				end := min(off+int64(len(buf)), gittest.BigSize)
 				if !assert.Equal(t, int(end-off), n) {
 					return
 				}
-				if end == bigSize {
+				if end == gittest.BigSize {
 					assert.ErrorIs(t, err, io.EOF)
 				} else {
 					assert.NoError(t, err)
 				}
-				if !assert.True(t, bytes.Equal(fx.big[off:end], buf[:n]), "bytes at %d", off) {
+				if !assert.True(t, bytes.Equal(fx.Big[off:end], buf[:n]), "bytes at %d", off) {
 					return
 				}
 			}
 		}(uint64(g) + rng.Uint64())
 	}
 	wg.Wait()
-	n, err := fl.ReadAt(make([]byte, 10), bigSize-4)
+	n, err := fl.ReadAt(make([]byte, 10), gittest.BigSize-4)
 	assert.Equal(t, 4, n)
 	assert.ErrorIs(t, err, io.EOF)
-	n, err = fl.ReadAt(make([]byte, 10), bigSize+10)
+	n, err = fl.ReadAt(make([]byte, 10), gittest.BigSize+10)
 	assert.Equal(t, 0, n)
 	assert.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, int64(1), f.blobs.loads.Load(), "two opens and 800 reads decode the blob once")
 	assert.Equal(t, 0, spilledFiles(t, f), "spill files are unlinked at once")
+}
+
+// TestConcurrentOpensOfAColdBlobDecodeOnce: files opened at once on a blob
+// nobody has decoded share one decode, whichever of them starts it.
+func TestConcurrentOpensOfAColdBlobDecodeOnce(t *testing.T) {
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
+	ctx := context.Background()
+	const opens = 8
+	files := make([]mounts.File, opens)
+	var wg sync.WaitGroup
+	for i := range opens {
+		wg.Go(func() {
+			fl, err := f.Open(ctx, "big.bin")
+			if assert.NoError(t, err) {
+				files[i] = fl
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), f.blobs.loads.Load(), "eight opens of a cold blob, one decode")
+	buf := make([]byte, 4096)
+	for i, fl := range files {
+		require.NotNil(t, fl, i)
+		off := int64(i) * (gittest.BigSize / opens)
+		n, err := fl.ReadAt(buf, off)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(fx.Big[off:off+int64(n)], buf[:n]), "file %d at %d", i, off)
+		require.NoError(t, fl.Close())
+	}
 }
 
 // spilledFiles counts the names left in the spill directory.
@@ -293,7 +324,7 @@ func isDelta(t testing.TB, dir, oid string) bool {
 	packs, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.idx"))
 	require.NoError(t, err)
 	for _, p := range packs {
-		for _, line := range strings.Split(runGit(t, dir, "verify-pack", "-v", p), "\n") {
+		for _, line := range strings.Split(gittest.Git(t, dir, "verify-pack", "-v", p), "\n") {
 			f := strings.Fields(line)
 			// "SHA type size size-in-pack offset depth base" for deltas.
 			if len(f) == 7 && f[0] == oid {
@@ -305,7 +336,7 @@ func isDelta(t testing.TB, dir, oid string) bool {
 }
 
 func TestInodesAreStable(t *testing.T) {
-	fx := mainFixture(t)
+	fx := gittest.MainFixture(t)
 	collect := func(f *FS) map[string]uint64 {
 		m := map[string]uint64{}
 		a, err := f.Stat(context.Background(), ".")
@@ -314,8 +345,8 @@ func TestInodesAreStable(t *testing.T) {
 		walk(t, f, ".", func(name string, e mounts.DirEntry) { m[name] = e.Ino })
 		return m
 	}
-	first := collect(openFS(t, Options{Src: fx.dir}))
-	second := collect(openFS(t, Options{Src: fx.dir, Rev: fx.head()[:10]}))
+	first := collect(openFS(t, Options{Src: fx.Dir}))
+	second := collect(openFS(t, Options{Src: fx.Dir, Rev: fx.Head()[:10]}))
 	assert.Equal(t, first, second, "a remount of the same commit gives the same numbers")
 
 	seen := map[uint64]string{}
@@ -328,17 +359,17 @@ func TestInodesAreStable(t *testing.T) {
 		seen[n] = name
 	}
 
-	sub := openFS(t, Options{Src: fx.dir, Subdir: "a/b"})
+	sub := openFS(t, Options{Src: fx.Dir, Subdir: "a/b"})
 	a, err := sub.Stat(context.Background(), "c/deep.txt")
 	require.NoError(t, err)
 	assert.Equal(t, first["a/b/c/deep.txt"], a.Ino, "a subdir mount numbers entries as the whole commit does")
 }
 
 func TestSubdir(t *testing.T) {
-	fx := mainFixture(t)
+	fx := gittest.MainFixture(t)
 	ctx := context.Background()
 	for _, subdir := range []string{"a/b", "/a/b/", "a/b/"} {
-		f := openFS(t, Options{Src: fx.dir, Subdir: subdir})
+		f := openFS(t, Options{Src: fx.Dir, Subdir: subdir})
 		ents, err := f.ReadDir(ctx, ".")
 		require.NoError(t, err)
 		assert.Equal(t, []mounts.DirEntry{
@@ -348,16 +379,16 @@ func TestSubdir(t *testing.T) {
 		content, err := mounts.ReadFile(ctx, f, "c/deep.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "deep\n", string(content))
-		assert.Equal(t, "git@"+fx.head()[:12]+":a/b", f.Describe().Source)
+		assert.Equal(t, "git@"+fx.Head()[:12]+":a/b", f.Describe().Source)
 		oid, err := f.GetXattr(ctx, ".", "user.git.oid")
 		require.NoError(t, err)
-		assert.Equal(t, runGit(t, fx.dir, "rev-parse", "HEAD:a/b"), string(oid))
+		assert.Equal(t, gittest.Git(t, fx.Dir, "rev-parse", "HEAD:a/b"), string(oid))
 	}
 }
 
 func TestNamesAndErrors(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
 	openErr := func(name string) error { _, err := f.Open(ctx, name); return err }
 	statErr := func(name string) error { _, err := f.Stat(ctx, name); return err }
@@ -404,8 +435,8 @@ func TestNamesAndErrors(t *testing.T) {
 }
 
 func TestReadOnlyByMethodAbsence(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
 	assert.Equal(t, mounts.CapXattr|mounts.CapStatFS, mounts.Capabilities(f))
 	assert.False(t, mounts.Writable(f))
@@ -420,8 +451,8 @@ func TestReadOnlyByMethodAbsence(t *testing.T) {
 }
 
 func TestFileHandles(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
 	fl, err := f.Open(ctx, "README.md")
 	require.NoError(t, err)
@@ -443,7 +474,7 @@ func TestFileHandles(t *testing.T) {
 	require.NoError(t, empty.Close())
 
 	// A file outlives the mount's Close.
-	g := openFS(t, Options{Src: fx.dir})
+	g := openFS(t, Options{Src: fx.Dir})
 	kept, err := g.Open(ctx, "a/b/sibling.txt")
 	require.NoError(t, err)
 	require.NoError(t, g.Close())
@@ -479,11 +510,11 @@ func newLogger(l *logBuffer) *slog.Logger {
 }
 
 func TestCorruptObjectsGiveEIO(t *testing.T) {
-	dir, head := smallRepo(t, map[string]string{
+	dir, head := gittest.SmallRepo(t, map[string]string{
 		"ok.txt": "fine\n", "gone.txt": "this object will be deleted\n", "bad.txt": "this object will be garbled\n",
 	})
 	objPath := func(name string) string {
-		oid := runGit(t, dir, "rev-parse", head+":"+name)
+		oid := gittest.Git(t, dir, "rev-parse", head+":"+name)
 		return filepath.Join(dir, ".git", "objects", oid[:2], oid[2:])
 	}
 	require.NoError(t, os.Remove(objPath("gone.txt")))
@@ -507,8 +538,8 @@ func TestCorruptObjectsGiveEIO(t *testing.T) {
 }
 
 func TestInvalidEntriesAreHiddenAndLoggedOnce(t *testing.T) {
-	dir, _ := smallRepo(t, map[string]string{"keep.txt": "keep\n"})
-	blob := runGit(t, dir, "rev-parse", "HEAD:keep.txt")
+	dir, _ := gittest.SmallRepo(t, map[string]string{"keep.txt": "keep\n"})
+	blob := gittest.Git(t, dir, "rev-parse", "HEAD:keep.txt")
 	bin, err := hex.DecodeString(blob)
 	require.NoError(t, err)
 	var raw bytes.Buffer
@@ -520,8 +551,8 @@ func TestInvalidEntriesAreHiddenAndLoggedOnce(t *testing.T) {
 		raw.WriteString(e.mode + " " + e.name + "\x00")
 		raw.Write(bin)
 	}
-	tree := gitIn(t, dir, fixtureTime, raw.Bytes(), "hash-object", "-t", "tree", "-w", "--literally", "--stdin")
-	commit := runGit(t, dir, "commit-tree", "-m", "crafted", tree)
+	tree := gittest.GitAt(t, dir, gittest.Time, raw.Bytes(), "hash-object", "-t", "tree", "-w", "--literally", "--stdin")
+	commit := gittest.Git(t, dir, "commit-tree", "-m", "crafted", tree)
 
 	var logs logBuffer
 	f := openFS(t, Options{Src: dir, Rev: commit, Logger: newLogger(&logs)})
@@ -538,23 +569,23 @@ func TestInvalidEntriesAreHiddenAndLoggedOnce(t *testing.T) {
 }
 
 func TestSources(t *testing.T) {
-	fx := mainFixture(t)
+	fx := gittest.MainFixture(t)
 	root := t.TempDir()
 	bare := filepath.Join(root, "bare.git")
-	runGit(t, root, "clone", "-q", "--bare", fx.dir, bare)
+	gittest.Git(t, root, "clone", "-q", "--bare", fx.Dir, bare)
 	wt := filepath.Join(root, "wt")
-	runGit(t, fx.dir, "worktree", "add", "-q", "--detach", wt, fx.commits[2])
-	t.Cleanup(func() { runGit(t, fx.dir, "worktree", "remove", "--force", wt) })
+	gittest.Git(t, fx.Dir, "worktree", "add", "-q", "--detach", wt, fx.Commits[2])
+	t.Cleanup(func() { gittest.Git(t, fx.Dir, "worktree", "remove", "--force", wt) })
 
 	tests := []struct {
 		name, src, rev, want string
 	}{
-		{"worktree", fx.dir, "", fx.head()},
-		{"its .git directory", filepath.Join(fx.dir, ".git"), "", fx.head()},
-		{"bare", bare, "", fx.head()},
-		{"bare, by tag", bare, "light", fx.commits[5]},
-		{"linked worktree with a .git file", wt, "", fx.commits[2]},
-		{"linked worktree sees the common refs", wt, "main", fx.head()},
+		{"worktree", fx.Dir, "", fx.Head()},
+		{"its .git directory", filepath.Join(fx.Dir, ".git"), "", fx.Head()},
+		{"bare", bare, "", fx.Head()},
+		{"bare, by tag", bare, "light", fx.Commits[5]},
+		{"linked worktree with a .git file", wt, "", fx.Commits[2]},
+		{"linked worktree sees the common refs", wt, "main", fx.Head()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -567,15 +598,15 @@ func TestSources(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	fx := mainFixture(t)
+	fx := gittest.MainFixture(t)
 	root := t.TempDir()
 	notRepo := filepath.Join(root, "plain")
 	require.NoError(t, os.Mkdir(notRepo, 0o755))
 	aFile := filepath.Join(root, "file")
 	require.NoError(t, os.WriteFile(aFile, []byte("x"), 0o644))
 	unborn := filepath.Join(root, "unborn")
-	initRepo(t, unborn)
-	blob := runGit(t, fx.dir, "rev-parse", "HEAD:README.md")
+	gittest.InitRepo(t, unborn)
+	blob := gittest.Git(t, fx.Dir, "rev-parse", "HEAD:README.md")
 
 	tests := []struct {
 		name    string
@@ -588,18 +619,18 @@ func TestBadInput(t *testing.T) {
 		{"plain directory", Options{Src: notRepo}, ErrBadSource, "plain"},
 		{"a file", Options{Src: aFile}, ErrBadSource, "file"},
 		{"unreachable URL", Options{Src: "file://" + filepath.Join(root, "nope.git")}, ErrBadSource, "nope.git"},
-		{"offline without a clone", Options{Src: "file://" + fx.dir, Offline: true}, ErrBadSource, fx.dir},
+		{"offline without a clone", Options{Src: "file://" + fx.Dir, Offline: true}, ErrBadSource, fx.Dir},
 		{"unborn HEAD", Options{Src: unborn}, ErrBadRev, `"HEAD"`},
-		{"missing branch", Options{Src: fx.dir, Rev: "no-such-branch"}, ErrBadRev, "no-such-branch"},
-		{"missing SHA", Options{Src: fx.dir, Rev: strings.Repeat("0", 40)}, ErrBadRev, "0000"},
-		{"a blob is not a commit", Options{Src: fx.dir, Rev: blob}, ErrBadRev, blob},
-		{"malformed rev", Options{Src: fx.dir, Rev: "main..other"}, ErrBadRev, "main..other"},
-		{"too far back", Options{Src: fx.dir, Rev: "HEAD~100"}, ErrBadRev, "HEAD~100"},
-		{"missing subdir", Options{Src: fx.dir, Subdir: "no/such"}, ErrBadSubdir, "no/such"},
-		{"subdir is a file", Options{Src: fx.dir, Subdir: "README.md"}, ErrBadSubdir, "README.md"},
-		{"subdir is a submodule", Options{Src: fx.dir, Subdir: "vendor/sub"}, ErrBadSubdir, "vendor/sub"},
-		{"subdir .git", Options{Src: fx.dir, Subdir: ".git"}, ErrBadSubdir, ".git"},
-		{"subdir escapes", Options{Src: fx.dir, Subdir: "../x"}, ErrBadSubdir, "../x"},
+		{"missing branch", Options{Src: fx.Dir, Rev: "no-such-branch"}, ErrBadRev, "no-such-branch"},
+		{"missing SHA", Options{Src: fx.Dir, Rev: strings.Repeat("0", 40)}, ErrBadRev, "0000"},
+		{"a blob is not a commit", Options{Src: fx.Dir, Rev: blob}, ErrBadRev, blob},
+		{"malformed rev", Options{Src: fx.Dir, Rev: "main..other"}, ErrBadRev, "main..other"},
+		{"too far back", Options{Src: fx.Dir, Rev: "HEAD~100"}, ErrBadRev, "HEAD~100"},
+		{"missing subdir", Options{Src: fx.Dir, Subdir: "no/such"}, ErrBadSubdir, "no/such"},
+		{"subdir is a file", Options{Src: fx.Dir, Subdir: "README.md"}, ErrBadSubdir, "README.md"},
+		{"subdir is a submodule", Options{Src: fx.Dir, Subdir: "vendor/sub"}, ErrBadSubdir, "vendor/sub"},
+		{"subdir .git", Options{Src: fx.Dir, Subdir: ".git"}, ErrBadSubdir, ".git"},
+		{"subdir escapes", Options{Src: fx.Dir, Subdir: "../x"}, ErrBadSubdir, "../x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -617,18 +648,18 @@ func TestBadInput(t *testing.T) {
 
 func TestAmbiguousShortSHA(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
+	gittest.InitRepo(t, dir)
 	// fast-import makes 800 commits at once; among them two share their
 	// first four hex digits (the birthday bound is about 300).
 	var script bytes.Buffer
 	for i := range 800 {
 		msg := fmt.Sprintf("c%d", i)
-		fmt.Fprintf(&script, "commit refs/heads/main\ncommitter F <f@e> %d +0000\ndata %d\n%s\n", fixtureTime.Unix()+int64(i), len(msg), msg)
+		fmt.Fprintf(&script, "commit refs/heads/main\ncommitter F <f@e> %d +0000\ndata %d\n%s\n", gittest.Time.Unix()+int64(i), len(msg), msg)
 	}
-	gitIn(t, dir, fixtureTime, script.Bytes(), "fast-import", "--quiet")
+	gittest.GitAt(t, dir, gittest.Time, script.Bytes(), "fast-import", "--quiet")
 	byPrefix := map[string][]string{}
 	var prefix string
-	for _, c := range strings.Fields(runGit(t, dir, "rev-list", "main")) {
+	for _, c := range strings.Fields(gittest.Git(t, dir, "rev-list", "main")) {
 		byPrefix[c[:4]] = append(byPrefix[c[:4]], c)
 		if len(byPrefix[c[:4]]) == 2 {
 			prefix = c[:4]
@@ -647,7 +678,7 @@ func TestAmbiguousShortSHA(t *testing.T) {
 }
 
 func TestURLSourceIsClonedOnceAndReused(t *testing.T) {
-	dir, first := smallRepo(t, map[string]string{"a.txt": "one\n"})
+	dir, first := gittest.SmallRepo(t, map[string]string{"a.txt": "one\n"})
 	url := "file://" + dir
 	cache := t.TempDir()
 	var progress bytes.Buffer
@@ -664,8 +695,8 @@ func TestURLSourceIsClonedOnceAndReused(t *testing.T) {
 
 	// A new commit upstream: a mount of HEAD reuses the clone as it is
 	// (no fetch), a mount of the new SHA fetches it.
-	writeFile(t, dir, "a.txt", "two\n", 0o644)
-	second := commitAll(t, dir, 1, "second")
+	gittest.WriteFile(t, dir, "a.txt", "two\n", 0o644)
+	second := gittest.CommitAll(t, dir, 1, "second")
 	f = openFS(t, Options{Src: url, CacheDir: cache})
 	assert.Equal(t, first, f.Commit(), "HEAD is in the clone: no fetch")
 	_, err = Open(context.Background(), Options{Src: url, CacheDir: cache, Rev: second, Offline: true})
@@ -691,7 +722,7 @@ func TestRepackUnderALiveMount(t *testing.T) {
 	for i := range 20 {
 		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("content %d\n", i)
 	}
-	dir, _ := smallRepo(t, files)
+	dir, _ := gittest.SmallRepo(t, files)
 	f := openFS(t, Options{Src: dir})
 	ctx := context.Background()
 	got, err := mounts.ReadFile(ctx, f, "f00.txt")
@@ -699,7 +730,7 @@ func TestRepackUnderALiveMount(t *testing.T) {
 	assert.Equal(t, files["f00.txt"], string(got))
 
 	// git gc moves every loose object into a new pack and deletes them.
-	runGit(t, dir, "gc", "-q", "--prune=now")
+	gittest.Git(t, dir, "gc", "-q", "--prune=now")
 	loose, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "??", "*"))
 	require.NoError(t, err)
 	require.Empty(t, loose, "gc left loose objects")
@@ -713,8 +744,8 @@ func TestRepackUnderALiveMount(t *testing.T) {
 }
 
 func TestStatDirIsReadDirAndStat(t *testing.T) {
-	fx := mainFixture(t)
-	f := openFS(t, Options{Src: fx.dir})
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
 	dirs := 0
 	walk(t, f, ".", func(name string, e mounts.DirEntry) {
@@ -742,7 +773,7 @@ func TestStatDirIsReadDirAndStat(t *testing.T) {
 }
 
 func TestAWalkIsWarmedAhead(t *testing.T) {
-	dir, _ := smallRepo(t, map[string]string{
+	dir, _ := gittest.SmallRepo(t, map[string]string{
 		"top.txt": "top", "y/5.txt": "five",
 		"x/a/1.txt": "one", "x/a/2.txt": "two",
 		"x/b/4.txt": "four", "x/b/c/3.txt": "three",
@@ -799,7 +830,7 @@ func TestAWalkIsWarmedAhead(t *testing.T) {
 }
 
 func TestAScanDecodesItsWalkAhead(t *testing.T) {
-	dir, _ := smallRepo(t, map[string]string{
+	dir, _ := gittest.SmallRepo(t, map[string]string{
 		"src/a.go": "package a", "src/b.go": "package b",
 		"src/x/c.go": "package c", "src/x/d.go": "package d",
 	})

@@ -17,8 +17,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/objstore"
 )
 
 // Sentinels of bad input to Open. The CLI exits 2 on each.
@@ -30,15 +30,6 @@ var (
 	ErrBadRev = errors.New("not a commit")
 	// ErrBadSubdir: the subdir is not a directory at the commit.
 	ErrBadSubdir = errors.New("not a directory at the commit")
-)
-
-// Storage tuning. go-git's own object cache holds trees and commits (see
-// noBlobCache), so it is kept small; objects past largeObject stream from
-// their pack instead of being buffered whole.
-const (
-	goGitCacheSize     = 16 << 20
-	largeObject        = 1 << 20
-	maxOpenDescriptors = 32
 )
 
 // isURL reports whether src names a remote (or file://) repository rather
@@ -62,37 +53,6 @@ func redact(src string) string {
 
 func badSource(src string, err error) error {
 	return fmt.Errorf("gitfs: src %q: %w: %w", redact(src), ErrBadSource, err)
-}
-
-// openStorage opens the repository at path (a worktree, its .git, a bare
-// repository, or a linked worktree whose .git is a file) with storage
-// options tuned for serving.
-func openStorage(path string) (*objects, *git.Repository, error) {
-	probe, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	ps, ok := probe.Storer.(*filesystem.Storage)
-	if !ok {
-		return nil, nil, errors.New("unexpected storage")
-	}
-	st := filesystem.NewStorageWithOptions(ps.Filesystem(), noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
-		MaxOpenDescriptors:   maxOpenDescriptors,
-		LargeObjectThreshold: largeObject,
-	})
-	// The git directory is the root of go-git's file system (a linked
-	// worktree's own, whose commondir file leads to the objects). A pack
-	// the reader cannot map is served by go-git instead.
-	objDir := objectsDir(ps.Filesystem().Root())
-	packs, _ := newPacks(objDir)
-	fast := fastObjects{packs: packs, loose: looseObjects{dir: objDir}}
-	repo, err := git.Open(packedStorage{Storage: st, fast: fast}, nil)
-	if err != nil {
-		packs.close()
-		st.Close()
-		return nil, nil, err
-	}
-	return newObjects(st, fast), repo, nil
 }
 
 // Discover returns the top directory of the repository containing dir (its
@@ -132,9 +92,10 @@ func isBareDir(d string) bool {
 // resolveRev resolves rev once, to a full commit id. A short hex prefix
 // that matches several commits is refused, as git refuses it, rather than
 // silently picking one.
-func resolveRev(repo *git.Repository, st *filesystem.Storage, rev string) (plumbing.Hash, error) {
+func resolveRev(obj *objstore.Store, rev string) (plumbing.Hash, error) {
+	repo := obj.Repository()
 	if hexPrefix.MatchString(rev) && len(rev) < 2*len(plumbing.ZeroHash) {
-		if n := commitsWithPrefix(repo, st, strings.ToLower(rev)); n > 1 {
+		if n := commitsWithPrefix(obj, strings.ToLower(rev)); n > 1 {
 			return plumbing.ZeroHash, fmt.Errorf("gitfs: rev %q: %w: ambiguous, %d commits match", rev, ErrBadRev, n)
 		}
 	}
@@ -156,12 +117,13 @@ var hexPrefix = regexp.MustCompile(`^[0-9a-fA-F]{4,40}$`)
 
 // commitsWithPrefix counts the commits (and tags of commits) whose id
 // starts with prefix.
-func commitsWithPrefix(repo *git.Repository, st *filesystem.Storage, prefix string) int {
+func commitsWithPrefix(obj *objstore.Store, prefix string) int {
 	b, err := hex.DecodeString(prefix[:len(prefix)&^1])
 	if err != nil {
 		return 0
 	}
-	hashes, err := st.HashesWithPrefix(b)
+	repo := obj.Repository()
+	hashes, err := obj.HashesWithPrefix(b)
 	if err != nil {
 		return 0
 	}

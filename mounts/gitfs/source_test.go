@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 func TestIsURL(t *testing.T) {
@@ -40,16 +42,16 @@ func TestRedact(t *testing.T) {
 }
 
 func TestDiscover(t *testing.T) {
-	fx := mainFixture(t)
-	got, err := Discover(filepath.Join(fx.dir, "a", "b"))
+	fx := gittest.MainFixture(t)
+	got, err := Discover(filepath.Join(fx.Dir, "a", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, fx.dir, got, "from a subdirectory")
-	got, err = Discover(fx.dir)
+	assert.Equal(t, fx.Dir, got, "from a subdirectory")
+	got, err = Discover(fx.Dir)
 	require.NoError(t, err)
-	assert.Equal(t, fx.dir, got)
+	assert.Equal(t, fx.Dir, got)
 
 	bare := filepath.Join(t.TempDir(), "bare.git")
-	runGit(t, fx.dir, "clone", "-q", "--bare", "--no-local", fx.dir, bare)
+	gittest.Git(t, fx.Dir, "clone", "-q", "--bare", "--no-local", fx.Dir, bare)
 	got, err = Discover(filepath.Join(bare, "refs"))
 	require.NoError(t, err)
 	assert.Equal(t, bare, got, "inside a bare repository")

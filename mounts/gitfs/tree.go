@@ -2,7 +2,6 @@ package gitfs
 
 import (
 	"bytes"
-	"container/list"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
 )
 
 // kind is what a tree entry serves as.
@@ -168,51 +168,35 @@ func validName(name string) bool {
 	return mounts.CheckPath("lookup", name) == nil
 }
 
-// treeCache is a bounded LRU of decoded trees, keyed by object id. Two
-// goroutines missing the same tree may both decode it; the result is the
-// same and the second insert is dropped, which is cheaper than making
-// every lookup wait on a flight group.
+// treeCache holds decoded trees by object id, bounded by their cost, the
+// least recently used evicted first. Two goroutines missing the same tree
+// share one inflate of it (the object store's Bytes collapses them) and
+// each parse it; the second insert is dropped. So only a miss goes through
+// a flight, never a lookup that hits.
 type treeCache struct {
-	mu   sync.Mutex
-	max  int64
-	used int64
-	ll   list.List // of *treeItem, most recent at the front
-	m    map[plumbing.Hash]*list.Element
+	mu  sync.Mutex
+	lru *lru.LRU[plumbing.Hash, *tree]
 }
 
-type treeItem struct {
-	hash plumbing.Hash
-	t    *tree
-}
-
+// newTreeCache returns a cache of trees costing max in all; it keeps the
+// newest tree even when that one alone is over the bound.
 func newTreeCache(max int64) *treeCache {
-	return &treeCache{max: max, m: make(map[plumbing.Hash]*list.Element)}
+	return &treeCache{lru: lru.New[plumbing.Hash](max, func(t *tree) int64 { return t.cost })}
 }
 
+// get returns tree h, or nil.
 func (c *treeCache) get(h plumbing.Hash) *tree {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[h]; ok {
-		c.ll.MoveToFront(el)
-		return el.Value.(*treeItem).t
-	}
-	return nil
+	t, _ := c.lru.Get(h)
+	return t
 }
 
+// put adds t as tree h and returns the tree the cache holds for h: t, or
+// the one another lookup put first.
 func (c *treeCache) put(h plumbing.Hash, t *tree) *tree {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[h]; ok {
-		c.ll.MoveToFront(el)
-		return el.Value.(*treeItem).t
-	}
-	c.m[h] = c.ll.PushFront(&treeItem{hash: h, t: t})
-	c.used += t.cost
-	// Keep at least the newest tree even when it alone is over the bound.
-	for c.used > c.max && c.ll.Len() > 1 {
-		old := c.ll.Remove(c.ll.Back()).(*treeItem)
-		delete(c.m, old.hash)
-		c.used -= old.t.cost
-	}
+	t, _ = c.lru.Add(h, t)
 	return t
 }

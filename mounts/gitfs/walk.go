@@ -153,7 +153,7 @@ func (w *walker) warm(t *tree) {
 				_, _ = w.f.tree(e.hash)
 			case e.kind == kindGitlink || e.loadSize() >= 0:
 			default:
-				if s, err := w.f.obj.size(e.hash); err == nil {
+				if s, err := w.f.obj.Size(e.hash); err == nil {
 					e.storeSize(s)
 				}
 			}
@@ -175,7 +175,7 @@ func (w *walker) warm(t *tree) {
 		}
 		h := e.hash
 		b, err := w.f.blobs.acquire(context.Background(), h, func(context.Context) (io.ReadCloser, int64, error) {
-			return w.f.obj.read(plumbing.BlobObject, h)
+			return w.f.obj.Reader(plumbing.BlobObject, h)
 		})
 		if err == nil {
 			w.f.blobs.release(b)

@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bytes"
@@ -115,7 +115,7 @@ func parseLoose(data []byte, whole bool) (plumbing.ObjectType, int64, []byte, er
 	content := make([]byte, size)
 	got := copy(content, head[nul+1:n])
 	if int64(n-nul-1) > size {
-		return 0, 0, nil, fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, errSizeMismatch)
+		return 0, 0, nil, fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, ErrSizeMismatch)
 	}
 	if _, err := io.ReadFull(z.z, content[got:]); err != nil {
 		return 0, 0, nil, corrupt(err)

@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"encoding/binary"

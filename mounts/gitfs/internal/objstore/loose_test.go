@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bytes"
@@ -15,10 +15,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 func TestLooseObjects(t *testing.T) {
-	dir, _ := smallRepo(t, map[string]string{"a.txt": "loose\n", "empty": "", "d/b.go": "package b\n"})
+	dir, _ := gittest.SmallRepo(t, map[string]string{"a.txt": "loose\n", "empty": "", "d/b.go": "package b\n"})
 	objs := catAll(t, dir)
 	fast := fastObjects{packs: openTestPacks(t, dir), loose: looseObjects{dir: filepath.Join(dir, ".git", "objects")}}
 	require.Empty(t, fast.packs.list, "no pack: every object is loose")
@@ -53,15 +55,15 @@ func TestLargeLooseObjectGoesToGoGit(t *testing.T) {
 	for i := range big {
 		big[i] = byte(rng.Uint32())
 	}
-	dir, _ := smallRepo(t, map[string]string{"big.bin": string(big)})
-	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	dir, _ := gittest.SmallRepo(t, map[string]string{"big.bin": string(big)})
+	h := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:big.bin"))
 	_, _, _, ok, err := looseObjects{dir: filepath.Join(dir, ".git", "objects")}.load(h, true)
 	assert.False(t, ok)
 	assert.NoError(t, err)
-	o, _, err := openStorage(dir)
+	o, err := Open(dir)
 	require.NoError(t, err)
-	defer o.close()
-	b, err := o.readAll(plumbing.BlobObject, h)
+	defer o.Close()
+	b, err := o.Bytes(plumbing.BlobObject, h)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(big, b), "served by go-git")
 }

@@ -1,8 +1,7 @@
-package gitfs
+package objstore
 
 import (
 	"bytes"
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -19,13 +18,15 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/klauspost/compress/zlib"
 	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/lru"
 )
 
 // packs reads objects straight from the repository's pack files, safe for
 // concurrent use without a global lock: every pack is mapped read-only, its
 // index decoded once, and each read inflates from the mapped bytes with a
 // pooled zlib reader of its own. go-git's storage, by contrast, seeks one
-// shared descriptor per pack and must be serialised (see objects).
+// shared descriptor per pack and must be serialised (see Store).
 //
 // It answers only for objects in a pack. A loose object, one in an
 // alternate's pack, or a REF_DELTA whose base is outside the object's pack
@@ -578,7 +579,7 @@ func putInflater(f *inflater) {
 // mismatch.
 func corrupt(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %w: data ends early", errCorruptPack, errSizeMismatch)
+		return fmt.Errorf("%w: %w: data ends early", errCorruptPack, ErrSizeMismatch)
 	}
 	return fmt.Errorf("%w: %w", errCorruptPack, err)
 }
@@ -587,7 +588,7 @@ func corrupt(err error) error {
 // hold exactly size bytes, and checks its adler32 by reading to its end.
 func inflate(src []byte, size int64) ([]byte, error) {
 	if size < 0 || size/maxDeflateRatio > int64(len(src)) {
-		return nil, fmt.Errorf("%w: %w: %d bytes cannot inflate to %d", errCorruptPack, errSizeMismatch, len(src), size)
+		return nil, fmt.Errorf("%w: %w: %d bytes cannot inflate to %d", errCorruptPack, ErrSizeMismatch, len(src), size)
 	}
 	f, err := getInflater(src)
 	if err != nil {
@@ -658,7 +659,7 @@ func atEnd(z io.Reader) error {
 		n, err := z.Read(one[:])
 		switch {
 		case n > 0:
-			return fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, errSizeMismatch)
+			return fmt.Errorf("%w: %w: more data than the header says", errCorruptPack, ErrSizeMismatch)
 		case err == io.EOF:
 			return nil
 		case err != nil:
@@ -737,15 +738,13 @@ func (r *packReader) Close() error {
 	return nil
 }
 
-// baseCache is an LRU of decoded delta bases, bounded in bytes. Its slices
-// are shared and never modified.
+// baseCache holds decoded delta bases, bounded in bytes, the least
+// recently used evicted first. Its slices are shared and never modified.
 type baseCache struct {
 	max  int64
 	hits atomic.Int64 // for tests and measurements
 	mu   sync.Mutex
-	used int64
-	ll   list.List // of *baseEntry, most recent at the front
-	m    map[baseKey]*list.Element
+	lru  *lru.LRU[baseKey, baseEntry]
 }
 
 type baseKey struct {
@@ -754,53 +753,37 @@ type baseKey struct {
 }
 
 type baseEntry struct {
-	key  baseKey
 	data []byte
 	typ  plumbing.ObjectType
 }
 
 func newBaseCache(max int64) *baseCache {
-	return &baseCache{max: max, m: map[baseKey]*list.Element{}}
+	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(len(e.data)) })}
 }
 
-func (c *baseCache) get(pack uint64, off int64) (*baseEntry, bool) {
+func (c *baseCache) get(pack uint64, off int64) (baseEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[baseKey{pack, off}]
-	if !ok {
-		return nil, false
+	e, ok := c.lru.Get(baseKey{pack, off})
+	if ok {
+		c.hits.Add(1)
 	}
-	c.ll.MoveToFront(el)
-	c.hits.Add(1)
-	return el.Value.(*baseEntry), true
+	return e, ok
 }
 
 // put adds a base; one larger than a quarter of the cache is not kept, so
 // a single large file does not flush every other chain.
 func (c *baseCache) put(pack uint64, off int64, data []byte, typ plumbing.ObjectType) {
-	size := int64(len(data))
-	if size > c.max/4 {
+	if int64(len(data)) > c.max/4 {
 		return
 	}
-	k := baseKey{pack, off}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		return
-	}
-	c.m[k] = c.ll.PushFront(&baseEntry{key: k, data: data, typ: typ})
-	c.used += size
-	for c.used > c.max {
-		e := c.ll.Remove(c.ll.Back()).(*baseEntry)
-		delete(c.m, e.key)
-		c.used -= int64(len(e.data))
-	}
+	c.lru.Add(baseKey{pack, off}, baseEntry{data: data, typ: typ})
 }
 
 func (c *baseCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.m)
-	c.ll.Init()
-	c.used = 0
+	c.lru.Clear()
 }

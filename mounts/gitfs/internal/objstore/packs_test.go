@@ -1,4 +1,4 @@
-package gitfs
+package objstore
 
 import (
 	"bufio"
@@ -21,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
 // gitObject is one object as git cat-file reports it.
@@ -36,7 +38,7 @@ func catAll(t testing.TB, dir string) []gitObject {
 	t.Helper()
 	cmd := exec.Command("git", "cat-file", "--batch-all-objects", "--batch")
 	cmd.Dir = dir
-	cmd.Env = gitEnv(fixtureTime)
+	cmd.Env = gittest.Env(gittest.Time)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -92,17 +94,17 @@ func countTypes(t testing.TB, ps *packs) map[byte]int {
 // refDeltaRepo makes a repository whose pack stores deltas as REF_DELTA.
 func refDeltaRepo(t testing.TB) string {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
+	gittest.InitRepo(t, dir)
 	var text strings.Builder
 	for i := range 12 {
 		for j := range 300 {
 			fmt.Fprintf(&text, "revision %d line %d of a file that grows\n", i, j)
 		}
-		writeFile(t, dir, "grow.txt", text.String(), 0o644)
-		writeFile(t, dir, fmt.Sprintf("d%d/small.txt", i%3), strings.Repeat("small\n", i+1), 0o644)
-		commitAll(t, dir, i, fmt.Sprintf("commit %d", i))
+		gittest.WriteFile(t, dir, "grow.txt", text.String(), 0o644)
+		gittest.WriteFile(t, dir, fmt.Sprintf("d%d/small.txt", i%3), strings.Repeat("small\n", i+1), 0o644)
+		gittest.CommitAll(t, dir, i, fmt.Sprintf("commit %d", i))
 	}
-	runGit(t, dir, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adfq", "--window=50", "--depth=50")
+	gittest.Git(t, dir, "-c", "repack.useDeltaBaseOffset=false", "repack", "-adfq", "--window=50", "--depth=50")
 	return dir
 }
 
@@ -140,7 +142,7 @@ func TestPacksMatchGit(t *testing.T) {
 		dir   func(t *testing.T) string
 		delta byte // the delta type the pack must hold
 	}{
-		{"ofs-delta", func(t *testing.T) string { return mainFixture(t).dir }, objOfsDelta},
+		{"ofs-delta", func(t *testing.T) string { return gittest.MainFixture(t).Dir }, objOfsDelta},
 		{"ref-delta", func(t *testing.T) string { return refDeltaRepo(t) }, objRefDelta},
 	}
 	for _, tt := range tests {
@@ -151,13 +153,13 @@ func TestPacksMatchGit(t *testing.T) {
 			counts := countTypes(t, ps)
 			require.Positive(t, counts[tt.delta], "the pack holds deltas of type %d: %v", tt.delta, counts)
 			checkAgainstGit(t, ps, catAll(t, dir))
-			assert.Positive(t, ps.bases.used, "delta bases were cached")
+			assert.Positive(t, ps.bases.lru.Cost(), "delta bases were cached")
 		})
 	}
 }
 
 func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
-	dir, head := smallRepo(t, map[string]string{"a.txt": "loose\n"})
+	dir, head := gittest.SmallRepo(t, map[string]string{"a.txt": "loose\n"})
 	ps := openTestPacks(t, dir)
 	h := plumbing.NewHash(head)
 	_, ok, err := ps.size(h)
@@ -170,54 +172,25 @@ func TestPacksAnswerNotFoundForLooseObjects(t *testing.T) {
 	assert.False(t, ok)
 	assert.NoError(t, err)
 
-	// objects reads it from its file.
-	o, _, err := openStorage(dir)
+	// The store reads it from its file.
+	o, err := Open(dir)
 	require.NoError(t, err)
-	defer o.close()
-	blob := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:a.txt"))
-	n, err := o.size(blob)
+	defer o.Close()
+	blob := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:a.txt"))
+	n, err := o.Size(blob)
 	require.NoError(t, err)
 	assert.Equal(t, int64(len("loose\n")), n)
-	b, err := o.readAll(plumbing.BlobObject, blob)
+	b, err := o.Bytes(plumbing.BlobObject, blob)
 	require.NoError(t, err)
 	assert.Equal(t, "loose\n", string(b))
-	_, err = o.readAll(plumbing.TreeObject, blob)
+	_, err = o.Bytes(plumbing.TreeObject, blob)
 	assert.ErrorIs(t, err, plumbing.ErrObjectNotFound, "a blob is not a tree")
-}
-
-func TestObjectsReadPackedObjectsWithTheirType(t *testing.T) {
-	fx := mainFixture(t)
-	o, _, err := openStorage(fx.dir)
-	require.NoError(t, err)
-	defer o.close()
-	require.NotEmpty(t, o.fast.packs.list, "the fixture's pack is mapped")
-	blob := plumbing.NewHash(runGit(t, fx.dir, "rev-parse", "HEAD:README.md"))
-	b, err := o.readAll(plumbing.BlobObject, blob)
-	require.NoError(t, err)
-	assert.Equal(t, "# fixture\n", string(b))
-	_, _, err = o.read(plumbing.TreeObject, blob)
-	assert.ErrorIs(t, err, plumbing.ErrObjectNotFound, "a blob is not a tree")
-}
-
-func TestObjectsDirOfALinkedWorktree(t *testing.T) {
-	dir, head := smallRepo(t, map[string]string{"a.txt": "packed\n"})
-	runGit(t, dir, "gc", "-q")
-	wt := filepath.Join(t.TempDir(), "wt")
-	runGit(t, dir, "worktree", "add", "-q", "--detach", wt, head)
-	o, _, err := openStorage(wt)
-	require.NoError(t, err)
-	defer o.close()
-	assert.Equal(t, filepath.Join(dir, ".git", "objects", "pack"), o.fast.packs.dir)
-	require.NotEmpty(t, o.fast.packs.list)
-	_, ok, err := o.fast.packs.size(plumbing.NewHash(head))
-	assert.True(t, ok)
-	assert.NoError(t, err)
 }
 
 func TestPacksDecodeConcurrently(t *testing.T) {
-	fx := mainFixture(t)
-	objs := catAll(t, fx.dir)
-	ps := openTestPacks(t, fx.dir)
+	fx := gittest.MainFixture(t)
+	objs := catAll(t, fx.Dir)
+	ps := openTestPacks(t, fx.Dir)
 	sums := make(map[plumbing.Hash][sha1.Size]byte, len(objs))
 	for _, o := range objs {
 		sums[o.hash] = sha1.Sum(o.content)
@@ -261,12 +234,12 @@ func TestPacksDecodeConcurrently(t *testing.T) {
 
 func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
-	big := bigContent(3 << 20)
+	gittest.InitRepo(t, dir)
+	big := gittest.BigContent(3 << 20)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644))
-	commitAll(t, dir, 0, "big")
-	runGit(t, dir, "repack", "-adq")
-	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	gittest.CommitAll(t, dir, 0, "big")
+	gittest.Git(t, dir, "repack", "-adq")
+	h := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:big.bin"))
 
 	ps := openTestPacks(t, dir)
 	r, n, _, ok, err := ps.open(h)
@@ -279,9 +252,9 @@ func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 	require.NoError(t, err)
 
 	// A new commit and a full repack replace the pack.
-	writeFile(t, dir, "other.txt", "other\n", 0o644)
-	commitAll(t, dir, 1, "other")
-	runGit(t, dir, "repack", "-adq")
+	gittest.WriteFile(t, dir, "other.txt", "other\n", 0o644)
+	gittest.CommitAll(t, dir, 1, "other")
+	gittest.Git(t, dir, "repack", "-adq")
 	require.NoError(t, ps.reload())
 	require.Len(t, ps.list, 1)
 	require.NotSame(t, old, ps.list[0], "the old pack is retired")
@@ -305,11 +278,11 @@ func TestRetiredPackStaysMappedWhileStreaming(t *testing.T) {
 // fault becomes an error.
 func TestPackTruncatedInPlaceFailsWithoutACrash(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	initRepo(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), bigContent(3<<20), 0o644))
-	commitAll(t, dir, 0, "big")
-	runGit(t, dir, "repack", "-adq")
-	h := plumbing.NewHash(runGit(t, dir, "rev-parse", "HEAD:big.bin"))
+	gittest.InitRepo(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), gittest.BigContent(3<<20), 0o644))
+	gittest.CommitAll(t, dir, 0, "big")
+	gittest.Git(t, dir, "repack", "-adq")
+	h := plumbing.NewHash(gittest.Git(t, dir, "rev-parse", "HEAD:big.bin"))
 	packFiles, err := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
 	require.NoError(t, err)
 	require.Len(t, packFiles, 1)
@@ -496,10 +469,10 @@ func TestHandMadePacks(t *testing.T) {
 	}{
 		{name: "whole", objs: [][]byte{blob(int64(len(hello)), hello)}, want: string(hello), size: int64(len(hello))},
 		{name: "empty", objs: [][]byte{blob(0, nil)}, want: "", size: 0},
-		{name: "short header", objs: [][]byte{blob(5, hello)}, size: 5, wantErr: errSizeMismatch},
-		{name: "long header", objs: [][]byte{blob(20, hello)}, size: 20, wantErr: errSizeMismatch},
+		{name: "short header", objs: [][]byte{blob(5, hello)}, size: 5, wantErr: ErrSizeMismatch},
+		{name: "long header", objs: [][]byte{blob(20, hello)}, size: 20, wantErr: ErrSizeMismatch},
 		{name: "bad checksum", objs: [][]byte{badSum}, size: int64(len(hello)), wantErr: errCorruptPack},
-		{name: "absurd size", objs: [][]byte{blob(1<<50, hello)}, size: 1 << 50, wantErr: errSizeMismatch},
+		{name: "absurd size", objs: [][]byte{blob(1<<50, hello)}, size: 1 << 50, wantErr: ErrSizeMismatch},
 		{name: "not zlib", objs: [][]byte{append(objHeader(objBlob, 3), "abc"...)}, size: 3, wantErr: errCorruptPack},
 		{name: "type 5", objs: [][]byte{append(objHeader(5, 3), zlibOf(t, []byte("abc"))...)}, size: -1, wantErr: errCorruptPack},
 		{name: "header past end", objs: [][]byte{{0xb3, 0x80, 0x80}}, size: -1, wantErr: errCorruptPack},
@@ -565,15 +538,15 @@ func TestHandMadePacks(t *testing.T) {
 }
 
 func TestSharedChainsDecodeOnce(t *testing.T) {
-	fx := mainFixture(t)
-	ps := openTestPacks(t, fx.dir)
+	fx := gittest.MainFixture(t)
+	ps := openTestPacks(t, fx.Dir)
 	// Git deltifies older versions against newer ones: the chain of
 	// commit 4's src/gen.txt runs through commit 5's, and on.
 	var want [2][]byte
 	var hs [2]plumbing.Hash
-	for i, c := range []string{fx.commits[5], fx.commits[4]} {
-		hs[i] = plumbing.NewHash(runGit(t, fx.dir, "rev-parse", c+":src/gen.txt"))
-		want[i] = []byte(gitIn(t, fx.dir, fixtureTime, nil, "cat-file", "blob", hs[i].String()) + "\n")
+	for i, c := range []string{fx.Commits[5], fx.Commits[4]} {
+		hs[i] = plumbing.NewHash(gittest.Git(t, fx.Dir, "rev-parse", c+":src/gen.txt"))
+		want[i] = []byte(gittest.GitAt(t, fx.Dir, gittest.Time, nil, "cat-file", "blob", hs[i].String()) + "\n")
 	}
 	p, off, ok := ps.pin(hs[1])
 	require.True(t, ok)
@@ -610,7 +583,7 @@ func TestBaseCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	assert.False(t, ok, "the least recently used went first")
 	_, ok = c.get(2, 40)
 	assert.False(t, ok, "keyed by pack too")
-	assert.LessOrEqual(t, c.used, int64(100))
+	assert.LessOrEqual(t, c.lru.Cost(), int64(100))
 }
 
 // BenchmarkDecodeHead decodes every blob of HEAD of $GITFS_BENCH_REPO (a
@@ -620,21 +593,21 @@ func TestBaseCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func BenchmarkDecodeHead(b *testing.B) {
 	dir := os.Getenv("GITFS_BENCH_REPO")
 	if dir == "" {
-		dir = mainFixture(b).dir
+		dir = gittest.MainFixture(b).Dir
 	}
 	var hs []plumbing.Hash
-	for _, line := range strings.Split(runGit(b, dir, "ls-tree", "-r", "HEAD"), "\n") {
+	for _, line := range strings.Split(gittest.Git(b, dir, "ls-tree", "-r", "HEAD"), "\n") {
 		if f := strings.Fields(line); len(f) >= 3 && f[1] == "blob" {
 			hs = append(hs, plumbing.NewHash(f[2]))
 		}
 	}
 	require.NotEmpty(b, hs)
 	decode := func(b *testing.B, workers int, cache bool) {
-		o, _, err := openStorage(dir)
+		o, err := Open(dir)
 		require.NoError(b, err)
-		defer o.close()
+		defer o.Close()
 		if !cache {
-			o.fast.packs.bases.max = 0
+			o.fast.packs.bases = newBaseCache(0)
 		}
 		b.ResetTimer()
 		for range b.N {
@@ -642,7 +615,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 			for w := range workers {
 				wg.Go(func() {
 					for i := w; i < len(hs); i += workers {
-						r, n, err := o.read(plumbing.BlobObject, hs[i])
+						r, n, err := o.Reader(plumbing.BlobObject, hs[i])
 						if err == nil {
 							_, err = io.CopyN(io.Discard, r, n)
 							r.Close()
@@ -662,14 +635,14 @@ func BenchmarkDecodeHead(b *testing.B) {
 	}
 	b.Run("packs-nocache/1", func(b *testing.B) { decode(b, 1, false) })
 	b.Run("go-git/1", func(b *testing.B) {
-		o, _, err := openStorage(dir)
+		o, err := Open(dir)
 		require.NoError(b, err)
-		defer o.close()
+		defer o.Close()
 		o.fast.packs.close() // every read falls back to go-git
 		b.ResetTimer()
 		for range b.N {
 			for _, h := range hs {
-				r, n, err := o.read(plumbing.BlobObject, h)
+				r, n, err := o.Reader(plumbing.BlobObject, h)
 				require.NoError(b, err)
 				_, err = io.CopyN(io.Discard, r, n)
 				require.NoError(b, err)

@@ -1,0 +1,33 @@
+// Package objstore reads the objects of one git repository for gitfs: by
+// id, an object's size from its header, its whole content, or its content
+// as a stream, safe for concurrent use. It knows nothing of trees, paths
+// or commits: gitfs makes a pinned commit's tree of the objects.
+//
+// # Where objects come from
+//
+// Packed objects decode concurrently, without a lock, from read-only
+// mappings of the packs, their indexes searched in place (packs.go,
+// packindex.go; klauspost/compress's inflate: about git's own speed, twice
+// go-git's), so opening a store costs the same whatever the number of
+// objects. Loose objects up to 1 MiB (compressed) are read from their
+// files the same way (loose.go). The rest — larger loose objects,
+// alternates, a REF_DELTA whose base is in another pack, multi-pack
+// indexes — goes through go-git's storage, which loads every pack index
+// into memory on first use and, not being safe for concurrent use, is
+// serialised by one lock (store.go).
+//
+// # A live repository
+//
+// A repack (git gc) that moves objects into new packs is noticed on the
+// first miss (the pack directory changed) and the pack indexes are read
+// again; a pack that left stays mapped until its last reader is done.
+//
+// # Errors
+//
+// A missing object is plumbing.ErrObjectNotFound, as go-git says, and so
+// is an object of another type than the one asked for. Content longer or
+// shorter than its header says is [ErrSizeMismatch]; any other damage is a
+// "corrupt pack" error. A damaged pack never panics: every read from a
+// mapping is bounds-checked, and a fault on a mapping truncated under it
+// becomes an error. No error names a host path.
+package objstore

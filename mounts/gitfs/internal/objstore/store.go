@@ -1,0 +1,331 @@
+package objstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"golang.org/x/sync/singleflight"
+)
+
+// Store reads the objects of one repository, and is safe for concurrent
+// use. Packed objects come from the pack reader (packs) and loose ones up
+// to maxLooseFile from their files (looseObjects), neither taking a lock
+// here. The rest (larger loose objects, alternates, a REF_DELTA whose base
+// is in another pack) comes from go-git's object storage, which is not
+// safe for concurrent use (its packfile scanners seek a shared descriptor)
+// and is serialised by mu: only header reads and small objects are decoded
+// under the lock; the content of a large blob streams from its own
+// descriptor outside it.
+type Store struct {
+	repo *git.Repository
+	fast fastObjects
+	// flight collapses concurrent Bytes of one object into one decode:
+	// the walk's workers and the walking program often miss the same tree
+	// at once.
+	flight singleflight.Group
+	// onLoad, when set (by tests), is called at the start of each decode
+	// of a flight.
+	onLoad func(plumbing.Hash)
+
+	mu sync.Mutex
+	st *filesystem.Storage
+	// packsAt is the modification time of objects/pack when the pack
+	// indexes were last read.
+	packsAt time.Time
+}
+
+// Storage tuning. go-git's own object cache holds trees and commits (see
+// noBlobCache), so it is kept small; objects past largeObject stream from
+// their pack instead of being buffered whole.
+const (
+	goGitCacheSize     = 16 << 20
+	largeObject        = 1 << 20
+	maxOpenDescriptors = 32
+)
+
+// Open opens the object store of the repository at path (a worktree, its
+// .git, a bare repository, or a linked worktree whose .git is a file). Its
+// error is go-git's, or says what is wrong with the repository.
+func Open(path string) (*Store, error) {
+	probe, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := probe.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, errors.New("unexpected storage")
+	}
+	st := filesystem.NewStorageWithOptions(ps.Filesystem(), noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
+		MaxOpenDescriptors:   maxOpenDescriptors,
+		LargeObjectThreshold: largeObject,
+	})
+	// The git directory is the root of go-git's file system (a linked
+	// worktree's own, whose commondir file leads to the objects). A pack
+	// the reader cannot map is served by go-git instead.
+	objDir := objectsDir(ps.Filesystem().Root())
+	packs, _ := newPacks(objDir)
+	fast := fastObjects{packs: packs, loose: looseObjects{dir: objDir}}
+	repo, err := git.Open(packedStorage{Storage: st, fast: fast}, nil)
+	if err != nil {
+		packs.close()
+		st.Close()
+		return nil, err
+	}
+	s := &Store{repo: repo, st: st, fast: fast}
+	s.packsAt, _ = s.packsTime()
+	return s, nil
+}
+
+// Repository is go-git's view of the repository, over this store: for
+// resolving a revision, reading the commit, fetching into a clone. It
+// reads through go-git's storage without mu, so it is for use before the
+// store serves concurrent readers (as gitfs.Open uses it).
+func (s *Store) Repository() *git.Repository { return s.repo }
+
+// HashesWithPrefix returns the ids of the objects whose id starts with the
+// bytes of prefix, for telling whether a short SHA is ambiguous.
+func (s *Store) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.HashesWithPrefix(prefix)
+}
+
+func (s *Store) packsTime() (time.Time, error) {
+	fi, err := os.Stat(s.fast.packs.dir)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// retry runs fn, and once more after re-reading the pack directory (go-git's
+// indexes and the pack reader's mappings) when fn could not find the object
+// and the packs changed since they were read: a repository repacked under a
+// live mount (git gc in the source worktree) moves objects to new packs,
+// while a genuinely missing object must not cost an index reload on every
+// read.
+// Callers hold s.mu.
+func (s *Store) retry(fn func() error) error {
+	err := fn()
+	if err == nil || !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return err
+	}
+	at, serr := s.packsTime()
+	if serr != nil || at.Equal(s.packsAt) {
+		return err
+	}
+	s.packsAt = at
+	s.st.Reindex()
+	// A pack that cannot be mapped is left to go-git, which reports
+	// what is wrong with it if anything reads from it.
+	_ = s.fast.packs.reload()
+	return fn()
+}
+
+// Size returns the size of object h from its header, without decoding it.
+func (s *Store) Size(h plumbing.Hash) (int64, error) {
+	if n, ok, err := s.fast.size(h); ok {
+		return n, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	err := s.retry(func() error {
+		var err error
+		n, err = s.st.EncodedObjectSize(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			// EncodedObjectSize does not look in alternates; EncodedObject
+			// does, and for a large object it still reads only headers.
+			var obj plumbing.EncodedObject
+			if obj, err = s.st.EncodedObject(plumbing.AnyObject, h); err == nil {
+				n = obj.Size()
+			}
+		}
+		return err
+	})
+	return n, err
+}
+
+// Reader returns the content of object h of type t (any type for
+// plumbing.AnyObject) and its size. A whole object in a pack streams from
+// the pack's mapping; for a large object go-git returns a lazy handle, and
+// the decoding happens when the returned reader is read, outside the lock.
+// An object of another type is plumbing.ErrObjectNotFound, as go-git says.
+// Readers are not shared: two readers of one object each decode it (gitfs's
+// blob cache collapses its loads of one blob into one).
+func (s *Store) Reader(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, error) {
+	r, n, typ, err := s.open(t, h)
+	if err != nil {
+		return nil, 0, err
+	}
+	if t != plumbing.AnyObject && typ != t {
+		// As go-git answers an object of another type.
+		r.Close()
+		return nil, 0, plumbing.ErrObjectNotFound
+	}
+	return r, n, nil
+}
+
+// open returns the content of object h, its size and its type; t is for
+// go-git, which may check it.
+func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, error) {
+	if r, n, typ, ok, err := s.fast.open(h); ok {
+		return r, n, typ, err
+	}
+	s.mu.Lock()
+	var obj plumbing.EncodedObject
+	err := s.retry(func() error {
+		var err error
+		obj, err = s.st.EncodedObject(t, h)
+		return err
+	})
+	s.mu.Unlock()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return r, obj.Size(), obj.Type(), nil
+}
+
+// Bytes returns the whole content of a small object (a tree, a symlink
+// target) of type t, checking its length against the header. Concurrent
+// calls for one object share one decode. The slice may be shared with
+// other callers and the pack reader's base cache: callers must not modify
+// it.
+func (s *Store) Bytes(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	v, err, _ := s.flight.Do(flightKey(h), func() (any, error) { return s.load(h) })
+	if err != nil {
+		return nil, err
+	}
+	obj := v.(*object)
+	if t != plumbing.AnyObject && obj.typ != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return obj.data, nil
+}
+
+// flightKey is h as a singleflight key. It takes h by value: slicing the
+// caller's h would move it to the heap.
+func flightKey(h plumbing.Hash) string { return string(h[:]) }
+
+// object is a decoded object, as Bytes's flights share it.
+type object struct {
+	data []byte
+	typ  plumbing.ObjectType
+}
+
+// load decodes the whole of object h, of whatever type.
+func (s *Store) load(h plumbing.Hash) (*object, error) {
+	if s.onLoad != nil {
+		s.onLoad(h)
+	}
+	if b, typ, ok, err := s.fast.bytes(h); ok {
+		if err != nil {
+			return nil, err
+		}
+		return &object{data: b, typ: typ}, nil
+	}
+	r, n, typ, err := s.open(plumbing.AnyObject, h)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if extra, _ := r.Read(make([]byte, 1)); extra > 0 {
+		return nil, ErrSizeMismatch
+	}
+	return &object{data: buf, typ: typ}, nil
+}
+
+// Close releases the packs and go-git's storage. Readers still open keep
+// their pack mapped until they close.
+func (s *Store) Close() error {
+	s.fast.packs.close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Close()
+}
+
+// ErrSizeMismatch: an object's content is longer or shorter than its
+// header says, which only a corrupt object does.
+var ErrSizeMismatch = errors.New("object content does not match its header size")
+
+// packedStorage is go-git's storage with packed objects read by the pack
+// reader, for what go-git itself reads at mount (resolving the revision,
+// the commit): go-git loads every pack index of the repository before its
+// first object, work proportional to the number of objects that the pack
+// reader does not need. Anything the pack reader does not find is go-git's.
+type packedStorage struct {
+	*filesystem.Storage
+	fast fastObjects
+}
+
+func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	b, typ, ok, err := s.fast.bytes(h)
+	switch {
+	case !ok:
+		return s.Storage.EncodedObject(t, h)
+	case err != nil:
+		return nil, err
+	case t != plumbing.AnyObject && typ != t:
+		return nil, plumbing.ErrObjectNotFound
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(typ)
+	if _, err := o.Write(b); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok, err := s.fast.size(h); ok {
+		return err
+	}
+	return s.Storage.HasEncodedObject(h)
+}
+
+func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if n, ok, err := s.fast.size(h); ok {
+		return n, err
+	}
+	return s.Storage.EncodedObjectSize(h)
+}
+
+// noBlobCache is go-git's object cache without blobs. go-git keys its cache
+// by object id, which for a freshly decoded object means hashing it with
+// collision-detecting SHA-1: for a full read of a commit that was an eighth
+// of the CPU, to cache blobs our own cache already holds decoded. A blob
+// cached as a delta base would rarely be reused either: the files of one
+// commit are different files, so they share no delta chains. Trees and
+// commits are small and still cached.
+type noBlobCache struct{ cache.Object }
+
+func (c noBlobCache) Put(o plumbing.EncodedObject) {
+	if o.Type() != plumbing.BlobObject {
+		c.Object.Put(o)
+	}
+}
+
+// unwrapPath drops the host path from an *fs.PathError-like error.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}

@@ -97,6 +97,38 @@ func toolName(ctx context.Context, verb string) string {
 	return verb
 }
 
+// argName is what the calling dialect names verb's tool and its argument
+// key (a canonical key), for a hint that tells the caller what to pass
+// next ("call read_file with offset=…"); ok is false when that tool has no
+// such argument (codex's grep_files has no offset), so the hint must say
+// something else.
+func argName(ctx context.Context, verb, key string) (tool, arg string, ok bool) {
+	d, _ := ctx.Value(dialectKey{}).(*dialect)
+	if d == nil {
+		d = dialects[DialectCursor]
+	}
+	for _, t := range d.tools {
+		if t.verb != verb || t.hidden {
+			continue
+		}
+		arg = key
+		for dk, ck := range t.rename {
+			if ck == key {
+				arg = dk
+			}
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
+			return t.name, arg, false
+		}
+		_, ok = s.Properties[arg]
+		return t.name, arg, ok
+	}
+	return verb, key, false
+}
+
 func lookupDialect(name string) (*dialect, error) {
 	if name == "" {
 		name = DialectCursor

@@ -30,7 +30,10 @@ import (
 // What the workspace cannot honour is refused by name rather than
 // dropped: sandbox_permissions "require_escalated" (every command already
 // runs in the workspace namespace, and there is nothing outside it to
-// escalate to), and read_file's indentation mode.
+// escalate to), and read_file's indentation mode. Where the workspace
+// does something else the description says what it does: read_file has
+// no indentation mode, and grep_files lists paths in path order (codex-rs:
+// by modification time).
 func codexTools() []*dialectTool {
 	approval := []prop{
 		{"sandbox_permissions", map[string]any{"type": "string", "enum": []string{"use_default", "require_escalated"}},
@@ -41,7 +44,7 @@ func codexTools() []*dialectTool {
 	maxTokens := prop{"max_output_tokens", "number", "Output token budget. Defaults to 10000 tokens; larger requests may be capped by policy.", false}
 	return []*dialectTool{
 		{name: "read_file", verb: VerbRead, rename: map[string]string{"file_path": "path"}, reshape: codexReadFile,
-			desc: "Reads a local file with 1-indexed line numbers, supporting slice and indentation-aware block modes.",
+			desc: "Reads a local file with 1-indexed line numbers.",
 			schema: strictSchema(
 				prop{"file_path", "string", "Absolute path to the file", true},
 				prop{"offset", "number", "The line number to start reading from. Must be 1 or greater.", false},
@@ -57,8 +60,8 @@ func codexTools() []*dialectTool {
 			)},
 		{name: "grep_files", verb: VerbGrep,
 			rename:  map[string]string{"include": "glob", "limit": "headLimit"},
-			reshape: func(a *args) error { a.set("outputMode", "files"); return nil },
-			desc:    "Finds files whose contents match the pattern and lists them by modification time.",
+			reshape: codexGrepFiles,
+			desc:    "Finds files whose contents match the pattern and lists them by path.",
 			schema: strictSchema(
 				prop{"pattern", "string", "Regular expression pattern to search for.", true},
 				prop{"include", "string", "Optional glob that limits which files are searched (e.g. \"*.rs\" or \"*.{ts,tsx}\").", false},
@@ -192,6 +195,16 @@ func strictSchema(props ...prop) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// codexGrepFiles asks grep for paths, at most 100 unless limit says
+// otherwise, as codex-rs's grep_files.
+func codexGrepFiles(a *args) error {
+	a.set("outputMode", "files")
+	if !a.present("headLimit") {
+		a.set("headLimit", 100)
+	}
+	return nil
 }
 
 // codexReadFile refuses read_file's modes this workspace does not have:

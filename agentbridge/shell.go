@@ -30,7 +30,8 @@ import (
 //     refuses writes with EROFS);
 //   - every other namespace unshared (user, ipc, pid, uts, cgroup, and the
 //     network unless Network is set), --die-with-parent, and for the shell
-//     verb --new-session (no controlling terminal).
+//     tools --new-session (no controlling terminal), except codex's
+//     exec_command with tty, whose controlling terminal is a private pty.
 //
 // The environment is minimal and fixed: PATH=/usr/local/sbin:/usr/local/bin:
 // /usr/sbin:/usr/bin:/sbin:/bin, HOME=/tmp, TMPDIR=/tmp, LANG=C.UTF-8,

@@ -154,6 +154,7 @@ func TestExecCommand(t *testing.T) {
 			{"exec_command", obj{"cmd": "true", "sandbox_permissions": "require_escalated"}, `exec_command: argument "sandbox_permissions": "require_escalated" cannot be granted here`},
 			{"exec_command", obj{"cmd": "true", "shell": "fish"}, `exec_command: argument "shell": "fish" is not a POSIX shell`},
 			{"exec_command", obj{"cmd": "true", "tty": "maybe"}, `exec_command: argument "tty" must be true or false, got "maybe"`},
+			{"exec_command", obj{"cmd": "true", "workdir": "/memory/a\x01b"}, "exec_command /memory/a\x01b: invalid path"},
 			{"write_stdin", obj{}, `write_stdin: missing required argument "session_id"`},
 			{"write_stdin", obj{"session_id": 424242}, `write_stdin failed: Unknown process id 424242`},
 			{"write_stdin", obj{"session_id": 1, "chars": 5}, `write_stdin: argument "chars" must be a string, got 5`},

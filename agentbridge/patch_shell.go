@@ -62,7 +62,7 @@ func (w *Workspace) shellPatch(ctx context.Context, t *dialectTool, a *args) (*a
 	}
 	base := a.base()
 	if a.present("cwd") {
-		p, err := a.path("shell", "cwd", false, "")
+		p, err := a.path(a.tool, "cwd", false, "")
 		if err != nil {
 			return nil, err
 		}

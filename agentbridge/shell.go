@@ -255,7 +255,7 @@ type shellRun struct {
 func (w *Workspace) prepareShell(ctx context.Context, a *args, key string) (*shellRun, error) {
 	run := &shellRun{sess: a.sess}
 	implicit := !a.present(key)
-	cwd, err := a.path("shell", key, false, "")
+	cwd, err := a.path(a.tool, key, false, "")
 	if err != nil {
 		return nil, err
 	}
@@ -282,10 +282,10 @@ func (w *Workspace) prepareShell(ctx context.Context, a *args, key string) (*she
 	}
 	names, err := w.shell.names(ctx)
 	if err != nil {
-		return nil, w.explain(ctx, "shell", wpath{name: "."}, err)
+		return nil, w.explain(ctx, a.tool, wpath{name: "."}, err)
 	}
 	if err := checkNames(names); err != nil {
-		return nil, fmt.Errorf("shell: %v", err)
+		return nil, fmt.Errorf("%s: %v", a.tool, err)
 	}
 	run.names = names
 	return run, nil

@@ -21,6 +21,16 @@ type args struct {
 	// rename is the dialect's key map (dialect -> canonical), also used
 	// for the keys of nested objects (edits[]).
 	rename map[string]string
+	// dialect is the caller's dialect; nil in tests that build args by
+	// hand (canonical).
+	dialect *dialect
+	// cwd is the directory relative paths resolve against, a name of the
+	// workspace FS ("" is the root): the session's current directory, or
+	// the directory a shell call names (paths.go).
+	cwd string
+	// sess is the caller's session (session.go); nil only in tests that
+	// build args by hand.
+	sess *Session
 }
 
 // parseArgs decodes raw as a JSON object and renames the dialect's keys to

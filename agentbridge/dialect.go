@@ -1,6 +1,7 @@
 package agentbridge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -31,6 +32,17 @@ type dialectTool struct {
 	schema  string
 	rename  map[string]string // dialect key -> canonical key
 	reshape func(a *args) error
+	// run, when set, runs the tool instead of its verb's function: a tool
+	// that shapes the verb's work differently (codex's exec_command keeps
+	// a process running past its call). Which verb it is still decides
+	// whether it is offered, its hints, and what policy sees.
+	run func(w *Workspace, ctx context.Context, a *args) (string, error)
+	// hidden tools are served when called but not listed: the legacy
+	// names a dialect still answers to (codex's argv shell).
+	hidden bool
+	// patchResult, when set, shapes the result of an apply_patch typed
+	// into this shell tool (patch_shell.go), as the harness shows it.
+	patchResult func(text string) string
 }
 
 func (d *dialect) find(name string) *dialectTool {
@@ -49,6 +61,72 @@ var dialects = map[string]*dialect{
 	DialectCursor: {name: DialectCursor, tools: cursorTools()},
 	DialectClaude: {name: DialectClaude, tools: claudeTools()},
 	DialectCodex:  {name: DialectCodex, tools: codexTools()},
+}
+
+// ShellTool reports whether tool runs the shell verb in dialect ("" is
+// canonical): a caller that builds the kernel face only for the shell
+// (vfsmount call) asks this.
+func ShellTool(dialect, tool string) bool {
+	d, err := lookupDialect(dialect)
+	if err != nil {
+		return false
+	}
+	t := d.find(tool)
+	return t != nil && t.verb == VerbShell
+}
+
+type dialectKey struct{}
+
+// withDialect gives the call's dialect to the code below it, so a hint
+// deep in a verb names the caller's tools (toolName).
+func withDialect(ctx context.Context, d *dialect) context.Context {
+	return context.WithValue(ctx, dialectKey{}, d)
+}
+
+// toolName is the name the calling dialect gives verb, for hints ("use
+// list_dir to list it"); the canonical name when the dialect has none or
+// the call is not in one.
+func toolName(ctx context.Context, verb string) string {
+	if d, ok := ctx.Value(dialectKey{}).(*dialect); ok && d != nil {
+		for _, t := range d.tools {
+			if t.verb == verb && !t.hidden {
+				return t.name
+			}
+		}
+	}
+	return verb
+}
+
+// argName is what the calling dialect names verb's tool and its argument
+// key (a canonical key), for a hint that tells the caller what to pass
+// next ("call read_file with offset=…"); ok is false when that tool has no
+// such argument (codex's grep_files has no offset), so the hint must say
+// something else.
+func argName(ctx context.Context, verb, key string) (tool, arg string, ok bool) {
+	d, _ := ctx.Value(dialectKey{}).(*dialect)
+	if d == nil {
+		d = dialects[DialectCursor]
+	}
+	for _, t := range d.tools {
+		if t.verb != verb || t.hidden {
+			continue
+		}
+		arg = key
+		for dk, ck := range t.rename {
+			if ck == key {
+				arg = dk
+			}
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
+			return t.name, arg, false
+		}
+		_, ok = s.Properties[arg]
+		return t.name, arg, ok
+	}
+	return verb, key, false
 }
 
 func lookupDialect(name string) (*dialect, error) {

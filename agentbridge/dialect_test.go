@@ -65,7 +65,7 @@ func TestEveryVerbInEveryDialect(t *testing.T) {
 		{"cursor", "edit", obj{"path": "/memory/f.txt", "oldText": "two", "newText": "2"}, "edited /memory/f.txt (1 change)\n     1\tone\n     2\t2\n"},
 		{"claude", "Edit", obj{"file_path": "/memory/f.txt", "old_string": "two", "new_string": "2"}, "edited /memory/f.txt (1 change)\n     1\tone\n     2\t2\n"},
 		{"claude", "MultiEdit", obj{"file_path": "/memory/f.txt", "edits": []obj{{"old_string": "one", "new_string": "1"}, {"old_string": "two", "new_string": "2", "replace_all": true}}}, "edited /memory/f.txt (2 changes)\n     1\t1\n     2\t2\n"},
-		{"codex", "apply_patch", obj{"input": "*** Begin Patch\n*** Update File: /memory/f.txt\n-two\n+2\n*** End Patch"}, "applied patch:\nM /memory/f.txt\n"},
+		{"codex", "apply_patch", obj{"input": "*** Begin Patch\n*** Update File: /memory/f.txt\n-two\n+2\n*** End Patch"}, "Success. Updated the following files:\nM /memory/f.txt\n"},
 		{"cursor", "delete", obj{"path": "/memory/f.txt"}, "deleted /memory/f.txt"},
 	}
 	for _, tc := range tests {

@@ -5,7 +5,8 @@
 //
 // # One workspace, one namespace
 //
-// Every verb takes absolute workspace paths ("/repo/src/main.go") and
+// Every verb takes workspace paths ("/repo/src/main.go"; a relative one
+// is relative to the caller's current directory, see Sessions) and
 // resolves them in the same tree the kernel face serves. The shell verb runs
 // each command in a private mount namespace where each top-level name of
 // the workspace appears at its own absolute path, bound from the kernel
@@ -26,7 +27,30 @@
 //
 // The canonical dialect is "cursor" (the verb names above). "claude" and
 // "codex" rename and reshape arguments for Claude Code and Codex harnesses
-// (see TOOLS.md); behaviour, limits and errors are the canonical ones.
+// (see TOOLS.md); behaviour, limits and errors are the canonical ones,
+// except where the harness's own tool behaves otherwise and a model
+// relies on it. The codex dialect is @openai/codex 0.171.0's tool set
+// (dialect_codex.go says which tools and why, testdata/golden/codex.json
+// pins them): its shell is exec_command, which keeps a command running
+// past yield_time_ms in the caller's session for write_stdin, and answers
+// in codex-rs's words ("Process exited with code N", "Success. Updated
+// the following files:"); hints name the dialect's tools (toolName,
+// argName).
+//
+// # Sessions
+//
+// A [Session] is what a caller keeps between calls: the shell's current
+// directory and the processes its shell calls left running. Relative
+// paths of every verb, a patch's included, resolve against the directory;
+// it starts at the first writable mount, and a `cd` in a shell call moves
+// it (the shell reports its final directory on a side channel, fd 3, so
+// no command is parsed for it). A transport says what a session is
+// ([WithSession]): a JSON-RPC connection, an MCP session; a call without
+// one is a session of its own. [Workspace.Close] ends them all.
+//
+// An apply_patch typed into a shell tool (a heredoc, codex's argv, or
+// after `cd DIR &&`) is the edit it stands for, as Codex intercepts it:
+// patch_shell.go.
 //
 // # Errors
 //
@@ -45,7 +69,7 @@
 // workspace.brief), one message per line, over stdio or a socket, and is
 // its client; package mcpserver presents the same tools as an MCP server
 // on the official Go SDK. All are safe for concurrent calls: the Workspace
-// holds no per-call state.
+// holds no per-call state, and what a caller keeps is its Session's.
 //
 // # Where things are
 //
@@ -60,8 +84,14 @@
 //     there.
 //   - One file per verb family: verbs_read.go (read), verbs_list.go (ls,
 //     glob), grep.go (grep), verbs_write.go (write, edit, delete),
-//     patch.go (the apply_patch format of edit's patchContent), shell.go
-//     (shell and [Workspace.Command]).
+//     patch.go (the apply_patch format of edit's patchContent),
+//     patch_shell.go (an apply_patch typed into the shell), shell.go
+//     (shell, its run path, and [Workspace.Command]), exec.go (codex's
+//     exec_command, write_stdin and shell_command, and codex-rs's output
+//     truncation).
+//   - session.go: [Session], the caller's directory and running
+//     processes; process.go: one command running in the namespace, the
+//     process every shell tool runs through.
 //   - What the verbs share: args.go (decoding arguments, naming the key in
 //     the caller's dialect), paths.go (workspace paths, the one rule for
 //     ".." at the root, the one symlink resolver, error sentences), walk.go
@@ -70,7 +100,8 @@
 //   - dialect.go: the dialect registry and schema helpers;
 //     dialect_cursor.go, dialect_claude.go, dialect_codex.go: one file per
 //     dialect. A new dialect is a new dialect_NAME.go and a row in the
-//     registry.
+//     registry. testdata/golden/NAME.json pins a dialect's tools to the
+//     release it matches; testdata/golden/update.sh rewrites them.
 //   - Transports are subpackages over Tools, Call and Brief: jsonrpc
 //     (JSON-RPC 2.0 over stdio or a socket, and its client) and mcpserver
 //     (MCP). A new transport is a new subpackage; this package does not
@@ -111,4 +142,14 @@
 //     a deleted symlink is restored as a regular file.
 //   - The shell runs as the calling user in new namespaces; it is isolation
 //     of the file tree, not a security boundary against a hostile root.
+//   - The session's directory follows a command that ends normally. One
+//     that replaces its shell (exec), sets its own EXIT trap, closes fd 3
+//     or is killed reports nothing, and the directory stays; one that ends
+//     outside the workspace (/tmp) leaves it too, and the result says so.
+//   - exec_command's tty output is the terminal's: it echoes input and
+//     ends lines with CR LF. Its shell argument may name a POSIX shell
+//     only (bash, sh, dash, zsh, ksh, mksh), and sandbox_permissions
+//     "require_escalated" is refused: nothing runs outside the namespace.
+//   - A session keeps at most 16 processes, none longer than
+//     Limits.MaxShellTimeout; its processes end with it.
 package agentbridge

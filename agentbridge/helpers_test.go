@@ -71,3 +71,11 @@ func fail(t testing.TB, w *Workspace, tool string, args any) string {
 }
 
 type obj = map[string]any
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

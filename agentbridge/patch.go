@@ -83,11 +83,13 @@ func ParsePatch(text string) ([]FilePatch, error) {
 		}
 	}
 	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "*** Begin Patch" {
-		return nil, fmt.Errorf("line %d: a patch must start with \"*** Begin Patch\"", first)
+		return nil, &patchError{line: first, msg: `a patch must start with "*** Begin Patch"`, whole: true,
+			codex: "The first line of the patch must be '*** Begin Patch'"}
 	}
 	end := len(lines) - 1
 	if strings.TrimSpace(lines[end]) != "*** End Patch" {
-		return nil, fmt.Errorf("line %d: a patch must end with \"*** End Patch\"", first+end)
+		return nil, &patchError{line: first + end, msg: `a patch must end with "*** End Patch"`, whole: true,
+			codex: "The last line of the patch must be '*** End Patch'"}
 	}
 	var out []FilePatch
 	i := 1
@@ -102,7 +104,8 @@ func ParsePatch(text string) ([]FilePatch, error) {
 			i++
 			for i < end && !isMarker(lines[i]) {
 				if !strings.HasPrefix(lines[i], "+") {
-					return nil, fmt.Errorf("line %d: every line of an added file must start with \"+\", got %q", lineNo(i), clip(lines[i]))
+					return nil, &patchError{line: lineNo(i), msg: fmt.Sprintf(`every line of an added file must start with "+", got %q`, clip(lines[i])),
+						codex: notHunkHeader(lines[i])}
 				}
 				fp.Lines = append(fp.Lines, lines[i][1:])
 				i++
@@ -124,7 +127,7 @@ func ParsePatch(text string) ([]FilePatch, error) {
 				t := strings.TrimSpace(raw)
 				if t == "*** End of File" {
 					if cur == nil {
-						return nil, fmt.Errorf("line %d: \"*** End of File\" before any change", lineNo(i))
+						return nil, &patchError{line: lineNo(i), msg: `"*** End of File" before any change`, codex: "Update hunk does not contain any lines"}
 					}
 					cur.EOF = true
 					i++
@@ -158,32 +161,64 @@ func ParsePatch(text string) ([]FilePatch, error) {
 				case raw[0] == '+':
 					cur.New = append(cur.New, raw[1:])
 				default:
-					return nil, fmt.Errorf("line %d: in Update File %s, expected a line starting with ' ', '-', '+' or \"@@\", got %q", lineNo(i), fp.Path, clip(raw))
+					return nil, &patchError{line: lineNo(i), msg: fmt.Sprintf(`in Update File %s, expected a line starting with ' ', '-', '+' or "@@", got %q`, fp.Path, clip(raw)),
+						codex: fmt.Sprintf("Unexpected line found in update hunk: '%s'. Every line should start with ' ' (context line), '+' (added line), or '-' (removed line)", raw)}
 				}
 				i++
 			}
 			if len(fp.Chunks) == 0 && fp.MoveTo == "" {
-				return nil, fmt.Errorf("line %d: Update File %s has no changes", fp.Line, fp.Path)
+				return nil, &patchError{line: fp.Line, msg: fmt.Sprintf("Update File %s has no changes", fp.Path),
+					codex: fmt.Sprintf("Update file hunk for path '%s' is empty", fp.Path)}
 			}
 			for _, c := range fp.Chunks {
 				if len(c.Old) == 0 && len(c.New) == 0 {
-					return nil, fmt.Errorf("line %d: empty @@ chunk in Update File %s", c.Line, fp.Path)
+					return nil, &patchError{line: c.Line, msg: fmt.Sprintf("empty @@ chunk in Update File %s", fp.Path), codex: "Update hunk does not contain any lines"}
 				}
 			}
 			out = append(out, fp)
 		default:
-			return nil, fmt.Errorf("line %d: expected \"*** Add File:\", \"*** Update File:\" or \"*** Delete File:\", got %q", lineNo(i), clip(lines[i]))
+			return nil, &patchError{line: lineNo(i), msg: fmt.Sprintf(`expected "*** Add File:", "*** Update File:" or "*** Delete File:", got %q`, clip(lines[i])),
+				codex: notHunkHeader(lines[i])}
 		}
 	}
 	for _, fp := range out {
 		if fp.Path == "" {
-			return nil, fmt.Errorf("line %d: the file path is missing", fp.Line)
+			return nil, &patchError{line: fp.Line, msg: "the file path is missing", codex: notHunkHeader(lines[fp.Line-first])}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("line %d: the patch names no file", lineNo(end))
+		return nil, &patchError{line: lineNo(end), msg: "the patch names no file", codex: "No files were modified.", bare: true}
 	}
 	return out, nil
+}
+
+// patchError is a patch that does not parse: the line of the text where
+// it fails and why, in the tool face's words (Error) and in codex-rs's
+// (codexText), which a model trained on Codex has seen.
+type patchError struct {
+	line  int
+	msg   string
+	codex string
+	whole bool // codex-rs calls it an invalid patch, not an invalid hunk
+	bare  bool // codex-rs says codex as it is
+}
+
+func (e *patchError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+func (e *patchError) codexText() string {
+	switch {
+	case e.bare:
+		return e.codex
+	case e.whole:
+		return "invalid patch: " + e.codex
+	}
+	return fmt.Sprintf("invalid hunk at line %d, %s", e.line, e.codex)
+}
+
+// notHunkHeader is codex-rs's words for a line where a file section
+// should start.
+func notHunkHeader(line string) string {
+	return fmt.Sprintf("'%s' is not a valid hunk header. Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'", strings.TrimSpace(line))
 }
 
 // isMarker reports whether l starts a new file section or ends the patch.
@@ -218,7 +253,7 @@ func applyChunks(content string, chunks []PatchChunk) (string, error) {
 		if c.Context != "" {
 			k := seek(lines, []string{c.Context}, pos, false)
 			if k < 0 {
-				return "", fmt.Errorf("chunk %d (patch line %d): context line %q not found", ci+1, c.Line, clip(c.Context))
+				return "", &chunkError{chunk: ci + 1, line: c.Line, context: c.Context}
 			}
 			pos = k + 1
 		}
@@ -242,7 +277,7 @@ func applyChunks(content string, chunks []PatchChunk) (string, error) {
 			k = seek(lines, old, pos, c.EOF)
 		}
 		if k < 0 {
-			return "", fmt.Errorf("chunk %d (patch line %d): these lines were not found in the file: %q", ci+1, c.Line, clip(strings.Join(old, "\n")))
+			return "", &chunkError{chunk: ci + 1, line: c.Line, old: c.Old}
 		}
 		rs = append(rs, repl{k, len(old), nw})
 		pos = k + len(old)
@@ -264,13 +299,40 @@ func applyChunks(content string, chunks []PatchChunk) (string, error) {
 	return strings.Join(b, "\n") + "\n", nil
 }
 
-// seek finds pattern in lines at or after start, trying three levels of
-// strictness; with eof it first tries the position that ends the file.
+// chunkError is a chunk of an Update whose lines (or context line) are not
+// in the file, in the tool face's words (Error) and codex-rs's (codexText).
+type chunkError struct {
+	chunk, line int
+	context     string   // the context line not found; "" when it is old
+	old         []string // the lines not found
+}
+
+func (e *chunkError) Error() string {
+	if e.old == nil {
+		return fmt.Sprintf("chunk %d (patch line %d): context line %q not found", e.chunk, e.line, clip(e.context))
+	}
+	return fmt.Sprintf("chunk %d (patch line %d): these lines were not found in the file: %q", e.chunk, e.line, clip(strings.Join(e.old, "\n")))
+}
+
+func (e *chunkError) codexText(path string) string {
+	if e.old == nil {
+		return fmt.Sprintf("Failed to find context '%s' in %s", e.context, path)
+	}
+	return fmt.Sprintf("Failed to find expected lines in %s:\n%s", path, strings.Join(e.old, "\n"))
+}
+
+// seek finds pattern in lines at or after start, trying four levels of
+// strictness as codex-rs's seek_sequence does: exactly, ignoring trailing
+// whitespace, ignoring surrounding whitespace, and last with typographic
+// dashes, quotes and odd spaces read as their ASCII ones (a patch typed in
+// ASCII against a file that has them). With eof it first tries the
+// position that ends the file.
 func seek(lines, pattern []string, start int, eof bool) int {
 	eqs := []func(a, b string) bool{
 		func(a, b string) bool { return a == b },
 		func(a, b string) bool { return strings.TrimRight(a, " \t\r") == strings.TrimRight(b, " \t\r") },
 		func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) },
+		func(a, b string) bool { return normalisePunct(a) == normalisePunct(b) },
 	}
 	match := func(at int, eq func(a, b string) bool) bool {
 		for j, p := range pattern {
@@ -295,6 +357,22 @@ func seek(lines, pattern []string, start int, eof bool) int {
 	return -1
 }
 
+// punctASCII maps the code points codex-rs's seek_sequence normalises to
+// the ASCII a patch is usually typed in.
+var punctASCII = strings.NewReplacer(
+	// dashes and hyphens
+	"\u2010", "-", "\u2011", "-", "\u2012", "-", "\u2013", "-", "\u2014", "-", "\u2015", "-", "\u2212", "-",
+	// single quotes
+	"\u2018", "'", "\u2019", "'", "\u201A", "'", "\u201B", "'",
+	// double quotes
+	"\u201C", `"`, "\u201D", `"`, "\u201E", `"`, "\u201F", `"`,
+	// non-breaking and other odd spaces
+	"\u00A0", " ", "\u2002", " ", "\u2003", " ", "\u2004", " ", "\u2005", " ", "\u2006", " ",
+	"\u2007", " ", "\u2008", " ", "\u2009", " ", "\u200A", " ", "\u202F", " ", "\u205F", " ", "\u3000", " ",
+)
+
+func normalisePunct(s string) string { return punctASCII.Replace(strings.TrimSpace(s)) }
+
 // patchStep is one validated change, ready to write.
 type patchStep struct {
 	op      PatchOp
@@ -305,22 +383,44 @@ type patchStep struct {
 	existed bool
 	moveTo  string // resolved FS name of the Move to target
 	moveAbs string
+	// moveOld is the content a Move to overwrites, for rollback; nil
+	// when the target did not exist.
+	moveOld []byte
 }
 
 // applyPatch validates every file operation of patch, then writes. When a
 // write fails halfway, the steps already done are undone, so the tree is
 // as before (best effort: a mount that fails a write may fail the undo).
-func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error) {
+// Relative paths of the patch resolve against a's directory. A codex
+// caller gets codex-rs's texts for what codex-rs also reports (it
+// verifies every hunk before writing too, so its failures also change
+// nothing): "Success. Updated the following files:", "apply_patch
+// verification failed: …".
+func (w *Workspace) applyPatch(ctx context.Context, a *args, patch string) (string, error) {
+	codex := a.dialect != nil && a.dialect.name == DialectCodex
+	fail := func(err error, what string) error {
+		if codex {
+			var pe *patchError
+			var ce *codexFault
+			switch {
+			case errors.As(err, &pe):
+				return errors.New("apply_patch verification failed: " + pe.codexText())
+			case errors.As(err, &ce):
+				return errors.New("apply_patch verification failed: " + ce.text)
+			}
+		}
+		return fmt.Errorf("apply_patch: %s%v; nothing was changed", what, err)
+	}
 	fps, err := ParsePatch(patch)
 	if err != nil {
-		return "", fmt.Errorf("apply_patch: the patch does not parse: %v; nothing was changed", err)
+		return "", fail(err, "the patch does not parse: ")
 	}
 	var steps []patchStep
 	claimed := map[string]bool{}
 	for _, fp := range fps {
-		st, err := w.planPatch(ctx, fp)
+		st, err := w.planPatch(ctx, a.base(), fp)
 		if err != nil {
-			return "", fmt.Errorf("apply_patch: %v; nothing was changed", err)
+			return "", fail(err, "")
 		}
 		for _, n := range []string{st.name, st.moveTo} {
 			if n == "" {
@@ -353,6 +453,9 @@ func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error
 		}
 		done = append(done, st)
 	}
+	if codex {
+		return codexSummary(steps), nil
+	}
 	var b strings.Builder
 	b.WriteString("applied patch:\n")
 	for _, st := range steps {
@@ -370,14 +473,44 @@ func (w *Workspace) applyPatch(ctx context.Context, patch string) (string, error
 	return b.String(), nil
 }
 
-// patchPath converts a path of a patch, absolute or relative to "/"
-// (TOOLS.md), with the same [clean] rule as every path argument.
-func patchPath(p string) wpath {
-	return wpath{given: p, name: clean(".", p), rel: !strings.HasPrefix(p, "/")}
+// codexSummary is codex-rs's print_summary: the added, then the modified
+// (a moved file under its new name), then the deleted files.
+func codexSummary(steps []patchStep) string {
+	var b strings.Builder
+	b.WriteString("Success. Updated the following files:\n")
+	for _, kind := range []PatchOp{PatchAdd, PatchUpdate, PatchDelete} {
+		for _, st := range steps {
+			if st.op != kind {
+				continue
+			}
+			shown := st.shown
+			if st.moveAbs != "" {
+				shown = st.moveAbs
+			}
+			fmt.Fprintf(&b, "%c %s\n", "AMD"[map[PatchOp]int{PatchAdd: 0, PatchUpdate: 1, PatchDelete: 2}[kind]], shown)
+		}
+	}
+	return b.String()
 }
 
-func (w *Workspace) planPatch(ctx context.Context, fp FilePatch) (patchStep, error) {
-	p := patchPath(fp.Path)
+// codexFault is a failure codex-rs reports in words of its own; Error is
+// the tool face's sentence for it.
+type codexFault struct {
+	err  error
+	text string
+}
+
+func (e *codexFault) Error() string { return e.err.Error() }
+func (e *codexFault) Unwrap() error { return e.err }
+
+// patchPath converts a path of a patch, absolute or relative to base (the
+// caller's directory), with the same [clean] rule as every path argument.
+func patchPath(base, p string) wpath {
+	return wpath{given: p, name: clean(base, p), rel: !strings.HasPrefix(p, "/")}
+}
+
+func (w *Workspace) planPatch(ctx context.Context, base string, fp FilePatch) (patchStep, error) {
+	p := patchPath(base, fp.Path)
 	if err := mounts.CheckPath("patch", p.name); err != nil || p.name == "." {
 		return patchStep{}, fmt.Errorf("line %d: invalid path %q", fp.Line, fp.Path)
 	}
@@ -388,7 +521,17 @@ func (w *Workspace) planPatch(ctx context.Context, fp FilePatch) (patchStep, err
 	}
 	real, attr, exists, err := w.resolve(ctx, p.name, fp.Op != PatchDelete, fp.Op == PatchAdd)
 	if err != nil {
-		return st, w.explain(ctx, verb, p, err)
+		missing := errors.Is(err, fs.ErrNotExist)
+		err = w.explain(ctx, verb, p, err)
+		if missing {
+			// codex-rs reads the file first and says so.
+			what := "Failed to read file to update"
+			if fp.Op == PatchDelete {
+				what = "Failed to read"
+			}
+			err = &codexFault{err: err, text: fmt.Sprintf("%s %s: No such file or directory (os error 2)", what, p.abs())}
+		}
+		return st, err
 	}
 	st.name, st.existed = real, exists
 	if exists && attr.IsDir() {
@@ -419,10 +562,14 @@ func (w *Workspace) planPatch(ctx context.Context, fp FilePatch) (patchStep, err
 			return st, err
 		}
 		if st.content, err = applyChunks(st.old, fp.Chunks); err != nil {
+			var ce *chunkError
+			if errors.As(err, &ce) {
+				return st, &codexFault{err: fmt.Errorf("%s %s: %v", verb, p.abs(), err), text: ce.codexText(p.abs())}
+			}
 			return st, fmt.Errorf("%s %s: %v", verb, p.abs(), err)
 		}
 		if fp.MoveTo != "" {
-			mp := patchPath(fp.MoveTo)
+			mp := patchPath(base, fp.MoveTo)
 			if err := mounts.CheckPath("patch", mp.name); err != nil || mp.name == "." {
 				return st, fmt.Errorf("line %d: invalid Move to path %q", fp.Line, fp.MoveTo)
 			}
@@ -437,7 +584,14 @@ func (w *Workspace) planPatch(ctx context.Context, fp FilePatch) (patchStep, err
 				if mattr.IsDir() {
 					return st, fmt.Errorf("Move to %s: is a directory", mp.abs())
 				}
-				return st, fmt.Errorf("Move to %s: already exists; delete it first or choose another name", mp.abs())
+				if !mattr.Mode.IsRegular() {
+					return st, notRegular("Move to", mp, mattr.Mode)
+				}
+				// Codex overwrites an existing target; its content is
+				// kept to put back if a later step fails.
+				if st.moveOld, err = mounts.ReadFile(ctx, w.fsys, mreal); err != nil {
+					return st, w.explain(ctx, "Move to", mp, err)
+				}
 			}
 			if mreal != real {
 				st.moveTo, st.moveAbs = mreal, mp.abs()
@@ -468,12 +622,26 @@ func (w *Workspace) doStep(ctx context.Context, st patchStep) error {
 		}
 		if st.moveTo != "" {
 			if err := mounts.Unlink(ctx, w.fsys, st.name); err != nil {
-				_ = mounts.Unlink(ctx, w.fsys, st.moveTo)
+				w.restoreMoveTarget(ctx, st)
 				return w.explain(ctx, "Update File", p, err)
 			}
 		}
 	}
 	return nil
+}
+
+// restoreMoveTarget puts back what a Move to overwrote, or removes what
+// it created.
+func (w *Workspace) restoreMoveTarget(ctx context.Context, st patchStep) {
+	var err error
+	if st.moveOld != nil {
+		err = w.writeFile(ctx, st.moveTo, st.moveOld)
+	} else {
+		err = mounts.Unlink(ctx, w.fsys, st.moveTo)
+	}
+	if err != nil {
+		w.log.Error("agentbridge: apply_patch rollback failed", "path", mounts.PathOf(st.moveTo), "err", err)
+	}
 }
 
 func (w *Workspace) undoStep(ctx context.Context, st patchStep) {
@@ -485,7 +653,7 @@ func (w *Workspace) undoStep(ctx context.Context, st patchStep) {
 		err = w.writeFile(ctx, st.name, []byte(st.old))
 	case st.op == PatchUpdate:
 		if st.moveTo != "" {
-			_ = mounts.Unlink(ctx, w.fsys, st.moveTo)
+			w.restoreMoveTarget(ctx, st)
 		}
 		err = w.writeFile(ctx, st.name, []byte(st.old))
 	}

@@ -83,7 +83,7 @@ func TestApplyPatch(t *testing.T) {
 
 	t.Run("applies add, update, move and delete", func(t *testing.T) {
 		w := newW(t)
-		patch := "*** Begin Patch\n*** Add File: /memory/new/n.txt\n+fresh\n*** Update File: memory/one.txt\n@@\n 1\n-2\n+two\n*** Update File: /memory/two.txt\n*** Move to: /memory/moved.txt\n-b\n+B\n*** End Patch"
+		patch := "*** Begin Patch\n*** Add File: /memory/new/n.txt\n+fresh\n*** Update File: one.txt\n@@\n 1\n-2\n+two\n*** Update File: /memory/two.txt\n*** Move to: /memory/moved.txt\n-b\n+B\n*** End Patch"
 		got := ok(t, w, "edit", obj{"patchContent": patch})
 		assert.Equal(t, "applied patch:\nA /memory/new/n.txt\nM /memory/one.txt\nR /memory/two.txt -> /memory/moved.txt\n", got)
 		assert.Equal(t, "fresh\n", read(t, w, "/memory/new/n.txt"))

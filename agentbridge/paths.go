@@ -23,7 +23,8 @@ func (p wpath) abs() string { return mounts.PathOf(p.name) }
 
 // path decodes argument k as a workspace path (def when absent and not
 // required) and converts it to a name of the workspace FS with [clean].
-// Relative paths resolve against the root "/" (TOOLS.md).
+// Relative paths resolve against the caller's directory (TOOLS.md): the
+// session's, which `cd` in a shell call moves (session.go).
 func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 	s, err := a.str(k, required)
 	if err != nil {
@@ -33,12 +34,21 @@ func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 		s = def
 	}
 	p := wpath{given: s, rel: !strings.HasPrefix(s, "/")}
-	name := clean(".", s)
+	name := clean(a.base(), s)
 	if err := mounts.CheckPath(op, name); err != nil {
 		return wpath{}, fmt.Errorf("%s %s: invalid path (control characters or an over-long name)", op, s)
 	}
 	p.name = name
 	return p, nil
+}
+
+// base is the directory relative paths of this call resolve against, a
+// name of the workspace FS.
+func (a *args) base() string {
+	if a.cwd == "" {
+		return "."
+	}
+	return a.cwd
 }
 
 // clean is the one rule for "." and ".." in the tool face: p, absolute or
@@ -154,7 +164,7 @@ func (w *Workspace) explain(ctx context.Context, op string, p wpath, err error) 
 	case errors.Is(err, mounts.ErrDenied):
 		return fmt.Errorf("%s %s: denied by policy", op, where)
 	case errors.Is(err, mounts.ErrIsDir):
-		return fmt.Errorf("%s %s: is a directory; use ls to list it", op, where)
+		return fmt.Errorf("%s %s: is a directory; use %s to list it", op, where, toolName(ctx, VerbLs))
 	case errors.Is(err, mounts.ErrNotDir):
 		return fmt.Errorf("%s %s: a component of the path is not a directory", op, where)
 	case errors.Is(err, mounts.ErrNotEmpty):
@@ -193,14 +203,24 @@ func (w *Workspace) prefixes() []string {
 
 // suggest finds where a relative path the caller probably meant lives: the
 // same relative path under each mount point ("src/main.go" ->
-// "/repo/src/main.go"). It returns "" when nothing fits.
+// "/repo/src/main.go") and under the root. It returns "" when nothing
+// fits.
 func (w *Workspace) suggest(ctx context.Context, p wpath) string {
 	if !p.rel || p.name == "." {
 		return ""
 	}
 	var hits []string
+	bases := []string{"."}
 	for _, m := range w.mounts {
-		cand := clean(mounts.NameOf(m.Prefix), p.name)
+		bases = append(bases, mounts.NameOf(m.Prefix))
+	}
+	seen := map[string]bool{p.name: true}
+	for _, b := range bases {
+		cand := clean(b, p.given)
+		if seen[cand] {
+			continue
+		}
+		seen[cand] = true
 		if _, _, ok, err := w.resolve(ctx, cand, true, false); err == nil && ok {
 			hits = append(hits, mounts.PathOf(cand))
 		}

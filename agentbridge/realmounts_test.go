@@ -54,7 +54,7 @@ func TestGitAndHostMounts(t *testing.T) {
 
 	assert.Equal(t, "host/  ["+hostSource(u)+", writable]\nrepo/  ["+src+", read-only]\n", ok(t, w, "ls", obj{"path": "/"}))
 	assert.Equal(t, "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n", ok(t, w, "read", obj{"path": "/repo/src/main.go"}))
-	assert.Equal(t, "read /src/main.go: no such file or directory; did you mean /repo/src/main.go?", fail(t, w, "read", obj{"path": "src/main.go"}))
+	assert.Equal(t, "read /host/src/main.go: no such file or directory; did you mean /repo/src/main.go?", fail(t, w, "read", obj{"path": "src/main.go"}))
 	assert.Equal(t, "write /repo/src/x.go: read-only mount /repo ("+src+"); writable: /host", fail(t, w, "write", obj{"path": "/repo/src/x.go", "fileText": "x"}))
 
 	ok(t, w, "write", obj{"path": "/host/pkg/a.go", "fileText": "package pkg\n\nfunc main() {}\n"})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // ShellOptions enable the shell verb. The shell runs each command under
@@ -26,7 +30,8 @@ import (
 //     refuses writes with EROFS);
 //   - every other namespace unshared (user, ipc, pid, uts, cgroup, and the
 //     network unless Network is set), --die-with-parent, and for the shell
-//     verb --new-session (no controlling terminal).
+//     tools --new-session (no controlling terminal), except codex's
+//     exec_command with tty, whose controlling terminal is a private pty.
 //
 // The environment is minimal and fixed: PATH=/usr/local/sbin:/usr/local/bin:
 // /usr/sbin:/usr/bin:/sbin:/bin, HOME=/tmp, TMPDIR=/tmp, LANG=C.UTF-8,
@@ -216,33 +221,189 @@ func (w *Workspace) shellVerb(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	def := "/"
-	if wp := w.writablePrefixes(); len(wp) > 0 {
-		def = wp[0]
-	}
-	cwd, err := a.path("shell", "cwd", false, def)
+	run, err := w.prepareShell(ctx, a, "cwd")
 	if err != nil {
 		return "", err
 	}
-	if _, attr, _, err := w.resolve(ctx, cwd.name, true, false); err != nil {
-		return "", w.explain(ctx, "shell: cwd", cwd, err)
-	} else if !attr.IsDir() {
-		return "", fmt.Errorf("shell: cwd %s is not a directory", cwd.abs())
-	}
 	if w.dryRun {
-		// Not run: a command may have effects outside the tree (the
-		// network, when it is on), and what it would change inside
-		// cannot be shown before it runs.
-		return fmt.Sprintf("would run in %s: %s %s", cwd.abs(), command, "(dry run: the command was not run)"), nil
+		return run.dryRun(command), nil
+	}
+	res, err := w.runShell(ctx, run, command, time.Duration(timeout)*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	return res.canonical(), nil
+}
+
+// shellRun is where and how one shell call runs, settled before anything
+// runs: prepareShell checks the directory and the workspace's names.
+type shellRun struct {
+	sess  *Session
+	cwd   string   // workspace path
+	names []string // top-level names to bind
+	shell []string // the shell and its flags; nil is the workspace's ["/bin/bash", "-c"]
+	tty   bool
+	// note is said in the result: the session's directory was gone and
+	// the call ran in the default one.
+	note string
+}
+
+// prepareShell settles where a shell call runs: in the directory argument
+// key (relative to the session's directory) when given, else in the
+// session's directory, which must still exist (when it does not, the
+// call runs in the default directory and says so).
+func (w *Workspace) prepareShell(ctx context.Context, a *args, key string) (*shellRun, error) {
+	run := &shellRun{sess: a.sess}
+	implicit := !a.present(key)
+	cwd, err := a.path(a.tool, key, false, "")
+	if err != nil {
+		return nil, err
+	}
+	if implicit {
+		cwd = wpath{given: mounts.PathOf(a.base()), name: a.base()}
+	}
+	_, attr, _, err := w.resolve(ctx, cwd.name, true, false)
+	switch {
+	case err != nil && implicit && errors.Is(err, fs.ErrNotExist):
+		def := w.defaultDir()
+		run.note = fmt.Sprintf("the session's directory %s no longer exists; this ran in %s", cwd.abs(), def)
+		cwd = wpath{given: def, name: mounts.NameOf(def)}
+		if a.sess != nil {
+			a.sess.setDir(def)
+		}
+	case err != nil:
+		return nil, w.explain(ctx, a.tool+": "+a.key(key), cwd, err)
+	case !attr.IsDir():
+		return nil, fmt.Errorf("%s: %s %s is not a directory", a.tool, a.key(key), cwd.abs())
+	}
+	run.cwd = cwd.abs()
+	if w.dryRun {
+		return run, nil
 	}
 	names, err := w.shell.names(ctx)
 	if err != nil {
-		return "", w.explain(ctx, "shell", wpath{name: "."}, err)
+		return nil, w.explain(ctx, a.tool, wpath{name: "."}, err)
 	}
 	if err := checkNames(names); err != nil {
-		return "", fmt.Errorf("shell: %v", err)
+		return nil, fmt.Errorf("%s: %v", a.tool, err)
 	}
-	return w.shell.run(ctx, names, cwd.abs(), command, time.Duration(timeout)*time.Millisecond)
+	run.names = names
+	return run, nil
+}
+
+// dryRun is what a dry run says instead of running command.
+func (r *shellRun) dryRun(command string) string {
+	return fmt.Sprintf("would run in %s: %s %s", r.cwd, command, "(dry run: the command was not run)")
+}
+
+// shellResult is the outcome of one command run to its end (or killed at
+// its timeout), in the parts every dialect's result is made of.
+type shellResult struct {
+	exitCode int
+	stdout   string // merged output when the run merged the streams
+	stderr   string
+	elapsed  time.Duration
+	killed   string // "timed out after N ms", "cancelled"; "" when it ended
+	// dirNote says where the session's directory went when the command
+	// ended outside the workspace (or could not be reported).
+	dirNote string
+}
+
+// canonical is the shell verb's result text (TOOLS.md).
+func (r shellResult) canonical() string {
+	var b strings.Builder
+	if r.killed != "" {
+		fmt.Fprintf(&b, "the command %s; its process group was killed\n", r.killed)
+	} else {
+		fmt.Fprintf(&b, "exit code: %d\n", r.exitCode)
+	}
+	if s := r.stdout; s != "" {
+		b.WriteString("--- stdout ---\n" + s)
+		if !strings.HasSuffix(s, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	if s := r.stderr; s != "" {
+		b.WriteString("--- stderr ---\n" + s)
+		if !strings.HasSuffix(s, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	if r.dirNote != "" {
+		b.WriteString("(" + r.dirNote + ")\n")
+	}
+	return b.String()
+}
+
+// runShell runs command as run says, with the shell's separate stdout and
+// stderr (each capped at shellOutputCap, head and tail kept), to its end
+// or its timeout, and moves the session to the directory the command
+// ended in. A timeout is a tool error that still shows the output so far.
+// This is the run path of every shell tool that waits for its command;
+// the background jobs of other dialects start theirs with startShell.
+func (w *Workspace) runShell(ctx context.Context, run *shellRun, command string, timeout time.Duration) (shellResult, error) {
+	var stdout, stderr capWriter
+	p, err := w.startShell(run, command, &stdout, &stderr)
+	if err != nil {
+		return shellResult{}, err
+	}
+	res := w.finishShell(ctx, run, p, timeout)
+	res.stdout, res.stderr = stdout.String(), stderr.String()
+	if res.killed != "" {
+		return res, errors.New("shell: " + strings.TrimSuffix(res.canonical(), "\n"))
+	}
+	if p.waitErr != nil && p.exitCode < 0 {
+		return res, fmt.Errorf("shell: %v", p.waitErr)
+	}
+	return res, nil
+}
+
+// startShell starts command as run says, its output going to out (and
+// errOut; nil merges stderr into out). The caller waits for it with
+// finishShell or keeps it in a session.
+func (w *Workspace) startShell(run *shellRun, command string, out, errOut io.Writer) (*process, error) {
+	shell := run.shell
+	if shell == nil {
+		shell = []string{w.shell.sh, "-c"}
+	}
+	return w.shell.start(procSpec{names: run.names, cwd: run.cwd, shell: shell, command: command, tty: run.tty, out: out, errOut: errOut})
+}
+
+// finishShell waits for p to end, killing its process group at the
+// timeout or when ctx is done, and moves the session's directory.
+func (w *Workspace) finishShell(ctx context.Context, run *shellRun, p *process, timeout time.Duration) shellResult {
+	if !p.wait(ctx, timeout) {
+		why := "cancelled"
+		if ctx.Err() == nil {
+			why = fmt.Sprintf("timed out after %d ms", timeout.Milliseconds())
+		}
+		p.stop(why)
+	}
+	res := shellResult{exitCode: p.exitCode, elapsed: time.Since(p.started), killed: p.whyKilled()}
+	res.dirNote = w.followDir(run.sess, p)
+	if run.note != "" {
+		res.dirNote = strings.TrimPrefix(run.note+"; "+res.dirNote, "; ")
+		res.dirNote = strings.TrimSuffix(res.dirNote, "; ")
+	}
+	return res
+}
+
+// followDir moves the session to the directory p's shell ended in, when
+// the command changed directory and ended in the workspace; it returns a
+// note when the command ended outside the workspace (the session stays).
+func (w *Workspace) followDir(s *Session, p *process) string {
+	final := p.finalDir
+	if s == nil || final == "" || final == p.startDir {
+		return ""
+	}
+	name := mounts.NameOf(final)
+	if err := mounts.CheckPath("shell", name); err == nil {
+		if _, attr, _, err := w.resolve(context.Background(), name, true, false); err == nil && attr.IsDir() {
+			s.setDir(final)
+			return ""
+		}
+	}
+	return fmt.Sprintf("the shell ended in %s, outside the workspace; the session's directory stays %s", final, s.Dir())
 }
 
 // Command returns a command that runs argv in the shell's namespace with
@@ -272,64 +433,4 @@ func (w *Workspace) Command(ctx context.Context, cwd string, argv ...string) (*e
 	cmd := exec.CommandContext(ctx, w.shell.bwrap, w.shell.argv(names, cwd, argv, false)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
-}
-
-// run executes command and reports its exit code and output. A non-zero
-// exit is a result, not a tool error: the command ran. A timeout is a tool
-// error that still shows the output so far.
-func (r *shellRunner) run(ctx context.Context, names []string, cwd, command string, timeout time.Duration) (string, error) {
-	cmd := exec.Command(r.bwrap, r.args(names, cwd, command)...)
-	var stdout, stderr capWriter
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Stdin = nil
-	// Its own process group, so the timeout kills everything it started;
-	// bwrap's pid namespace takes the rest down with its init.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("shell: cannot start bubblewrap: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var err error
-	var why string
-	select {
-	case err = <-done:
-	case <-timer.C:
-		why = fmt.Sprintf("timed out after %d ms", timeout.Milliseconds())
-	case <-ctx.Done():
-		why = "cancelled"
-	}
-	if why != "" {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-	}
-	var b strings.Builder
-	code := cmd.ProcessState.ExitCode()
-	if why != "" {
-		fmt.Fprintf(&b, "the command %s; its process group was killed\n", why)
-	} else {
-		fmt.Fprintf(&b, "exit code: %d\n", code)
-	}
-	if s := stdout.String(); s != "" {
-		b.WriteString("--- stdout ---\n" + s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	}
-	if s := stderr.String(); s != "" {
-		b.WriteString("--- stderr ---\n" + s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	}
-	if err != nil && code < 0 && why == "" {
-		return "", fmt.Errorf("shell: %v", err)
-	}
-	if why != "" {
-		return "", errors.New("shell: " + strings.TrimSuffix(b.String(), "\n"))
-	}
-	return b.String(), nil
 }

@@ -26,6 +26,13 @@ import (
 // tool writes invalidate the kernel's caches.
 func kernelWorkspace(t testing.TB, repoFiles map[string]string) *Workspace {
 	t.Helper()
+	return kernelWorkspaceOpts(t, repoFiles, nil)
+}
+
+// kernelWorkspaceOpts is kernelWorkspace with options set by opt (nil:
+// none) before New.
+func kernelWorkspaceOpts(t testing.TB, repoFiles map[string]string, opt func(*Options)) *Workspace {
+	t.Helper()
 	fusetest.Need(t)
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		if fusetest.Required() {
@@ -50,9 +57,15 @@ func kernelWorkspace(t testing.TB, repoFiles map[string]string) *Workspace {
 		fusetest.MountFailed(t, err)
 	}
 	t.Cleanup(func() { assert.NoError(t, srv.Unmount()) })
-	w, err := New(mounts.Observe(u, srv.Invalidate), Options{Shell: &ShellOptions{Mountpoint: mp}})
+	opts := Options{Shell: &ShellOptions{Mountpoint: mp}}
+	if opt != nil {
+		opt(&opts)
+	}
+	w, err := New(mounts.Observe(u, srv.Invalidate), opts)
 	require.NoError(t, err)
 	require.Contains(t, w.Verbs(), VerbShell, "bubblewrap probe failed")
+	// Sessions end before the unmount (cleanups run last in, first out).
+	t.Cleanup(func() { assert.NoError(t, w.Close()) })
 	return w
 }
 

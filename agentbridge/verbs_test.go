@@ -72,7 +72,7 @@ func TestRead(t *testing.T) {
 		{"mistyped limit", obj{"path": "/repo/a.txt", "limit": "lots"}, `read: argument "limit" must be an integer, got "lots"`},
 		{"limit out of range", obj{"path": "/repo/a.txt", "limit": 0}, `read: argument "limit" must be between 1 and`},
 		{"offset past end", obj{"path": "/repo/a.txt", "offset": 9}, "read /repo/a.txt: offset 9 is past the end of the file (3 lines)"},
-		{"relative path suggests", obj{"path": "src/main.go"}, "read /src/main.go: no such file or directory; did you mean /repo/src/main.go?"},
+		{"relative path suggests", obj{"path": "src/main.go"}, "read /memory/src/main.go: no such file or directory; did you mean /repo/src/main.go?"},
 		{"outside every mount", obj{"path": "/nowhere/x"}, "read /nowhere/x: no such file or directory; it is outside every mount (mounts: /memory, /repo)"},
 	}
 	for _, tc := range errs {

@@ -110,7 +110,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return w.applyPatch(ctx, patch)
+		return w.applyPatch(ctx, a, patch)
 	}
 	p, err := a.path("edit", "path", true, "")
 	if err != nil {

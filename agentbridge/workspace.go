@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -47,7 +48,8 @@ type Options struct {
 }
 
 // Workspace serves the tool verbs over one tree. It holds no per-call state
-// and is safe for concurrent use.
+// (what a caller keeps between calls is its [Session]'s) and is safe for
+// concurrent use.
 //
 // The brief, ls of a mount point and the read-only error messages show the
 // tree's mount table ([mounts.Mounts]: the union's, as the decorators over
@@ -63,6 +65,9 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
+
+	sessMu   sync.Mutex
+	sessions map[*Session]struct{} // open sessions, closed by Close
 }
 
 // Result is the outcome of one tool call. A tool error is a Result with
@@ -170,7 +175,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 	var out []ToolDef
 	for _, t := range d.tools {
 		v := w.verbs[t.verb]
-		if v == nil {
+		if v == nil || t.hidden {
 			continue
 		}
 		out = append(out, ToolDef{
@@ -188,11 +193,17 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 //
 // The call gets an id (the transport's, see [WithCallID], or a random
 // one), and the tree sees it through mounts.Caller (Face "tool"), so an
-// audit log can tie each change to its call.
+// audit log can tie each change to its call. It belongs to the [Session]
+// in ctx ([WithSession]); without one it is a session of its own.
 func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.RawMessage) (res Result) {
 	start := time.Now()
 	info := &CallInfo{ID: callID(ctx), Dialect: dialect, Tool: tool, DryRun: w.dryRun}
 	ctx = mounts.WithCaller(ctx, toolCaller(info.ID))
+	sess := sessionFrom(ctx)
+	if sess == nil {
+		sess = w.openSession(true)
+		defer sess.Close()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// A bug must not take the server down with it; the model
@@ -216,9 +227,26 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
 	}
 	info.Verb = t.verb
+	ctx = withDialect(ctx, d)
 	a, err := parseArgs(t, raw)
 	if err != nil {
 		return Result{Text: err.Error(), IsError: true}
+	}
+	a.dialect, a.sess, a.cwd = d, sess, sessionDir(sess)
+	run := w.verbs[t.verb].run
+	if t.run != nil {
+		run = t.run
+	}
+	if t.verb == VerbShell {
+		// An apply_patch typed into the shell is the edit it stands for,
+		// to policy and the audit as much as to the tree (patch_shell.go).
+		pa, err := w.shellPatch(ctx, t, a)
+		if err != nil {
+			return Result{Text: err.Error(), IsError: true}
+		}
+		if pa != nil {
+			info.Verb, a, run = VerbEdit, pa, w.verbs[VerbEdit].run
+		}
 	}
 	info.Args, info.Paths = a.m, a.paths()
 	if w.before != nil {
@@ -227,9 +255,12 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 			return Result{Text: fmt.Sprintf("%s: %v; nothing was changed", tool, err), IsError: true}
 		}
 	}
-	text, err := w.verbs[t.verb].run(w, ctx, a)
+	text, err := run(w, ctx, a)
 	if err != nil {
 		return Result{Text: err.Error(), IsError: true}
+	}
+	if info.Verb == VerbEdit && t.verb == VerbShell && t.patchResult != nil {
+		text = t.patchResult(text)
 	}
 	return Result{Text: text}
 }
@@ -237,7 +268,7 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 func (w *Workspace) toolNames(d *dialect) []string {
 	var names []string
 	for _, t := range d.tools {
-		if w.verbs[t.verb] != nil {
+		if w.verbs[t.verb] != nil && !t.hidden {
 			names = append(names, t.name)
 		}
 	}

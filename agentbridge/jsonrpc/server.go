@@ -34,6 +34,13 @@
 // over the text, about four times faster than encoding/json
 // (BenchmarkCodec); anything else it receives goes through encoding/json.
 //
+// # Sessions
+//
+// Each connection is one agentbridge.Session: a `cd` in one shell call
+// carries to the next call of the same connection, relative paths resolve
+// against it, and the processes codex's exec_command leaves running live
+// until the connection ends. Another connection has a session of its own.
+//
 // # Concurrency
 //
 // A connection runs up to 64 requests at once and answers each, whole on
@@ -88,6 +95,11 @@ func (s *Server) ServeStream(ctx context.Context, r io.Reader, w io.Writer) erro
 	conn := s.conns.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The connection is the caller's session: its shell directory and
+	// the processes it left running, stopped when it ends.
+	sess := s.ws.NewSession()
+	defer sess.Close()
+	ctx = agentbridge.WithSession(ctx, sess)
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup

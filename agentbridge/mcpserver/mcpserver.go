@@ -3,12 +3,17 @@
 // (readOnlyHint, destructiveHint, idempotentHint, openWorldHint) as the
 // verb declares them, and the workspace brief as the server instructions.
 //
+// Each MCP session is one agentbridge.Session: the shell's directory and
+// the processes codex's exec_command leaves running belong to it, and end
+// when it closes.
+//
 // It is a package of its own so that agentbridge does not pull the SDK into
 // every program that only needs the verbs.
 package mcpserver
 
 import (
 	"context"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/vfsmount/vfsmount/agentbridge"
@@ -26,6 +31,7 @@ func New(w *agentbridge.Workspace, dialect string, impl *mcp.Implementation) (*m
 		impl = &mcp.Implementation{Name: "vfsmount"}
 	}
 	s := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: w.Brief()})
+	sessions := &sessionMap{w: w, m: map[*mcp.ServerSession]*agentbridge.Session{}}
 	for _, d := range defs {
 		destructive, openWorld := d.Annotations.Destructive, d.Annotations.OpenWorld
 		tool := &mcp.Tool{
@@ -41,9 +47,43 @@ func New(w *agentbridge.Workspace, dialect string, impl *mcp.Implementation) (*m
 		}
 		name := d.Name
 		s.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if sess := sessions.of(req.Session); sess != nil {
+				ctx = agentbridge.WithSession(ctx, sess)
+			}
 			res := w.Call(ctx, dialect, name, req.Params.Arguments)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
 		})
 	}
 	return s, nil
+}
+
+// sessionMap gives each MCP session its agentbridge.Session, closed when
+// the MCP session ends.
+type sessionMap struct {
+	w  *agentbridge.Workspace
+	mu sync.Mutex
+	m  map[*mcp.ServerSession]*agentbridge.Session
+}
+
+// of returns ss's session, opening it on its first call; nil without an
+// MCP session (the call is then a session of its own).
+func (sm *sessionMap) of(ss *mcp.ServerSession) *agentbridge.Session {
+	if ss == nil {
+		return nil
+	}
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if s, ok := sm.m[ss]; ok {
+		return s
+	}
+	s := sm.w.NewSession()
+	sm.m[ss] = s
+	go func() {
+		_ = ss.Wait()
+		sm.mu.Lock()
+		delete(sm.m, ss)
+		sm.mu.Unlock()
+		s.Close()
+	}()
+	return s
 }

@@ -111,12 +111,7 @@ func dryRunResult(defs []agentbridge.ToolDef, tool string, raw json.RawMessage, 
 
 // isShellTool reports whether tool is the shell verb in dialect.
 func isShellTool(dialect, tool string) bool {
-	switch dialect {
-	case agentbridge.DialectClaude:
-		return tool == "Bash"
-	default:
-		return tool == agentbridge.VerbShell
-	}
+	return agentbridge.ShellTool(dialect, tool)
 }
 
 // dialServer connects to a serve address: unix:PATH or tcp:HOST:PORT.

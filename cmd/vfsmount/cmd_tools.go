@@ -135,6 +135,10 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 // Close takes the kernel face down and releases the workspace.
 func (b *bridge) Close() error {
 	var errs []error
+	if b.tools != nil {
+		// First: a process a session left running keeps the mount busy.
+		errs = append(errs, b.tools.Close())
+	}
 	if b.srv != nil {
 		if err := b.srv.Unmount(); err != nil {
 			b.log.Warn("unmount busy; detaching", "err", err)

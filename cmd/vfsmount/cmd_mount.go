@@ -93,6 +93,9 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err != nil {
 		return err
 	}
+	if err := checkUppers(cfg.Mounts, abs); err != nil {
+		return err
+	}
 	switch state {
 	case fusefs.StateLive:
 		return &exitError{code: exitFailure, err: fmt.Errorf(

@@ -8,6 +8,13 @@
 //	tools.list      {dialect?}                      -> {tools: [ToolDef]}
 //	tools.call      {name, arguments?, dialect?}    -> Result {text, isError}
 //	workspace.brief {}                              -> {brief}
+//	workspace.diff   {paths?, format?}              -> {text}
+//	workspace.commit {dst?, message, branch, force?} -> {commit, ref}
+//	workspace.reset  {paths?}                       -> {reset}
+//
+// The workspace.diff, commit and reset methods are served when the server
+// has an [Exporter] (SetExporter): the changes of writable git mounts
+// against their pinned commits, not tools of the model.
 //
 // A tool error is a successful response whose result has isError set; the
 // JSON-RPC error object ([Error]) is for requests that cannot be served at
@@ -75,12 +82,15 @@ type Server struct {
 	log *slog.Logger
 	// conns numbers connections, for the call ids.
 	conns atomic.Int64
+	// export serves the export methods (nil: none).
+	export Exporter
 	// maxMessage bounds one request: the package's maxMessage, less in
 	// tests.
 	maxMessage int
 }
 
-// NewServer returns a server of ws's tools; a nil logger is silent.
+// NewServer returns a server of ws's tools; a nil logger is silent. A nil
+// ws serves no tools: a control socket that only serves an [Exporter].
 func NewServer(ws *agentbridge.Workspace, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -230,6 +240,12 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 			return &Error{rpcInvalidParams, "invalid params: " + jsonErr(err)}
 		}
 		return nil
+	}
+	if res, e, ok := s.dispatchExport(ctx, method, decode); ok {
+		return res, e
+	}
+	if s.ws == nil {
+		return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (this server has no tools; methods: workspace.diff, workspace.commit, workspace.reset)", method)}
 	}
 	switch method {
 	case "tools.list":

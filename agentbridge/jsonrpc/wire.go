@@ -19,7 +19,14 @@ const (
 	rpcInvalidRequest = -32600
 	rpcMethodNotFound = -32601
 	rpcInvalidParams  = -32602
+	// rpcExportFailed is an export method that could not be done (a
+	// branch that exists, a git that fails): a server error.
+	rpcExportFailed = -32000
 )
+
+// CodeInvalidParams is the code of an answer to a request that is bad
+// input, for clients that tell it apart from a failure.
+const CodeInvalidParams = rpcInvalidParams
 
 // maxMessage bounds one JSON-RPC message, newline included, so a runaway
 // peer cannot make either end buffer without end.

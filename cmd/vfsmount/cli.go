@@ -81,6 +81,9 @@ func (a *app) commands() []*cobra.Command {
 		serveCommand(a),
 		mcpCommand(a),
 		execCommand(a),
+		diffCommand(a),
+		commitCommand(a),
+		resetCommand(a),
 		completionCommand(a),
 		versionCommand(a),
 		helpCommand(a),
@@ -178,6 +181,17 @@ func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
 			return usageErrorf("%s: want %d argument(s), got %d (usage: %s)", cmd.Name(), n, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// minArgs is cobra.MinimumNArgs with the usage line in the message and
+// exit 2.
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageErrorf("%s: want at least %d argument(s), got %d (usage: %s)", cmd.Name(), n, len(args), cmd.UseLine())
 		}
 		return nil
 	}

@@ -93,6 +93,9 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err != nil {
 		return err
 	}
+	if err := checkUppers(cfg.Mounts, abs); err != nil {
+		return err
+	}
 	switch state {
 	case fusefs.StateLive:
 		return &exitError{code: exitFailure, err: fmt.Errorf(
@@ -129,6 +132,12 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		}
 		log.Info("mount", "prefix", m.Prefix, "type", m.Type, "source", m.Source, "access", access)
 	}
+	sock := ""
+	if ws.Export != nil {
+		if sock, err = controlPath(abs); err != nil {
+			return err
+		}
+	}
 	srv, err := fusefs.Mount(abs, ws.FS, fusefs.Options{
 		Logger:     log,
 		Debug:      a.globals.Debug,
@@ -144,6 +153,18 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)
 	}
+	// A reset through the control socket changes names behind the
+	// kernel's back: it drops their caches (never from a FUSE handler:
+	// control requests have goroutines of their own).
+	ws.Kernel.changed.connect(srv.Invalidate)
+	stopControl, err := serveControl(ctx, ws, sock, abs, log)
+	if err != nil {
+		// The workspace works without it; only diff, commit and reset
+		// cannot reach it.
+		log.Warn("no control socket: vfsmount diff, commit and reset cannot reach this mount", "err", err)
+		stopControl = func() {}
+	}
+	defer stopControl()
 	log.Info("serving", "mountpoint", abs, "stop", "Ctrl-C, or vfsmount umount "+mountpoint)
 
 	done := make(chan struct{})

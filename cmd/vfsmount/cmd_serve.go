@@ -71,9 +71,14 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 			err = cerr
 		}
 	}()
+	rpc := jsonrpc.NewServer(b.tools, a.logger)
+	if b.ws.Export != nil {
+		// A harness hands the agent's work back over the same connection.
+		rpc.SetExporter(b.ws.Export)
+	}
 	if listen == "stdio" {
 		a.logger.Info("serving JSON-RPC on stdio", "mountpoint", b.srv.Mountpoint())
-		if err := jsonrpc.NewServer(b.tools, a.logger).ServeStream(ctx, os.Stdin, a.stdout); err != nil && !errors.Is(err, context.Canceled) {
+		if err := rpc.ServeStream(ctx, os.Stdin, a.stdout); err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 		return nil
@@ -89,7 +94,7 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 		defer os.Remove(where)
 	}
 	a.logger.Info("serving JSON-RPC", "listen", listen, "mountpoint", b.srv.Mountpoint())
-	if err := jsonrpc.NewServer(b.tools, a.logger).ServeListener(ctx, l); err != nil {
+	if err := rpc.ServeListener(ctx, l); err != nil {
 		return err
 	}
 	a.logger.Info("stopping", "why", context.Cause(ctx).Error())

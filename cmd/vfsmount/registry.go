@@ -34,6 +34,10 @@ type mountType struct {
 	Example string
 	// Keys lists the options besides type and dst, which every type has.
 	Keys map[string]keySpec
+	// Check, when set, judges the keys together once each is valid on its
+	// own (two keys that exclude each other, one that needs another). It
+	// returns specErrorf(spec.Origin, ...) naming the keys.
+	Check func(spec *mountSpec) error
 	// Build makes the mount. Return specErrorf(spec.Origin, ...) for
 	// bad input (a missing source, a revision that does not exist): the
 	// user gets exit 2. Any other error is a runtime failure (exit 1).

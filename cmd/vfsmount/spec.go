@@ -188,6 +188,10 @@ func validateSpec(reg registry, raw rawSpec) (mountSpec, error) {
 			continue
 		}
 		ks, ok := mt.Keys[it.Key]
+		if !ok && it.Key == "writable" {
+			return spec, specErrorf(raw.Origin, "key \"writable\" is for type git, which it makes copy-on-write; "+
+				"type %s cannot have it (%s)", mt.Name, mt.allowed())
+		}
 		if !ok {
 			return spec, specErrorf(raw.Origin, "unknown key %q for type %s (%s)", it.Key, mt.Name, mt.allowed())
 		}
@@ -200,6 +204,11 @@ func validateSpec(reg registry, raw rawSpec) (mountSpec, error) {
 	for _, k := range sortedKeys(mt.Keys) {
 		if mt.Keys[k].Required && !spec.Has(k) {
 			return spec, specErrorf(raw.Origin, "type %s needs key %q", mt.Name, k)
+		}
+	}
+	if mt.Check != nil {
+		if err := mt.Check(&spec); err != nil {
+			return spec, err
 		}
 	}
 	return spec, nil
@@ -221,6 +230,9 @@ func validateSpecs(reg registry, raws []rawSpec) ([]mountSpec, error) {
 		}
 		byDst[s.Dst] = s.Origin
 		specs = append(specs, s)
+	}
+	if err := checkUppers(specs, ""); err != nil {
+		return nil, err
 	}
 	return specs, nil
 }

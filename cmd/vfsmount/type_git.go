@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 )
 
 // gitType is one commit of a git repository, read-only and lazy. The
@@ -27,9 +33,92 @@ func gitType() mountType {
 			"src":    {Kind: kindSource, Required: true, Doc: "repository: a local path (bare or not) or a URL, cloned once into the cache"},
 			"rev":    {Kind: kindString, Doc: "revision to pin: SHA, branch, tag, HEAD~3 (default HEAD)"},
 			"subdir": {Kind: kindString, Doc: "serve only this directory of the commit"},
+			"writable": {Kind: kindBool, Doc: "copy-on-write: the commit stays the lower layer, changes go to an " +
+				"upper layer (memory unless persist= or upper=); see vfsmount diff, commit, reset"},
+			"persist": {Kind: kindPath, Doc: "with writable: file keeping the upper layer across restarts and crashes, " +
+				"as a memory mount's persist="},
+			"upper": {Kind: kindPath, Doc: "with writable: host directory holding the upper layer " +
+				"(empty, or made over this commit; outside the workspace)"},
 		},
+		Check: checkGit,
 		Build: buildGit,
 	}
+}
+
+// checkGit judges the copy-on-write keys together: the upper layer is one
+// of memory, a persist file or a host directory, and only a writable mount
+// has one.
+func checkGit(spec *mountSpec) error {
+	if spec.Has("persist") && spec.Has("upper") {
+		return specErrorf(spec.Origin, "keys \"persist\" and \"upper\" exclude each other: "+
+			"the upper layer is a persist file or a host directory, not both")
+	}
+	if !spec.Bool("writable") {
+		for _, k := range []string{"persist", "upper"} {
+			if spec.Has(k) {
+				return specErrorf(spec.Origin, "key %q needs key \"writable\": it holds the changes of a writable git mount", k)
+			}
+		}
+	}
+	return nil
+}
+
+// checkUppers refuses a host upper directory (upper=) that lies inside the
+// workspace: inside another mount's source, a source inside it, or inside
+// the mountpoint (mountpoint "" when not known yet). The overlay would see
+// its own bookkeeping through the workspace, or a writer of the workspace
+// could change the layer behind the overlay's back.
+func checkUppers(specs []mountSpec, mountpoint string) error {
+	for i := range specs {
+		s := &specs[i]
+		up := s.String("upper")
+		if up == "" {
+			continue
+		}
+		if mountpoint != "" && overlaps(up, mountpoint) {
+			return specErrorf(s.Origin, "key \"upper\": %s is inside the workspace's mountpoint %s; put it elsewhere", up, mountpoint)
+		}
+		for j := range specs {
+			o := &specs[j]
+			for _, k := range []string{"src", "persist", "upper"} {
+				if i == j && k == "upper" {
+					continue
+				}
+				v := o.String(k)
+				if v == "" || isURL(v) || !filepath.IsAbs(v) {
+					continue
+				}
+				if overlaps(up, v) {
+					return specErrorf(s.Origin, "key \"upper\": %s overlaps %s of %s (%s); "+
+						"an upper layer must lie outside every mount's source", up, k, o.Origin, v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// overlaps reports whether one of two host paths is the other or lies
+// below it, after resolving symlinks where the paths exist.
+func overlaps(a, b string) bool {
+	a, b = realPath(a), realPath(b)
+	in := func(x, dir string) bool {
+		rel, err := filepath.Rel(dir, x)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	return in(a, b) || in(b, a)
+}
+
+// realPath resolves the symlinks of p, or of its longest existing parent.
+func realPath(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if dir := filepath.Dir(p); dir != p {
+		return filepath.Join(realPath(dir), filepath.Base(p))
+	}
+	return p
 }
 
 func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, error) {
@@ -54,7 +143,71 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 	}
 	env.OnClose(f.Close)
 	env.Logger.Info("git mount pinned", "commit", f.Commit(), "rev", revOrHead(opts.Rev))
-	return f, nil
+	if !spec.Bool("writable") {
+		return f, nil
+	}
+	return buildWritable(ctx, spec, env, f)
+}
+
+// writableGit is a git mount made writable: an overlay whose lower layer is
+// the commit. It describes itself so that the mount table, and the brief
+// shown to the model, say what it is: copy-on-write over git@SHA.
+type writableGit struct {
+	*overlayfs.FS
+	git *gitfs.FS
+}
+
+func (w *writableGit) Describe() mounts.Description {
+	d := w.FS.Describe()
+	d.Source = "copy-on-write over " + d.Source
+	return d
+}
+
+// buildWritable puts an overlay on the git mount f: the upper layer is a
+// memory tree, kept in a persist file, or a host directory.
+func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs.FS) (mounts.FS, error) {
+	mopts := memfs.Options{Logger: env.Logger, Uid: env.Uid, Gid: env.Gid}
+	var upper mounts.FS
+	what := "memory"
+	switch {
+	case spec.Has("persist"):
+		path := spec.String("persist")
+		m, err := loadPersisted(spec, path, mopts, env)
+		if err != nil {
+			return nil, err
+		}
+		upper, what = m, "persist file "+path
+	case spec.Has("upper"):
+		dir := spec.String("upper")
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, specErrorf(spec.Origin, "key \"upper\": %v", err)
+		}
+		h, err := hostfs.Open(dir, hostfs.Options{Logger: env.Logger})
+		switch {
+		case errors.Is(err, hostfs.ErrBadSource):
+			return nil, specErrorf(spec.Origin, "key \"upper\": %v", err)
+		case err != nil:
+			return nil, err
+		}
+		env.OnClose(h.(interface{ Close() error }).Close)
+		upper, what = h, "upper directory "+dir
+	default:
+		upper = memfs.New(mopts)
+	}
+	ov, err := overlayfs.New(ctx, f, upper, overlayfs.Options{
+		LowerID:   f.Commit(),
+		OwnXattrs: []string{"user.git."},
+		Logger:    env.Logger,
+	})
+	switch {
+	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):
+		// Refused before anything was written: the layer is left as it was.
+		return nil, specErrorf(spec.Origin, "%s: %v (left untouched)", what, err)
+	case err != nil:
+		return nil, err
+	}
+	env.Logger.Info("git mount writable", "commit", f.Commit(), "upper", what)
+	return &writableGit{FS: ov, git: f}, nil
 }
 
 func revOrHead(rev string) string {

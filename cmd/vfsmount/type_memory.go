@@ -43,6 +43,18 @@ func buildMemory(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 	if path == "" {
 		return memfs.New(opts), nil
 	}
+	fsys, err := loadPersisted(spec, path, opts, env)
+	if err != nil {
+		return nil, err
+	}
+	env.Logger.Info("memory mount loaded", "persist", path)
+	return fsys, nil
+}
+
+// loadPersisted opens the persist file path and loads the memory tree it
+// keeps, closed with the workspace. The memory mount and the upper layer of
+// a writable git mount share it, so both keep their data the same way.
+func loadPersisted(spec *mountSpec, path string, opts memfs.Options, env *buildEnv) (*memfs.FS, error) {
 	store, err := boltstore.Open(path, boltstore.Options{Logger: env.Logger})
 	if err != nil {
 		return nil, persistErr(spec, path, err)
@@ -52,7 +64,6 @@ func buildMemory(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 		store.Close()
 		return nil, persistErr(spec, path, err)
 	}
-	env.Logger.Info("memory mount loaded", "persist", path)
 	env.OnClose(store.Close)
 	return fsys, nil
 }

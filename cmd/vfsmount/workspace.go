@@ -174,6 +174,9 @@ type workspace struct {
 	// log (nil: none), closed by Close after everything else.
 	Policy *policyConfig
 	Audit  *policy.AuditLog
+	// Export hands the writable git mounts' changes back to git (nil: the
+	// workspace has none).
+	Export *exporter
 
 	cleanup []func() error
 }
@@ -256,6 +259,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	ws.Union = u
 	ws.Policy = cfg.Policy
 	ws.stack()
+	ws.Export = newExporter(table, ws.Kernel.changed.notify)
 	return ws, nil
 }
 

@@ -89,6 +89,19 @@
 // new packs is noticed on the first miss (the pack directory changed) and
 // the pack indexes are read again.
 //
+// # Export
+//
+// A writable copy of the commit (an overlay over the mount) goes back into
+// git through [FS.WriteTree]: the commit's tree with a list of edits
+// applied, the edited names read from the copy. [Tree.Diff] prints it
+// against the commit as git diff-tree does (a patch git apply accepts,
+// --stat, --name-status), and [Tree.Commit] makes it a commit on the
+// pinned one under refs/heads/NAME. Both run the git binary's plumbing on
+// the repository with a temporary index (see export.go for why): HEAD, the
+// index and the working tree of the repository are never touched, a diff
+// writes its objects to a temporary directory, and a branch checked out
+// anywhere is never moved.
+//
 // # Limitations
 //
 //   - Objects come from the object store (internal/objstore): packed

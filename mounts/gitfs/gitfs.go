@@ -65,6 +65,7 @@ type FS struct {
 	commit plumbing.Hash
 	root   node
 	subdir string // the served subtree, "" for the whole commit
+	repo   string // the repository's directory (a clone's, for a URL), for export
 	when   time.Time
 	uid    uint32
 	gid    uint32
@@ -161,9 +162,15 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("gitfs: rev %q: %w: %w", rev, ErrBadRev, err)
 	}
 
+	repoDir, err := filepath.Abs(path)
+	if err != nil {
+		obj.Close()
+		return nil, badSource(opts.Src, err)
+	}
 	f := &FS{
 		commit: commit,
 		subdir: subdir,
+		repo:   repoDir,
 		when:   c.Committer.When,
 		uid:    uint32(os.Getuid()),
 		gid:    uint32(os.Getgid()),

@@ -91,6 +91,8 @@
 // mode changes included) and deleted names, with where renamed ones came
 // from. It walks the upper only, so it costs in the number of changes, not
 // the size of the tree: what git status and a diff against the commit need.
+// [FS.Reset] discards the changes at and below names, each in one rename
+// in the upper.
 //
 // # Errors
 //

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+)
+
+// exporter hands the changes of a workspace's writable git mounts back to
+// git: the diff, commit and reset of vfsmount's commands and of JSON-RPC
+// (jsonrpc.Exporter). It works on the mounts themselves, below the policy
+// layers: exporting reads what the mounts hold, and a reset is the user's
+// own undo, not a write of either face. A reset tells the kernel face
+// which names changed (notify), so the shell sees the commit's content at
+// once.
+type exporter struct {
+	mounts []exportMount // sorted by prefix
+	notify func(names ...string)
+}
+
+// exportMount is one writable git mount at its prefix.
+type exportMount struct {
+	prefix string
+	fs     *writableGit
+}
+
+var _ jsonrpc.Exporter = (*exporter)(nil)
+
+// newExporter finds the writable git mounts of the union table; nil when
+// there is none.
+func newExporter(table map[string]mounts.FS, notify func(names ...string)) *exporter {
+	e := &exporter{notify: notify}
+	for prefix, fsys := range table {
+		if w, ok := fsys.(*writableGit); ok {
+			e.mounts = append(e.mounts, exportMount{prefix: prefix, fs: w})
+		}
+	}
+	if len(e.mounts) == 0 {
+		return nil
+	}
+	slices.SortFunc(e.mounts, func(a, b exportMount) int { return strings.Compare(a.prefix, b.prefix) })
+	return e
+}
+
+// pick sorts workspace paths by the writable git mount holding them: the
+// names in the mount ("." for the whole mount). No paths means every mount,
+// whole. A path in no writable git mount is bad input; one above a mount
+// ("/" for /repo) covers it whole.
+func (e *exporter) pick(paths []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(paths) == 0 {
+		for _, m := range e.mounts {
+			out[m.prefix] = nil
+		}
+		return out, nil
+	}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			return nil, fmt.Errorf("%w: path %q: want an absolute, clean workspace path such as /repo/src", jsonrpc.ErrInvalidParams, p)
+		}
+		found := false
+		for _, m := range e.mounts {
+			switch {
+			case p == m.prefix || p == "/" || strings.HasPrefix(m.prefix, p+"/"):
+				out[m.prefix], found = nil, true
+			case strings.HasPrefix(p, m.prefix+"/") || m.prefix == "/":
+				if names, whole := out[m.prefix]; !whole || names != nil {
+					out[m.prefix] = append(names, strings.TrimPrefix(strings.TrimPrefix(p, m.prefix), "/"))
+				}
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: path %s is in no writable git mount (%s)", jsonrpc.ErrInvalidParams, p, e.prefixes())
+		}
+	}
+	return out, nil
+}
+
+func (e *exporter) prefixes() string {
+	var ps []string
+	for _, m := range e.mounts {
+		ps = append(ps, m.prefix)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// tree writes the tree of mount m's current state; nil when nothing changed.
+func (m exportMount) tree(ctx context.Context, keep bool) (*gitfs.Tree, error) {
+	changes, err := m.fs.Changes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	return m.fs.git.WriteTree(ctx, m.fs.FS, edits(changes), keep)
+}
+
+// edits turns the overlay's changes into the tree edits that make the
+// commit's tree into the overlay's: a deletion removes, a file is written
+// again, and a directory whose contents are not the commit's at its name
+// (new, renamed, opaque, or in place of a file) is written whole, which
+// covers every change below it. A directory whose mode alone changed is
+// nothing to git.
+func edits(changes []overlayfs.Change) []gitfs.Edit {
+	var out []gitfs.Edit
+	covered := ""
+	for _, c := range changes {
+		if covered != "" && strings.HasPrefix(c.Path, covered+"/") {
+			continue
+		}
+		switch {
+		case c.Kind == overlayfs.Deleted:
+			out = append(out, gitfs.Edit{Path: c.Path, Delete: true})
+		case !c.Mode.IsDir():
+			out = append(out, gitfs.Edit{Path: c.Path})
+		case c.Kind == overlayfs.Modified && c.LowerMode.IsDir() && c.From == "" && !c.Opaque:
+		default:
+			out = append(out, gitfs.Edit{Path: c.Path})
+			covered = c.Path
+		}
+	}
+	return out
+}
+
+func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffResult, error) {
+	var format gitfs.DiffFormat
+	switch p.Format {
+	case "", "patch":
+		format = gitfs.Patch
+	case "stat":
+		format = gitfs.Stat
+	case "name-status":
+		format = gitfs.NameStatus
+	default:
+		return jsonrpc.DiffResult{}, fmt.Errorf("%w: format %q: want patch, stat or name-status", jsonrpc.ErrInvalidParams, p.Format)
+	}
+	picked, err := e.pick(p.Paths)
+	if err != nil {
+		return jsonrpc.DiffResult{}, err
+	}
+	var b strings.Builder
+	for _, m := range e.mounts {
+		names, ok := picked[m.prefix]
+		if !ok {
+			continue
+		}
+		tr, err := m.tree(ctx, false)
+		if err != nil {
+			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.prefix, err)
+		}
+		if tr == nil {
+			continue
+		}
+		text, err := tr.Diff(ctx, format, names)
+		tr.Close()
+		if err != nil {
+			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.prefix, err)
+		}
+		b.WriteString(text)
+	}
+	return jsonrpc.DiffResult{Text: b.String()}, nil
+}
+
+func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.CommitResult, error) {
+	switch {
+	case p.Branch == "":
+		return jsonrpc.CommitResult{}, fmt.Errorf("%w: a branch is required (--branch NAME)", jsonrpc.ErrInvalidParams)
+	case strings.TrimSpace(p.Message) == "":
+		return jsonrpc.CommitResult{}, fmt.Errorf("%w: a message is required (-m MSG)", jsonrpc.ErrInvalidParams)
+	}
+	var m *exportMount
+	for i := range e.mounts {
+		if p.Dst == "" || e.mounts[i].prefix == p.Dst {
+			if m != nil {
+				return jsonrpc.CommitResult{}, fmt.Errorf("%w: several writable git mounts (%s): say which with --dst", jsonrpc.ErrInvalidParams, e.prefixes())
+			}
+			m = &e.mounts[i]
+		}
+	}
+	if m == nil {
+		return jsonrpc.CommitResult{}, fmt.Errorf("%w: --dst %s is no writable git mount (%s)", jsonrpc.ErrInvalidParams, p.Dst, e.prefixes())
+	}
+	tr, err := m.tree(ctx, true)
+	if err != nil || tr == nil {
+		return jsonrpc.CommitResult{}, err
+	}
+	defer tr.Close()
+	if same, err := tr.Diff(ctx, gitfs.NameStatus, nil); err != nil || same == "" {
+		return jsonrpc.CommitResult{}, err // changed and changed back: nothing to commit
+	}
+	id, err := tr.Commit(ctx, p.Message, p.Branch, p.Force)
+	if errors.Is(err, gitfs.ErrBadBranch) {
+		err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
+	}
+	if err != nil {
+		return jsonrpc.CommitResult{}, err
+	}
+	return jsonrpc.CommitResult{Commit: id, Ref: "refs/heads/" + p.Branch}, nil
+}
+
+func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.ResetResult, error) {
+	picked, err := e.pick(p.Paths)
+	if err != nil {
+		return jsonrpc.ResetResult{}, err
+	}
+	var res jsonrpc.ResetResult
+	res.Reset = []string{}
+	for _, m := range e.mounts {
+		names, ok := picked[m.prefix]
+		if !ok {
+			continue
+		}
+		if names == nil {
+			names = []string{"."}
+		}
+		// Every changed name the reset covers is one the kernel may
+		// cache: the content of a file below a reset directory too.
+		changes, err := m.fs.Changes(ctx)
+		if err != nil {
+			return res, fmt.Errorf("reset of %s: %w", m.prefix, err)
+		}
+		touched := slices.Clone(names)
+		for _, c := range changes {
+			for _, n := range names {
+				if n == "." || c.Path == n || strings.HasPrefix(c.Path, n+"/") {
+					touched = append(touched, c.Path)
+					if c.From != "" {
+						touched = append(touched, c.From)
+					}
+					break
+				}
+			}
+		}
+		err = m.fs.Reset(ctx, names...)
+		if errors.Is(err, overlayfs.ErrResetInside) {
+			err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
+		}
+		// Tell the kernel face even after a failure: some names may be
+		// reset already.
+		var ws []string
+		for _, n := range touched {
+			ws = append(ws, mounts.NameOf(path.Join(m.prefix, n)))
+		}
+		if e.notify != nil {
+			e.notify(ws...)
+		}
+		if err != nil {
+			return res, fmt.Errorf("reset of %s: %w", m.prefix, err)
+		}
+		for _, n := range names {
+			res.Reset = append(res.Reset, path.Join(m.prefix, n))
+		}
+	}
+	return res, nil
+}

@@ -48,6 +48,33 @@
 // every verb, the files it opens and the mount table exactly as the fake
 // answers them. A wrapper's tests call it next to Run.
 //
+// # Differential
+//
+// [Differential] (Linux only) runs seeded random operation sequences on a
+// mount and on a real directory (a t.TempDir) side by side: mkdir,
+// create/write with O_EXCL, O_TRUNC and O_APPEND, ftruncate, unlink, rmdir,
+// rename with each flag, link, symlink, user xattrs, FIFOs and sockets made
+// by mknod, chmod with setuid, setgid and sticky, and (as root) lchown.
+// Names come from a tiny universe ({a,b,c} up to three deep), so that
+// collisions, non-empty directories and renames into subtrees come up
+// often. Every step must give both sides the same errno ([ErrnoOf]); before
+// the first step, every 100 steps and at the end both trees must hold the
+// same names, types, modes, owners, user xattrs, link counts, sizes,
+// contents and targets, with inode numbers paired one to one (hard links
+// shared alike) and listed by ReadDir as Stat gives them. A name keeps its
+// number across a change of its content or attributes, a rename carries it
+// and a link shares it. [DifferentialOptions] say how to build the mount
+// (New), whether it starts from a random tree (Lower: an overlay's lower,
+// filled by the harness and copied to the directory), whether it can
+// exchange names, and the seeds, stream and steps; VFSMOUNT_DIFF_SEED=n
+// replays seed n alone. A wrapper the mount needs (an upper that cannot
+// exchange, say) is built by the caller's New.
+//
+// The integration tests' differentials through the kernel are not this
+// harness: they pick names from the tree as it is, compare the trees once,
+// after the kernel's attribute cache expires, and check mount-specific
+// state (the host directory behind the mount, an overlay's changes).
+//
 // # Options
 //
 // Options describe the mount; none of them turns a check off. A coarser time

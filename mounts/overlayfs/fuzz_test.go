@@ -9,6 +9,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/mountstest"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 )
 
@@ -45,7 +46,7 @@ func FuzzOps(f *testing.F) {
 		for i := 0; i+2 < len(prog); i += 3 {
 			a, b := fuzzNames[int(prog[i+1])%len(fuzzNames)], fuzzNames[int(prog[i+2])%len(fuzzNames)]
 			desc, got, want := fuzzOp(o, oracle, prog[i], a, b, i)
-			if errnoOf(t, got) != errnoOf(t, want) {
+			if mountstest.ErrnoOf(t, got) != mountstest.ErrnoOf(t, want) {
 				t.Fatalf("op %d %s: overlay %v, memory mount %v", i/3, desc, got, want)
 			}
 		}

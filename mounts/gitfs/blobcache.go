@@ -3,7 +3,6 @@ package gitfs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -70,54 +69,41 @@ func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blo
 var errCacheClosed = errors.New("blob cache closed")
 
 // acquire returns the pinned entry for h, loading it with load on a miss.
-// Concurrent acquires of one blob share one load (a singleflight), run
-// with the context of the acquire that started it and pinned for that one;
-// the others pin the entry once it is loaded, or load it again if it went
-// in between (its files closed and eviction took it, as eviction takes at
-// once a blob larger than the cache). A caller whose context ends stops
-// waiting at once; a load that failed because its caller's context ended
-// is retried by the callers still waiting.
+// Concurrent acquires of one blob share one load (a singleflight), run by
+// the acquire that started it, with its context, and pinned for it; the
+// others wait for the load to end, even when their own context ends first
+// (they then get their context's error and no pin), and pin the entry, or
+// load it again if it went in between (its files closed and eviction took
+// it, as eviction takes at once a blob larger than the cache). A load that
+// failed because its caller's context ended is retried by the callers
+// still waiting. The load runs on its caller's goroutine (singleflight's
+// Do): handing it to a goroutine of its own (DoChan, whose waiters could
+// leave early) cost a cold scan of small files (BenchmarkTree/scan) a
+// quarter of its time or more.
 func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
 	for {
 		if b, err := c.pin(h); b != nil || err != nil {
 			return b, err
 		}
 		// mine is set when the load ran for this call: its entry is
-		// then pinned for this call. It is read only after the load's
-		// result is received.
+		// then pinned for this call.
 		var mine bool
-		ch := c.flight.DoChan(flightKey(h), func() (v any, err error) {
-			defer func() {
-				// The load runs on a goroutine of its own, which
-				// no caller's recover covers: a decoder's panic
-				// fails this blob, not the process.
-				if p := recover(); p != nil {
-					v, err = nil, fmt.Errorf("gitfs: decoding panicked: %v", p)
-				}
-			}()
+		v, err, _ := c.flight.Do(flightKey(h), func() (any, error) {
 			b, err := c.load(ctx, h, load)
 			mine = err == nil
 			return b, err
 		})
-		select {
-		case r := <-ch:
-			switch {
-			case mine:
-				return r.Val.(*blob), nil
-			case r.Err == nil:
-				continue // another call's load: pin its entry
-			case isContextErr(r.Err) && ctx.Err() == nil:
-				continue // the load's caller gave up; try again
-			}
-			return nil, r.Err
-		case <-ctx.Done():
-			go func() {
-				if r := <-ch; mine {
-					c.release(r.Val.(*blob)) // the pin the load took for this call
-				}
-			}()
+		switch {
+		case mine:
+			return v.(*blob), nil
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case err == nil:
+			continue // another call's load: pin its entry
+		case isContextErr(err):
+			continue // the load's caller gave up; try again
 		}
+		return nil, err
 	}
 }
 

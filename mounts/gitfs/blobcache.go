@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -36,14 +35,12 @@ type blobCache struct {
 	// flight collapses the loads of one blob by concurrent acquires.
 	flight singleflight.Group
 
-	mu   sync.Mutex
-	used int64 // the content of every loaded entry, pinned or not
-	// unpinned holds the loaded entries no file has open, the ones
-	// eviction may drop. It does not bound itself: release evicts while
-	// used, pinned entries included, is over max.
-	unpinned *lru.LRU[plumbing.Hash, *blob]
-	m        map[plumbing.Hash]*blob
-	closed   bool
+	mu sync.Mutex
+	// entries holds every loaded blob, bounded to max bytes in all. An
+	// entry is pinned while a file has it open; eviction drops unpinned
+	// ones only.
+	entries *lru.LRU[plumbing.Hash, *blob]
+	closed  bool
 }
 
 // blob is one cache entry, loaded: its mem, file and size never change.
@@ -52,8 +49,8 @@ type blob struct {
 	size int64
 	mem  []byte
 	file *os.File
-	refs int  // open files using it; in unpinned at 0
-	gone bool // removed from m (evicted, or cache closed)
+	refs int  // open files using it; pinned in entries while > 0
+	gone bool // out of entries (evicted, or the cache closed)
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -61,9 +58,16 @@ type blob struct {
 type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 
 func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
-	return &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError,
-		unpinned: lru.New[plumbing.Hash](math.MaxInt64, func(b *blob) int64 { return b.size }),
-		m:        make(map[plumbing.Hash]*blob)}
+	c := &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError}
+	c.entries = lru.New[plumbing.Hash](max, func(b *blob) int64 { return b.size }, func(_ plumbing.Hash, b *blob) {
+		// Evicted, or cleared by close: the content of an entry a
+		// file still has open goes when its last file closes.
+		b.gone = true
+		if b.refs == 0 {
+			b.drop()
+		}
+	})
+	return c
 }
 
 var errCacheClosed = errors.New("blob cache closed")
@@ -118,12 +122,9 @@ func (c *blobCache) pin(h plumbing.Hash) (*blob, error) {
 	if c.closed {
 		return nil, errCacheClosed
 	}
-	b, ok := c.m[h]
+	b, ok := c.entries.Pin(h)
 	if !ok {
 		return nil, nil
-	}
-	if b.refs == 0 {
-		c.unpinned.Remove(h)
 	}
 	b.refs++
 	return b, nil
@@ -146,8 +147,7 @@ func (c *blobCache) load(ctx context.Context, h plumbing.Hash, load loader) (*bl
 		b.drop()
 		return nil, errCacheClosed
 	}
-	c.m[h] = b
-	c.used += b.size
+	c.entries.AddPinned(h, b)
 	return b, nil
 }
 
@@ -264,23 +264,12 @@ func (c *blobCache) release(b *blob) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b.refs--
-	if b.refs > 0 {
-		return
-	}
-	if b.gone {
+	switch {
+	case b.refs > 0:
+	case b.gone:
 		b.drop()
-		return
-	}
-	c.unpinned.Add(b.hash, b)
-	for c.used > c.max {
-		_, old, ok := c.unpinned.RemoveOldest()
-		if !ok {
-			break
-		}
-		old.gone = true
-		delete(c.m, old.hash)
-		c.used -= old.size
-		old.drop()
+	default:
+		c.entries.Unpin(b.hash)
 	}
 }
 
@@ -322,13 +311,5 @@ func (c *blobCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for h, b := range c.m {
-		b.gone = true
-		delete(c.m, h)
-		if b.refs == 0 {
-			c.used -= b.size
-			b.drop()
-		}
-	}
-	c.unpinned.Clear()
+	c.entries.Clear()
 }

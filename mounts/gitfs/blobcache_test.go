@@ -73,7 +73,7 @@ func TestBlobCacheEvictsLeastRecentlyUsedUnpinned(t *testing.T) {
 	assert.Equal(t, 2, l.calls, "a hit does not load")
 	c.release(get(3)) // 120 > 100: evicts 2, the least recent
 	assert.Equal(t, 3, l.calls)
-	assert.Equal(t, int64(80), c.used)
+	assert.Equal(t, int64(80), c.entries.Cost())
 	c.release(get(1))
 	assert.Equal(t, 3, l.calls, "1 survived")
 	c.release(get(2))
@@ -96,8 +96,8 @@ func TestBlobCachePinsOpenEntries(t *testing.T) {
 	assert.Equal(t, big, readAll(t, b), "still readable while one file holds it")
 	assert.Equal(t, 2, l.calls)
 	c.release(b)
-	assert.LessOrEqual(t, c.used, int64(100), "released: back under the bound")
-	_, ok := c.m[hashOf(1)]
+	assert.LessOrEqual(t, c.entries.Cost(), int64(100), "released: back under the bound")
+	_, ok := c.entries.Get(hashOf(1))
 	assert.False(t, ok, "the oversized entry went on its last release")
 }
 
@@ -259,10 +259,10 @@ func TestBlobCacheWaiterThatGivesUpKeepsNoPin(t *testing.T) {
 	// The waiter that left holds no pin: the entry is unpinned,
 	// evictable, and a hit.
 	c.mu.Lock()
-	e := c.m[hashOf(1)]
-	require.NotNil(t, e)
+	e, ok := c.entries.Get(hashOf(1))
+	require.True(t, ok)
+	assert.Same(t, b, e)
 	assert.Zero(t, e.refs, "no pin is left behind")
-	assert.Equal(t, 1, c.unpinned.Len())
 	c.mu.Unlock()
 	b, err := c.acquire(context.Background(), hashOf(1), load)
 	require.NoError(t, err)

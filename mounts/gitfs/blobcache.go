@@ -23,7 +23,6 @@ import (
 // it open, so a blob larger than the whole cache still decodes once per
 // open, and is dropped when its last file closes.
 type blobCache struct {
-	max     int64
 	spillAt int64
 	dir     string
 	// onSpillError is told, once, why content could not spill to disk.
@@ -58,7 +57,7 @@ type blob struct {
 type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 
 func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
-	c := &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError}
+	c := &blobCache{spillAt: spillAt, dir: dir, onSpillError: onSpillError}
 	c.entries = lru.New[plumbing.Hash](max, func(b *blob) int64 { return b.size }, func(_ plumbing.Hash, b *blob) {
 		// Evicted, or cleared by close: the content of an entry a
 		// file still has open goes when its last file closes.

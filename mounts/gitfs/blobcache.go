@@ -3,9 +3,7 @@ package gitfs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -25,7 +23,6 @@ import (
 // it open, so a blob larger than the whole cache still decodes once per
 // open, and is dropped when its last file closes.
 type blobCache struct {
-	max     int64
 	spillAt int64
 	dir     string
 	// onSpillError is told, once, why content could not spill to disk.
@@ -37,14 +34,12 @@ type blobCache struct {
 	// flight collapses the loads of one blob by concurrent acquires.
 	flight singleflight.Group
 
-	mu   sync.Mutex
-	used int64 // the content of every loaded entry, pinned or not
-	// unpinned holds the loaded entries no file has open, the ones
-	// eviction may drop. It does not bound itself: release evicts while
-	// used, pinned entries included, is over max.
-	unpinned *lru.LRU[plumbing.Hash, *blob]
-	m        map[plumbing.Hash]*blob
-	closed   bool
+	mu sync.Mutex
+	// entries holds every loaded blob, bounded to max bytes in all. An
+	// entry is pinned while a file has it open; eviction drops unpinned
+	// ones only.
+	entries *lru.LRU[plumbing.Hash, *blob]
+	closed  bool
 }
 
 // blob is one cache entry, loaded: its mem, file and size never change.
@@ -53,8 +48,8 @@ type blob struct {
 	size int64
 	mem  []byte
 	file *os.File
-	refs int  // open files using it; in unpinned at 0
-	gone bool // removed from m (evicted, or cache closed)
+	refs int  // open files using it; pinned in entries while > 0
+	gone bool // out of entries (evicted, or the cache closed)
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -62,62 +57,56 @@ type blob struct {
 type loader func(ctx context.Context) (r io.ReadCloser, size int64, err error)
 
 func newBlobCache(max, spillAt int64, dir string, onSpillError func(error)) *blobCache {
-	return &blobCache{max: max, spillAt: spillAt, dir: dir, onSpillError: onSpillError,
-		unpinned: lru.New[plumbing.Hash](math.MaxInt64, func(b *blob) int64 { return b.size }),
-		m:        make(map[plumbing.Hash]*blob)}
+	c := &blobCache{spillAt: spillAt, dir: dir, onSpillError: onSpillError}
+	c.entries = lru.New[plumbing.Hash](max, func(b *blob) int64 { return b.size }, func(_ plumbing.Hash, b *blob) {
+		// Evicted, or cleared by close: the content of an entry a
+		// file still has open goes when its last file closes.
+		b.gone = true
+		if b.refs == 0 {
+			b.drop()
+		}
+	})
+	return c
 }
 
 var errCacheClosed = errors.New("blob cache closed")
 
 // acquire returns the pinned entry for h, loading it with load on a miss.
-// Concurrent acquires of one blob share one load (a singleflight), run
-// with the context of the acquire that started it and pinned for that one;
-// the others pin the entry once it is loaded, or load it again if it went
-// in between (its files closed and eviction took it, as eviction takes at
-// once a blob larger than the cache). A caller whose context ends stops
-// waiting at once; a load that failed because its caller's context ended
-// is retried by the callers still waiting.
+// Concurrent acquires of one blob share one load (a singleflight), run by
+// the acquire that started it, with its context, and pinned for it; the
+// others wait for the load to end, even when their own context ends first
+// (they then get their context's error and no pin), and pin the entry, or
+// load it again if it went in between (its files closed and eviction took
+// it, as eviction takes at once a blob larger than the cache). A load that
+// failed because its caller's context ended is retried by the callers
+// still waiting. The load runs on its caller's goroutine (singleflight's
+// Do): handing it to a goroutine of its own (DoChan, whose waiters could
+// leave early) cost a cold scan of small files (BenchmarkTree/scan) a
+// quarter of its time or more.
 func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
 	for {
 		if b, err := c.pin(h); b != nil || err != nil {
 			return b, err
 		}
 		// mine is set when the load ran for this call: its entry is
-		// then pinned for this call. It is read only after the load's
-		// result is received.
+		// then pinned for this call.
 		var mine bool
-		ch := c.flight.DoChan(flightKey(h), func() (v any, err error) {
-			defer func() {
-				// The load runs on a goroutine of its own, which
-				// no caller's recover covers: a decoder's panic
-				// fails this blob, not the process.
-				if p := recover(); p != nil {
-					v, err = nil, fmt.Errorf("gitfs: decoding panicked: %v", p)
-				}
-			}()
+		v, err, _ := c.flight.Do(flightKey(h), func() (any, error) {
 			b, err := c.load(ctx, h, load)
 			mine = err == nil
 			return b, err
 		})
-		select {
-		case r := <-ch:
-			switch {
-			case mine:
-				return r.Val.(*blob), nil
-			case r.Err == nil:
-				continue // another call's load: pin its entry
-			case isContextErr(r.Err) && ctx.Err() == nil:
-				continue // the load's caller gave up; try again
-			}
-			return nil, r.Err
-		case <-ctx.Done():
-			go func() {
-				if r := <-ch; mine {
-					c.release(r.Val.(*blob)) // the pin the load took for this call
-				}
-			}()
+		switch {
+		case mine:
+			return v.(*blob), nil
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case err == nil:
+			continue // another call's load: pin its entry
+		case isContextErr(err):
+			continue // the load's caller gave up; try again
 		}
+		return nil, err
 	}
 }
 
@@ -132,12 +121,9 @@ func (c *blobCache) pin(h plumbing.Hash) (*blob, error) {
 	if c.closed {
 		return nil, errCacheClosed
 	}
-	b, ok := c.m[h]
+	b, ok := c.entries.Pin(h)
 	if !ok {
 		return nil, nil
-	}
-	if b.refs == 0 {
-		c.unpinned.Remove(h)
 	}
 	b.refs++
 	return b, nil
@@ -160,8 +146,7 @@ func (c *blobCache) load(ctx context.Context, h plumbing.Hash, load loader) (*bl
 		b.drop()
 		return nil, errCacheClosed
 	}
-	c.m[h] = b
-	c.used += b.size
+	c.entries.AddPinned(h, b)
 	return b, nil
 }
 
@@ -278,23 +263,12 @@ func (c *blobCache) release(b *blob) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b.refs--
-	if b.refs > 0 {
-		return
-	}
-	if b.gone {
+	switch {
+	case b.refs > 0:
+	case b.gone:
 		b.drop()
-		return
-	}
-	c.unpinned.Add(b.hash, b)
-	for c.used > c.max {
-		_, old, ok := c.unpinned.RemoveOldest()
-		if !ok {
-			break
-		}
-		old.gone = true
-		delete(c.m, old.hash)
-		c.used -= old.size
-		old.drop()
+	default:
+		c.entries.Unpin(b.hash)
 	}
 }
 
@@ -336,13 +310,5 @@ func (c *blobCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	for h, b := range c.m {
-		b.gone = true
-		delete(c.m, h)
-		if b.refs == 0 {
-			c.used -= b.size
-			b.drop()
-		}
-	}
-	c.unpinned.Clear()
+	c.entries.Clear()
 }

@@ -73,7 +73,7 @@ func TestBlobCacheEvictsLeastRecentlyUsedUnpinned(t *testing.T) {
 	assert.Equal(t, 2, l.calls, "a hit does not load")
 	c.release(get(3)) // 120 > 100: evicts 2, the least recent
 	assert.Equal(t, 3, l.calls)
-	assert.Equal(t, int64(80), c.used)
+	assert.Equal(t, int64(80), c.entries.Cost())
 	c.release(get(1))
 	assert.Equal(t, 3, l.calls, "1 survived")
 	c.release(get(2))
@@ -96,8 +96,8 @@ func TestBlobCachePinsOpenEntries(t *testing.T) {
 	assert.Equal(t, big, readAll(t, b), "still readable while one file holds it")
 	assert.Equal(t, 2, l.calls)
 	c.release(b)
-	assert.LessOrEqual(t, c.used, int64(100), "released: back under the bound")
-	_, ok := c.m[hashOf(1)]
+	assert.LessOrEqual(t, c.entries.Cost(), int64(100), "released: back under the bound")
+	_, ok := c.entries.Get(hashOf(1))
 	assert.False(t, ok, "the oversized entry went on its last release")
 }
 
@@ -161,10 +161,10 @@ func TestBlobCacheSharesOneLoadAndForgetsFailures(t *testing.T) {
 			}
 		}()
 	}
-	// Every acquire waits, on the load or in it, before the load ends.
+	// Every acquire waits, in the load or on it, before the load ends.
 	acquire := "gitfs.(*blobCache).acquire"
 	require.Eventually(t, func() bool {
-		return gittest.Waiting("select", acquire)+gittest.Waiting("chan receive", acquire) == len(got)
+		return gittest.Waiting("chan receive", acquire) == 1 && gittest.Waiting("sync.WaitGroup.Wait", acquire) == len(got)-1
 	}, 10*time.Second, time.Millisecond, "the acquires wait together")
 	close(l.gate)
 	wg.Wait()
@@ -221,49 +221,49 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 	return g.r.Read(p)
 }
 
-func TestBlobCacheCallerThatGivesUpKeepsNoPin(t *testing.T) {
+func TestBlobCacheWaiterThatGivesUpKeepsNoPin(t *testing.T) {
 	c := newBlobCache(1<<20, 1<<30, "", nil)
 	gate := make(chan struct{})
-	content := []byte("decoded after its caller left")
+	content := []byte("decoded while a waiter gave up")
 	load := func(context.Context) (io.ReadCloser, int64, error) {
 		return io.NopCloser(&gatedReader{gate: gate, r: bytes.NewReader(content)}), int64(len(content)), nil
 	}
+	loaded := make(chan *blob, 1)
+	go func() {
+		b, err := c.acquire(context.Background(), hashOf(1), load)
+		assert.NoError(t, err)
+		loaded <- b
+	}()
+	require.Eventually(t, func() bool { return gittest.Waiting("chan receive", "gitfs.(*gatedReader).Read") == 1 },
+		10*time.Second, time.Millisecond, "the first acquire loads")
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan error, 1)
 	go func() {
 		_, err := c.acquire(ctx, hashOf(1), load)
 		left <- err
 	}()
-	stays := make(chan *blob, 1)
-	go func() {
-		b, err := c.acquire(context.Background(), hashOf(1), load)
-		assert.NoError(t, err)
-		stays <- b
-	}()
-	require.Eventually(t, func() bool {
-		return gittest.Waiting("select", "gitfs.(*blobCache).acquire") == 2 &&
-			gittest.Waiting("chan receive", "gitfs.(*gatedReader).Read") == 1
-	}, 10*time.Second, time.Millisecond, "both wait on the load, which reads the content")
+	require.Eventually(t, func() bool { return gittest.Waiting("sync.WaitGroup.Wait", "gitfs.(*blobCache).acquire") == 1 },
+		10*time.Second, time.Millisecond, "the second waits on its load")
 
-	// The load's caller gives up while the content is being read; it
-	// returns at once, and the load goes on for the caller that stays.
+	// The waiter's context ends: it is told so when the load ends, and
+	// the load goes on for the acquire that started it.
 	cancel()
-	assert.ErrorIs(t, <-left, context.Canceled)
 	close(gate)
-	b := <-stays
+	assert.ErrorIs(t, <-left, context.Canceled)
+	b := <-loaded
 	require.NotNil(t, b)
 	assert.Equal(t, content, readAll(t, b))
-	assert.Equal(t, int64(1), c.loads.Load(), "one load for both")
+	assert.Equal(t, int64(1), c.loads.Load(), "one load")
 	c.release(b)
 
-	// The pin the load took for the caller that left is released too: the
-	// entry is unpinned, evictable, and a hit.
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		e := c.m[hashOf(1)]
-		return e != nil && e.refs == 0 && c.unpinned.Len() == 1
-	}, 10*time.Second, time.Millisecond, "no pin is left behind")
+	// The waiter that left holds no pin: the entry is unpinned,
+	// evictable, and a hit.
+	c.mu.Lock()
+	e, ok := c.entries.Get(hashOf(1))
+	require.True(t, ok)
+	assert.Same(t, b, e)
+	assert.Zero(t, e.refs, "no pin is left behind")
+	c.mu.Unlock()
 	b, err := c.acquire(context.Background(), hashOf(1), load)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), c.loads.Load(), "a hit")

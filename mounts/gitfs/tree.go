@@ -181,7 +181,7 @@ type treeCache struct {
 // newTreeCache returns a cache of trees costing max in all; it keeps the
 // newest tree even when that one alone is over the bound.
 func newTreeCache(max int64) *treeCache {
-	return &treeCache{lru: lru.New[plumbing.Hash](max, func(t *tree) int64 { return t.cost })}
+	return &treeCache{lru: lru.New[plumbing.Hash](max, func(t *tree) int64 { return t.cost }, nil)}
 }
 
 // get returns tree h, or nil.

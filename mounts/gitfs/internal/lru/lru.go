@@ -6,32 +6,47 @@
 // # Why not a library
 //
 // github.com/hashicorp/golang-lru/v2 bounds a cache by its number of
-// entries only. A cost bound on top of it would keep a second account of
-// every entry beside the library's own list and map; this file is that
-// list and map, once.
+// entries only, and cannot keep an entry from eviction. A cost bound and
+// pinning on top of it would keep a second account of every entry beside
+// the library's own list and map; this file is that list and map, once.
+//
+// # Pinning
+//
+// The blob cache must not evict the content of a file that is open. A
+// pinned entry ([LRU.Pin], [LRU.AddPinned]) stays in the cache and counts
+// toward the bound, but is out of the eviction order until [LRU.Unpin]
+// puts it back. Pinning costs one lookup and no allocation, so the blob
+// cache pins and unpins on every open and close of a file.
 //
 // # Behaviours of note
 //
-//   - [LRU.Add] keeps the entry it adds even when that entry alone is over
-//     the bound: the caller decided to keep it. It is then the only entry,
-//     and the next Add evicts it. A caller that wants no such entry checks
-//     its cost before Add.
+//   - Eviction takes the least recently used unpinned entries while the
+//     cost of all entries, pinned ones included, is over the bound: a
+//     cache whose pinned entries are over it on their own keeps no
+//     unpinned entry.
+//   - [LRU.Add] keeps the entry it adds even when it does not fit: the
+//     caller decided to keep it, and the next Add evicts it. [LRU.Unpin]
+//     keeps nothing that does not fit, the entry it unpins included: an
+//     entry larger than the cache goes as soon as nobody holds it. A
+//     caller that wants no oversized entry at all checks its cost first.
 //   - Adding a key already present keeps the value there (the values of
 //     one key are interchangeable in every cache here: decoded immutable
 //     objects) and only marks it used.
 //   - An LRU is not safe for concurrent use: each cache guards more than
-//     its LRU (hit counters, pinned entries) under one lock of its own.
+//     its LRU (hit counters, pin counts) under one lock of its own.
 package lru
 
 // LRU maps keys to values in order of use, and evicts the least recently
-// used entries when the sum of their costs exceeds its bound.
+// used unpinned entries when the sum of the costs of all exceeds its
+// bound.
 type LRU[K comparable, V any] struct {
-	max  int64
-	cost func(V) int64
-	used int64
-	m    map[K]*entry[K, V]
-	// root is the sentinel of a circular list: root.next is the most
-	// recently used entry, root.prev the least.
+	max     int64
+	cost    func(V) int64
+	onEvict func(K, V)
+	used    int64
+	m       map[K]*entry[K, V]
+	// root is the sentinel of a circular list of the unpinned entries:
+	// root.next is the most recently used, root.prev the least.
 	root entry[K, V]
 }
 
@@ -39,13 +54,14 @@ type entry[K comparable, V any] struct {
 	key        K
 	val        V
 	cost       int64
-	prev, next *entry[K, V]
+	prev, next *entry[K, V] // nil while pinned
 }
 
 // New returns an empty LRU bounded to max in the sum of cost over its
-// values. cost is called once per value, when it is added.
-func New[K comparable, V any](max int64, cost func(V) int64) *LRU[K, V] {
-	c := &LRU[K, V]{max: max, cost: cost, m: make(map[K]*entry[K, V])}
+// values. cost is called once per value, when it is added. onEvict, when
+// not nil, is told of every entry that eviction or Clear removes.
+func New[K comparable, V any](max int64, cost func(V) int64, onEvict func(K, V)) *LRU[K, V] {
+	c := &LRU[K, V]{max: max, cost: cost, onEvict: onEvict, m: make(map[K]*entry[K, V])}
 	c.root.prev, c.root.next = &c.root, &c.root
 	return c
 }
@@ -57,64 +73,114 @@ func (c *LRU[K, V]) Get(k K) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	c.toFront(e)
+	if e.next != nil {
+		c.unlink(e)
+		c.link(e)
+	}
 	return e.val, true
 }
 
-// Add adds v under k as the most recently used entry and evicts the least
-// recently used others while the cache is over its bound. When k is there
-// already, its value stays, is marked used, and is returned with true.
+// Add adds v under k as the most recently used entry and evicts while the
+// cache is over its bound, never the entry added. When k is there already,
+// its value stays, is marked used, and is returned with true.
 func (c *LRU[K, V]) Add(k K, v V) (V, bool) {
 	if e, ok := c.m[k]; ok {
-		c.toFront(e)
+		if e.next != nil {
+			c.unlink(e)
+			c.link(e)
+		}
 		return e.val, true
 	}
-	e := &entry[K, V]{key: k, val: v, cost: c.cost(v)}
-	c.m[k] = e
-	c.used += e.cost
+	e := c.insert(k, v)
 	c.link(e)
-	for c.used > c.max && c.root.prev != e {
-		c.remove(c.root.prev)
-	}
+	c.evict(e)
 	return v, false
 }
 
-// Remove removes k and returns its value.
-func (c *LRU[K, V]) Remove(k K) (V, bool) {
+// AddPinned adds v under k pinned; it evicts nothing. When k is there
+// already, its value stays, is pinned, and is returned with true.
+func (c *LRU[K, V]) AddPinned(k K, v V) (V, bool) {
+	if e, ok := c.m[k]; ok {
+		if e.next != nil {
+			c.unlink(e)
+		}
+		return e.val, true
+	}
+	c.insert(k, v)
+	return v, false
+}
+
+// Pin returns the value of k and takes it out of the eviction order until
+// Unpin. Pinning a pinned entry changes nothing.
+func (c *LRU[K, V]) Pin(k K) (V, bool) {
 	e, ok := c.m[k]
 	if !ok {
 		var zero V
 		return zero, false
 	}
-	c.remove(e)
+	if e.next != nil {
+		c.unlink(e)
+	}
 	return e.val, true
 }
 
-// RemoveOldest removes the least recently used entry and returns it.
-func (c *LRU[K, V]) RemoveOldest() (K, V, bool) {
-	e := c.root.prev
-	if e == &c.root {
-		var (
-			k K
-			v V
-		)
-		return k, v, false
+// Unpin puts k back in the eviction order as the most recently used entry
+// and evicts while the cache is over its bound, k included. It reports
+// whether k was in the cache.
+func (c *LRU[K, V]) Unpin(k K) bool {
+	e, ok := c.m[k]
+	if !ok {
+		return false
 	}
-	c.remove(e)
-	return e.key, e.val, true
+	if e.next == nil {
+		c.link(e)
+	}
+	c.evict(nil)
+	return true
 }
 
-// Len returns the number of entries.
+// Len returns the number of entries, pinned ones included.
 func (c *LRU[K, V]) Len() int { return len(c.m) }
 
-// Cost returns the sum of the costs of the entries.
+// Cost returns the sum of the costs of the entries, pinned ones included.
 func (c *LRU[K, V]) Cost() int64 { return c.used }
 
-// Clear removes every entry.
+// Clear removes every entry, pinned ones included, and tells onEvict of
+// each.
 func (c *LRU[K, V]) Clear() {
-	clear(c.m)
+	m := c.m
+	c.m = make(map[K]*entry[K, V])
 	c.root.prev, c.root.next = &c.root, &c.root
 	c.used = 0
+	if c.onEvict != nil {
+		for k, e := range m {
+			c.onEvict(k, e.val)
+		}
+	}
+}
+
+func (c *LRU[K, V]) insert(k K, v V) *entry[K, V] {
+	e := &entry[K, V]{key: k, val: v, cost: c.cost(v)}
+	c.m[k] = e
+	c.used += e.cost
+	return e
+}
+
+// evict removes the least recently used unpinned entries but keep while
+// the cache is over its bound.
+func (c *LRU[K, V]) evict(keep *entry[K, V]) {
+	for c.used > c.max {
+		e := c.root.prev
+		if e == &c.root || e == keep {
+			return
+		}
+		c.unlink(e)
+		delete(c.m, e.key)
+		c.used -= e.cost
+		if c.onEvict != nil {
+			c.onEvict(e.key, e.val)
+		}
+	}
 }
 
 func (c *LRU[K, V]) link(e *entry[K, V]) {
@@ -126,17 +192,4 @@ func (c *LRU[K, V]) link(e *entry[K, V]) {
 func (c *LRU[K, V]) unlink(e *entry[K, V]) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
-}
-
-func (c *LRU[K, V]) toFront(e *entry[K, V]) {
-	if c.root.next != e {
-		c.unlink(e)
-		c.link(e)
-	}
-}
-
-func (c *LRU[K, V]) remove(e *entry[K, V]) {
-	c.unlink(e)
-	delete(c.m, e.key)
-	c.used -= e.cost
 }

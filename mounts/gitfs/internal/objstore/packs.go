@@ -758,7 +758,7 @@ type baseEntry struct {
 }
 
 func newBaseCache(max int64) *baseCache {
-	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(len(e.data)) })}
+	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(len(e.data)) }, nil)}
 }
 
 func (c *baseCache) get(pack uint64, off int64) (baseEntry, bool) {

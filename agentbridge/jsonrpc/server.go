@@ -106,10 +106,13 @@ func (s *Server) ServeStream(ctx context.Context, r io.Reader, w io.Writer) erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The connection is the caller's session: its shell directory and
-	// the processes it left running, stopped when it ends.
-	sess := s.ws.NewSession()
-	defer sess.Close()
-	ctx = agentbridge.WithSession(ctx, sess)
+	// the processes it left running, stopped when it ends. A server of
+	// the export methods alone (no workspace) has no tools to keep one for.
+	if s.ws != nil {
+		sess := s.ws.NewSession()
+		defer sess.Close()
+		ctx = agentbridge.WithSession(ctx, sess)
+	}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup

@@ -53,8 +53,12 @@ type Syncer interface {
 }
 
 // Mutation is one change of the tree. A store applies its parts in field
-// order: Writes, then Inodes, then Entries, then Freed.
+// order: Cleared, then Writes, then Inodes, then Entries, then Freed.
 type Mutation struct {
+	// Cleared lists regular files whose whole content is replaced: a
+	// store drops what it keeps of them before it applies the rest (a
+	// checkpoint restore, which then writes their content again).
+	Cleared []uint64
 	// Op is the verb that made the change ("write", "rename", ...), for
 	// logs and debugging; replay does not need it.
 	Op string
@@ -106,15 +110,24 @@ type WriteRecord struct {
 
 // journal collects the records of one operation. A nil journal (no store)
 // records nothing, so the tree pays nothing without persistence.
+//
+// Once a checkpoint was taken, a journal also marks the nodes it records as
+// changed since the last checkpoint, and notes the operation's names.
 type journal struct {
 	m Mutation
+	f *FS
+	// rec: there is a store to give the records to.
+	rec bool
+	// note: the operation changed names, or a node for the first time
+	// since the last checkpoint; commit notes its name.
+	note bool
 }
 
 func (f *FS) journal(op string) *journal {
-	if f.store == nil {
+	if f.store == nil && f.gen.Load() == 0 {
 		return nil
 	}
-	return &journal{m: Mutation{Op: op}}
+	return &journal{m: Mutation{Op: op}, f: f, rec: f.store != nil}
 }
 
 // inode records n's current metadata; the caller holds n.mu.
@@ -122,6 +135,16 @@ func (j *journal) inode(n *node) {
 	if j == nil {
 		return
 	}
+	if j.f.markChanged(n) {
+		j.note = true
+	}
+	if j.rec {
+		j.recordInode(n)
+	}
+}
+
+// recordInode adds n's metadata to the records; the caller holds n.mu.
+func (j *journal) recordInode(n *node) {
 	r := InodeRecord{
 		Ino: n.ino, Mode: n.typ | n.perm, Uid: n.uid, Gid: n.gid, Nlink: n.nlink,
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Target: n.target,
@@ -149,6 +172,10 @@ func (j *journal) entry(dir *node, name string, n *node) {
 	if j == nil {
 		return
 	}
+	j.note = true
+	if !j.rec {
+		return
+	}
 	var ino uint64
 	if n != nil {
 		ino = n.ino
@@ -157,14 +184,14 @@ func (j *journal) entry(dir *node, name string, n *node) {
 }
 
 func (j *journal) write(n *node, off int64, p []byte) {
-	if j == nil {
+	if j == nil || !j.rec {
 		return
 	}
 	j.m.Writes = append(j.m.Writes, WriteRecord{Ino: n.ino, Off: off, Data: append([]byte(nil), p...)})
 }
 
 func (j *journal) freed(n *node) {
-	if j == nil {
+	if j == nil || !j.rec {
 		return
 	}
 	j.m.Freed = append(j.m.Freed, n.ino)
@@ -173,6 +200,12 @@ func (j *journal) freed(n *node) {
 // commit hands the records to the store. op and name build the error.
 func (f *FS) commit(j *journal, name string) error {
 	if j == nil {
+		return nil
+	}
+	if j.note {
+		f.noteName(name)
+	}
+	if !j.rec {
 		return nil
 	}
 	if err := f.store.Commit(&j.m); err != nil {

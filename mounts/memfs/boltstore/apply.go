@@ -20,6 +20,13 @@ type applier struct {
 
 // apply takes m's parts in the order memfs.Mutation prescribes.
 func (a *applier) apply(m *memfs.Mutation) error {
+	for _, ino := range m.Cleared {
+		if err := a.cut(ino, 0); err != nil {
+			return err
+		}
+		delete(a.dirty, ino)
+		a.sizes[ino] = 0
+	}
 	for _, w := range m.Writes {
 		a.write(w)
 	}

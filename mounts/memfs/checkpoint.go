@@ -1,0 +1,547 @@
+package memfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Checkpoints
+//
+// A checkpoint is the state of the tree at one instant, kept as a delta: the
+// inodes that changed since the checkpoint before it, frozen as they were
+// (metadata, a directory's names, a file's pages). The first checkpoint of
+// a tree freezes every inode; from then on the tree marks each inode it
+// changes (once per checkpoint generation) and the next checkpoint freezes
+// only those, so taking one costs in what changed since the previous one,
+// never in the size of the tree. The state of an inode at checkpoint k is
+// the newest frozen copy at or before k.
+//
+// Frozen file pages are shared with the live tree, not copied: freezing a
+// file marks its content shared, and the tree copies a shared page before it
+// next writes into it (copy on write, one 64 KiB page at a time). Unchanged
+// data is therefore held once, however many checkpoints see it.
+//
+// Restore rewrites, in place and under the tree lock held exclusively, the
+// inodes that changed since the checkpoint; every other inode is the same
+// as it was then. Readers of the tree see the state before or after, never a
+// mix. A file held open keeps what it had: its handles move to a copy of the
+// node, which lives, unnamed, until the last of them closes. With a store,
+// the restore is one [Mutation], which a store applies at once (boltstore:
+// in one transaction), so a crash leaves the tree before or after it.
+//
+// Checkpoints live in memory, as long as the tree: they are not saved by
+// the store.
+
+// ErrNoCheckpoint is wrapped by the errors for an unknown checkpoint id.
+var ErrNoCheckpoint = errors.New("no such checkpoint")
+
+// CheckpointInfo describes one checkpoint of the tree.
+type CheckpointInfo struct {
+	ID string
+	// Inodes counts the inodes the checkpoint froze: those changed since
+	// the checkpoint before it (every inode for the first one).
+	Inodes int
+	// Bytes estimates what the checkpoint holds that no older one does:
+	// the file pages written since the checkpoint before it, and the
+	// metadata of the inodes it froze.
+	Bytes int64
+}
+
+// ckptState is the checkpoint bookkeeping of an FS.
+type ckptState struct {
+	// gen is the current checkpoint generation, 0 while the tree has no
+	// checkpoint (nothing is tracked then). Changed only under mu held
+	// exclusively; every change of the tree holds mu at least shared, so
+	// gen is stable during one.
+	gen   atomic.Uint64
+	epoch uint64 // the last generation handed out; never reused
+
+	// dmu guards dirty and names, added to by changes running in
+	// parallel under mu shared.
+	dmu sync.Mutex
+	// dirty holds the inodes changed since the newest checkpoint.
+	dirty map[uint64]struct{}
+	// names holds the names (as given to the operations) changed since
+	// the newest checkpoint, for a kernel face to drop on restore.
+	names map[string]struct{}
+
+	// index finds the named inodes by number; nil while gen is 0.
+	// Guarded by mu.
+	index map[uint64]*node
+	// ckpts are the checkpoints, oldest first. Guarded by mu.
+	ckpts []*checkpoint
+}
+
+// checkpoint is one checkpoint: the inodes changed since the one before it.
+type checkpoint struct {
+	id string
+	at time.Time
+	// delta maps an inode to its frozen state; nil means it did not
+	// exist at the checkpoint.
+	delta map[uint64]*frozen
+	// names changed between the checkpoint before and this one.
+	names map[string]struct{}
+	bytes int64
+}
+
+// frozen is the state of one inode at a checkpoint. It is never changed;
+// its pages are shared (read-only) with the tree and other checkpoints.
+type frozen struct {
+	typ                 fs.FileMode
+	target              string
+	rdev                uint32
+	perm                fs.FileMode
+	uid, gid            uint32
+	nlink               uint32
+	atime, mtime, ctime time.Time
+	xattrs              map[string][]byte
+	xattrBytes          int64
+	data                content
+	children            map[string]uint64
+}
+
+// metaBytes is what Bytes counts for an inode's metadata.
+const metaBytes = 128
+
+// markChanged records n as changed since the newest checkpoint; the caller
+// holds n.mu and f.mu at least shared. It reports whether n was not
+// recorded yet.
+func (f *FS) markChanged(n *node) bool {
+	g := f.gen.Load()
+	if g == 0 || n.mark == g {
+		return false
+	}
+	n.mark = g
+	f.dmu.Lock()
+	f.dirty[n.ino] = struct{}{}
+	f.dmu.Unlock()
+	return true
+}
+
+// noteName records a name an operation changed.
+func (f *FS) noteName(name string) {
+	if f.gen.Load() == 0 {
+		return
+	}
+	f.dmu.Lock()
+	f.names[name] = struct{}{}
+	f.dmu.Unlock()
+}
+
+// Hold holds off every change of the tree, and every checkpoint operation,
+// until release is called; reads through names wait too. A workspace holds
+// all its trees at once to take one checkpoint of them all. The methods
+// whose names end in Held need it; release once.
+func (f *FS) Hold() (release func()) {
+	f.mu.Lock()
+	var once sync.Once
+	return func() { once.Do(f.mu.Unlock) }
+}
+
+// find returns the index of checkpoint id; the caller holds f.mu.
+func (f *FS) find(id string) (int, error) {
+	for i, c := range f.ckpts {
+		if c.id == id {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("checkpoint %q: %w", id, ErrNoCheckpoint)
+}
+
+// Checkpoint takes a checkpoint named id (unique in the tree); see
+// [FS.CheckpointHeld].
+func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
+	release := f.Hold()
+	defer release()
+	return f.CheckpointHeld(id)
+}
+
+// CheckpointHeld takes a checkpoint named id of the tree, which the caller
+// holds ([FS.Hold]). It costs in the inodes changed since the previous
+// checkpoint; the first one walks the whole tree.
+func (f *FS) CheckpointHeld(id string) (CheckpointInfo, error) {
+	if id == "" {
+		return CheckpointInfo{}, fmt.Errorf("checkpoint: %w: empty id", fs.ErrInvalid)
+	}
+	if _, err := f.find(id); err == nil {
+		return CheckpointInfo{}, fmt.Errorf("checkpoint %q: %w", id, fs.ErrExist)
+	}
+	c := &checkpoint{id: id, at: f.now(), delta: map[uint64]*frozen{}}
+	if f.gen.Load() == 0 {
+		f.index = map[uint64]*node{}
+		queue := []*node{f.root}
+		f.index[1] = f.root
+		for len(queue) > 0 {
+			dir := queue[0]
+			queue = queue[1:]
+			for _, child := range dir.children {
+				if _, seen := f.index[child.ino]; seen {
+					continue
+				}
+				f.index[child.ino] = child
+				if child.isDir() {
+					queue = append(queue, child)
+				}
+			}
+		}
+		for ino, n := range f.index {
+			c.delta[ino] = c.freeze(n)
+		}
+	} else {
+		for ino := range f.dirty {
+			if n, ok := f.index[ino]; ok {
+				c.delta[ino] = c.freeze(n)
+			} else {
+				c.delta[ino] = nil
+				c.bytes += metaBytes
+			}
+		}
+		c.names = f.names
+	}
+	f.ckpts = append(f.ckpts, c)
+	f.epoch++
+	f.gen.Store(f.epoch)
+	f.dirty, f.names = map[uint64]struct{}{}, map[string]struct{}{}
+	return c.info(), nil
+}
+
+func (c *checkpoint) info() CheckpointInfo {
+	return CheckpointInfo{ID: c.id, Inodes: len(c.delta), Bytes: c.bytes}
+}
+
+// freeze copies n's state into the checkpoint, sharing its pages.
+func (c *checkpoint) freeze(n *node) *frozen {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := &frozen{
+		typ: n.typ, target: n.target, rdev: n.rdev, perm: n.perm, uid: n.uid, gid: n.gid,
+		nlink: n.nlink, atime: n.atime, mtime: n.mtime, ctime: n.ctime,
+		xattrs: maps.Clone(n.xattrs), xattrBytes: n.xattrBytes,
+	}
+	c.bytes += metaBytes + n.xattrBytes + int64(len(n.target))
+	switch {
+	case n.isDir():
+		s.children = make(map[string]uint64, len(n.children))
+		for name, child := range n.children {
+			s.children[name] = child.ino
+			c.bytes += int64(len(name)) + 16
+		}
+	case n.typ == 0:
+		d := &n.data
+		if !d.shared {
+			c.bytes += d.alloc
+		} else {
+			for idx := range d.owned {
+				c.bytes += int64(len(d.pages[idx]))
+			}
+		}
+		s.data = content{pages: maps.Clone(d.pages), size: d.size, alloc: d.alloc, blocks: d.blocks}
+		d.shared, d.owned = true, nil
+	}
+	return s
+}
+
+// stateAt is inode ino at checkpoint k: nil when it did not exist. The
+// caller holds f.mu.
+func (f *FS) stateAt(k int, ino uint64) *frozen {
+	for j := k; j >= 0; j-- {
+		if s, ok := f.ckpts[j].delta[ino]; ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// Checkpoints lists the checkpoints, oldest first.
+func (f *FS) Checkpoints() []CheckpointInfo {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]CheckpointInfo, len(f.ckpts))
+	for i, c := range f.ckpts {
+		out[i] = c.info()
+	}
+	return out
+}
+
+// ChangedSince lists the names changed since checkpoint id, as the
+// operations were given them (sorted, and may name what no longer exists).
+func (f *FS) ChangedSince(id string) ([]string, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	k, err := f.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return f.namesSince(k), nil
+}
+
+// namesSince is the names changed after checkpoint k; the caller holds f.mu.
+func (f *FS) namesSince(k int) []string {
+	set := map[string]struct{}{}
+	for _, c := range f.ckpts[k+1:] {
+		maps.Copy(set, c.names)
+	}
+	f.dmu.Lock()
+	maps.Copy(set, f.names)
+	f.dmu.Unlock()
+	return slices.Sorted(maps.Keys(set))
+}
+
+// DeleteCheckpoint drops checkpoint id. What it froze that a newer one
+// needs (the state of an inode that did not change again before the next
+// checkpoint) passes to that one.
+func (f *FS) DeleteCheckpoint(id string) error {
+	release := f.Hold()
+	defer release()
+	return f.DeleteCheckpointHeld(id)
+}
+
+// DeleteCheckpointHeld is DeleteCheckpoint of a held tree.
+func (f *FS) DeleteCheckpointHeld(id string) error {
+	k, err := f.find(id)
+	if err != nil {
+		return err
+	}
+	c := f.ckpts[k]
+	switch {
+	case len(f.ckpts) == 1:
+		// Nothing left to track for.
+		f.gen.Store(0)
+		f.index, f.dirty, f.names = nil, nil, nil
+	case k == len(f.ckpts)-1:
+		// The newest: its changes are changes since the one before.
+		for ino := range c.delta {
+			f.dirty[ino] = struct{}{}
+		}
+		maps.Copy(f.names, c.names)
+	default:
+		next := f.ckpts[k+1]
+		for ino, s := range c.delta {
+			if _, ok := next.delta[ino]; ok || (s == nil && k == 0) {
+				continue
+			}
+			next.delta[ino] = s
+		}
+		if next.names == nil {
+			next.names = map[string]struct{}{}
+		}
+		maps.Copy(next.names, c.names)
+		next.bytes += c.bytes
+	}
+	f.ckpts = slices.Delete(f.ckpts, k, k+1)
+	return nil
+}
+
+// RestoreCheckpoint brings the tree back to checkpoint id; see
+// [FS.RestoreHeld].
+func (f *FS) RestoreCheckpoint(id string) ([]string, error) {
+	release := f.Hold()
+	defer release()
+	return f.RestoreHeld(id)
+}
+
+// RestoreHeld brings the held tree back to its state at checkpoint id, and
+// returns the names changed since (as the operations were given them: the
+// kernel face drops its caches of them). The checkpoints are kept, id and
+// the newer ones too: a restore can itself be undone by restoring a newer
+// checkpoint. It costs in what changed since the checkpoint, not in the
+// size of the tree. An unknown id changes nothing.
+func (f *FS) RestoreHeld(id string) ([]string, error) {
+	k, err := f.find(id)
+	if err != nil {
+		return nil, err
+	}
+	names := f.namesSince(k)
+	affected := maps.Clone(f.dirty)
+	for _, c := range f.ckpts[k+1:] {
+		for ino := range c.delta {
+			affected[ino] = struct{}{}
+		}
+	}
+	var j *journal
+	if f.store != nil {
+		j = &journal{m: Mutation{Op: "restore"}, f: f, rec: true}
+	}
+	gen := f.gen.Load()
+	// First the nodes: rewritten in place, made again, or dropped.
+	nodes := make(map[uint64]*node, len(affected))
+	var gone []*node
+	for ino := range affected {
+		s := f.stateAt(k, ino)
+		live := f.index[ino]
+		switch {
+		case s == nil && live != nil:
+			gone = append(gone, live)
+		case s == nil:
+		case live != nil:
+			f.assign(live, s)
+			nodes[ino] = live
+		default:
+			n := &node{ino: ino, typ: s.typ, target: s.target, rdev: s.rdev}
+			f.usedFiles.Add(1)
+			f.usedBytes.Add(int64(len(s.target)))
+			f.assign(n, s)
+			nodes[ino] = n
+			f.index[ino] = n
+		}
+	}
+	// Then the names of the directories among them.
+	for ino, n := range nodes {
+		s := f.stateAt(k, ino)
+		if !n.isDir() {
+			continue
+		}
+		if j != nil {
+			for name := range n.children {
+				j.m.Entries = append(j.m.Entries, EntryRecord{Dir: ino, Name: name})
+			}
+		}
+		n.children = make(map[string]*node, len(s.children))
+		for name, cino := range s.children {
+			child := nodes[cino]
+			if child == nil {
+				child = f.index[cino]
+			}
+			if child == nil {
+				// A checkpoint is one consistent tree: this cannot be.
+				panic(fmt.Sprintf("memfs: restore of %q: entry %q names inode %d, which is nowhere", id, name, cino))
+			}
+			n.children[name] = child
+			if j != nil {
+				j.m.Entries = append(j.m.Entries, EntryRecord{Dir: ino, Name: name, Ino: cino})
+			}
+		}
+	}
+	for _, n := range gone {
+		n.mu.Lock()
+		n.nlink = 0
+		n.mark = gen
+		delete(f.index, n.ino)
+		j.inode(n)
+		f.release(j, n)
+		n.mu.Unlock()
+	}
+	if j != nil {
+		for ino, n := range nodes {
+			n.mu.RLock()
+			j.recordInode(n)
+			if n.typ == 0 {
+				j.m.Cleared = append(j.m.Cleared, ino)
+				for idx, page := range n.data.pages {
+					j.m.Writes = append(j.m.Writes, WriteRecord{Ino: ino, Off: idx * pageSize, Data: slices.Clone(page)})
+				}
+			}
+			n.mu.RUnlock()
+		}
+		if err := f.store.Commit(&j.m); err != nil {
+			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
+			return names, fmt.Errorf("restore of checkpoint %q: %w", id, err)
+		}
+	}
+	// The tree is the checkpoint's now: what differs from the newest
+	// checkpoint is what was restored.
+	f.dirty = affected
+	f.dmu.Lock()
+	for _, n := range names {
+		f.names[n] = struct{}{}
+	}
+	f.dmu.Unlock()
+	return names, nil
+}
+
+// assign gives n the state s, charging the usage counters. A regular file
+// held open keeps what it had: its handles move to a copy of the node,
+// unnamed, which takes the old content's charge with it until it is
+// released. The caller holds f.mu exclusively.
+func (f *FS) assign(n *node, s *frozen) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	old := n.data.alloc + n.xattrBytes
+	if n.opens > 0 {
+		g := &node{
+			ino: n.ino, typ: n.typ, target: n.target, rdev: n.rdev, perm: n.perm, uid: n.uid, gid: n.gid,
+			atime: n.atime, mtime: n.mtime, ctime: n.ctime, xattrs: n.xattrs, xattrBytes: n.xattrBytes,
+			data: n.data, opens: n.opens, handles: n.handles, mark: n.mark, ghost: true,
+		}
+		for h := range g.handles {
+			h.n.Store(g)
+		}
+		n.opens, n.handles = 0, nil
+		f.usedFiles.Add(1)
+		old = 0
+	}
+	n.perm, n.uid, n.gid, n.nlink = s.perm, s.uid, s.gid, s.nlink
+	n.atime, n.mtime, n.ctime = s.atime, s.mtime, s.ctime
+	n.xattrs, n.xattrBytes = maps.Clone(s.xattrs), s.xattrBytes
+	if n.typ == 0 {
+		n.data = content{pages: maps.Clone(s.data.pages), size: s.data.size, alloc: s.data.alloc, blocks: s.data.blocks, shared: true}
+	}
+	n.freed = false
+	n.mark = f.gen.Load()
+	f.usedBytes.Add(n.data.alloc + n.xattrBytes - old)
+}
+
+// CheckpointView returns a tree of its own holding checkpoint id, for
+// reading it (a diff). It shares the checkpoint's pages; a change to it
+// changes neither the checkpoint nor f. It costs in the size of the tree.
+func (f *FS) CheckpointView(id string) (*FS, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	k, err := f.find(id)
+	if err != nil {
+		return nil, err
+	}
+	v := New(Options{Uid: f.uid, Gid: f.gid, Now: f.now, Logger: f.log})
+	nodes := map[uint64]*node{}
+	make1 := func(ino uint64, s *frozen) *node {
+		n := &node{
+			ino: ino, typ: s.typ, target: s.target, rdev: s.rdev, perm: s.perm, uid: s.uid, gid: s.gid,
+			nlink: s.nlink, atime: s.atime, mtime: s.mtime, ctime: s.ctime,
+			xattrs: maps.Clone(s.xattrs), xattrBytes: s.xattrBytes,
+		}
+		if s.typ == 0 {
+			n.data = content{pages: maps.Clone(s.data.pages), size: s.data.size, alloc: s.data.alloc, blocks: s.data.blocks, shared: true}
+		}
+		nodes[ino] = n
+		v.nextIno = max(v.nextIno, ino+1)
+		return n
+	}
+	rs := f.stateAt(k, 1)
+	v.root = make1(1, rs)
+	type item struct {
+		n *node
+		s *frozen
+	}
+	queue := []item{{v.root, rs}}
+	var files, bytes int64
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		it.n.children = make(map[string]*node, len(it.s.children))
+		for name, cino := range it.s.children {
+			child, seen := nodes[cino]
+			if !seen {
+				cs := f.stateAt(k, cino)
+				if cs == nil {
+					return nil, fmt.Errorf("checkpoint %q: entry %q names inode %d, which it lacks: %w", id, name, cino, ErrBadImage)
+				}
+				child = make1(cino, cs)
+				files++
+				bytes += child.data.alloc + child.xattrBytes + int64(len(child.target))
+				if child.isDir() {
+					queue = append(queue, item{child, cs})
+				}
+			}
+			it.n.children[name] = child
+		}
+	}
+	v.usedFiles.Store(files)
+	v.usedBytes.Store(bytes)
+	return v, nil
+}

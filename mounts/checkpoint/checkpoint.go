@@ -1,0 +1,445 @@
+// Package checkpoint takes checkpoints of a whole workspace: every writable
+// layer of it at once (memory mounts, and the upper layers of copy-on-write
+// overlays), restorable as one.
+//
+// A [Workspace] is built from the mounts of a workspace ([Mount]), each
+// with what backs it. A memory mount, or an overlay whose upper layer is a
+// memory tree (kept in a persist file or not), is frozen by a checkpoint of
+// that tree ([memfs.FS.Checkpoint]): instant, costing in what changed since
+// the previous checkpoint, sharing unchanged data. An immutable mount (a
+// git commit) needs no freezing: the manifest records its commit. A host
+// directory, read-write or as an overlay's upper, cannot be frozen: the
+// manifest says it is not covered, and a restore reports it.
+//
+// Creating a checkpoint holds every covered mount still at once (each
+// overlay's tree lock, then its upper's; a memory mount's tree lock), in
+// prefix order, so the checkpoint is one instant of the whole workspace.
+// A restore holds them the same way: a reader sees the workspace before or
+// after, never a mix, and a write after the restore lands on the restored
+// tree.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+)
+
+// ErrNoWritable is wrapped by [New] for a workspace with no layer a
+// checkpoint could freeze.
+var ErrNoWritable = errors.New("the workspace has no writable layer a checkpoint can freeze (memory mounts, or git mounts made writable over memory)")
+
+// ErrUnknown is wrapped by the errors for a checkpoint id the workspace
+// does not have.
+var ErrUnknown = errors.New("no such checkpoint")
+
+// ErrBadPath is wrapped by the errors for a path a restore cannot take.
+var ErrBadPath = errors.New("bad path")
+
+// Coverage says what a checkpoint does with a mount.
+type Coverage string
+
+const (
+	// Frozen: the mount's writable layer is in the checkpoint.
+	Frozen Coverage = "frozen"
+	// Immutable: the mount cannot change; the manifest's Source says
+	// what it is (a commit).
+	Immutable Coverage = "immutable"
+	// NotCovered: the mount can change but the checkpoint cannot hold it
+	// (a host directory); a restore leaves it as it is.
+	NotCovered Coverage = "not covered"
+)
+
+// Mount is one mount of the workspace.
+type Mount struct {
+	// Prefix is the mount point, "/memory".
+	Prefix string
+	// Type and Source describe it for the manifest (mounts.Description:
+	// "git", "copy-on-write over git@SHA").
+	Type, Source string
+	// Tree is the memory tree a checkpoint freezes: the memory mount, or
+	// Overlay's upper. Nil when there is none.
+	Tree *memfs.FS
+	// Overlay is the overlay whose upper Tree is, nil for a memory mount.
+	Overlay *overlayfs.FS
+	// Immutable says the mount cannot change at all.
+	Immutable bool
+}
+
+func (m *Mount) coverage() Coverage {
+	switch {
+	case m.Tree != nil:
+		return Frozen
+	case m.Immutable:
+		return Immutable
+	}
+	return NotCovered
+}
+
+// hold holds the mount still; release undoes it.
+func (m *Mount) hold() (release func()) {
+	var ov func()
+	if m.Overlay != nil {
+		ov = m.Overlay.Hold()
+	}
+	tr := m.Tree.Hold()
+	return func() {
+		tr()
+		if ov != nil {
+			ov()
+		}
+	}
+}
+
+// Entry is one mount in a checkpoint's manifest.
+type Entry struct {
+	Prefix   string   `json:"prefix"`
+	Type     string   `json:"type"`
+	Source   string   `json:"source"`
+	Coverage Coverage `json:"coverage"`
+}
+
+// Info describes a checkpoint.
+type Info struct {
+	ID   string    `json:"id"`
+	Name string    `json:"name,omitempty"`
+	Time time.Time `json:"time"`
+	// Bytes estimates what the checkpoint holds that no older one does
+	// (the data and metadata of what changed since the one before it);
+	// Inodes counts the entries it froze.
+	Bytes    int64   `json:"bytes"`
+	Inodes   int     `json:"inodes"`
+	Manifest []Entry `json:"manifest"`
+}
+
+// Options configure a [Workspace].
+type Options struct {
+	// Keep bounds the number of checkpoints: creating one past it drops
+	// the oldest. 0 keeps every one.
+	Keep int
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// Workspace takes and restores checkpoints of a workspace's mounts. It is
+// safe for concurrent use; its operations run one at a time.
+type Workspace struct {
+	mounts []Mount // sorted by prefix
+	opts   Options
+
+	mu    sync.Mutex
+	list  []*Info // oldest first
+	seq   int
+	hooks []func(names []string)
+}
+
+// New returns the checkpoints of a workspace of ms. It fails with
+// ErrNoWritable when no mount has a tree to freeze.
+func New(ms []Mount, opts Options) (*Workspace, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Keep < 0 {
+		return nil, fmt.Errorf("checkpoint: keep must not be negative, got %d", opts.Keep)
+	}
+	w := &Workspace{mounts: slices.Clone(ms), opts: opts}
+	slices.SortFunc(w.mounts, func(a, b Mount) int { return strings.Compare(a.Prefix, b.Prefix) })
+	if !slices.ContainsFunc(w.mounts, func(m Mount) bool { return m.Tree != nil }) {
+		return nil, ErrNoWritable
+	}
+	return w, nil
+}
+
+// Mounts returns the workspace's mounts, sorted by prefix.
+func (w *Workspace) Mounts() []Mount { return slices.Clone(w.mounts) }
+
+// Manifest says what a checkpoint does with each mount.
+func (w *Workspace) Manifest() []Entry {
+	out := make([]Entry, len(w.mounts))
+	for i, m := range w.mounts {
+		out[i] = Entry{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Coverage: m.coverage()}
+	}
+	return out
+}
+
+// OnRestore registers fn to be told the workspace paths ("/memory/a")
+// a restore changed, after the workspace is released: a kernel face drops
+// its caches of them.
+func (w *Workspace) OnRestore(fn func(paths []string)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hooks = append(w.hooks, fn)
+}
+
+// frozen returns the mounts with a tree.
+func (w *Workspace) frozen() []*Mount {
+	var out []*Mount
+	for i := range w.mounts {
+		if w.mounts[i].Tree != nil {
+			out = append(out, &w.mounts[i])
+		}
+	}
+	return out
+}
+
+// holdAll holds every mount of ms still, in prefix order.
+func holdAll(ms []*Mount) (release func()) {
+	rs := make([]func(), 0, len(ms))
+	for _, m := range ms {
+		rs = append(rs, m.hold())
+	}
+	return func() {
+		for i := len(rs) - 1; i >= 0; i-- {
+			rs[i]()
+		}
+	}
+}
+
+// Create takes a checkpoint of every writable layer at once, named name
+// (optional, free text), and returns it; with Keep, the oldest beyond it
+// are dropped.
+func (w *Workspace) Create(ctx context.Context, name string) (Info, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	id := "c" + strconv.Itoa(w.seq)
+	ms := w.frozen()
+	release := holdAll(ms)
+	at := w.opts.Now()
+	info := &Info{ID: id, Name: name, Time: at, Manifest: w.Manifest()}
+	for i, m := range ms {
+		ci, err := m.Tree.CheckpointHeld(id)
+		if err != nil {
+			for _, done := range ms[:i] {
+				_ = done.Tree.DeleteCheckpointHeld(id)
+			}
+			release()
+			return Info{}, fmt.Errorf("checkpoint of %s: %w", m.Prefix, err)
+		}
+		info.Bytes += ci.Bytes
+		info.Inodes += ci.Inodes
+	}
+	release()
+	w.list = append(w.list, info)
+	for w.opts.Keep > 0 && len(w.list) > w.opts.Keep {
+		if err := w.deleteLocked(w.list[0].ID); err != nil {
+			return *info, err
+		}
+	}
+	return *info, nil
+}
+
+// List returns the checkpoints, oldest first, with their current sizes
+// (deleting one passes what a newer one needs to it).
+func (w *Workspace) List() []Info {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sizes := map[string]memfs.CheckpointInfo{}
+	for _, m := range w.frozen() {
+		for _, c := range m.Tree.Checkpoints() {
+			s := sizes[c.ID]
+			s.Bytes += c.Bytes
+			s.Inodes += c.Inodes
+			sizes[c.ID] = s
+		}
+	}
+	out := make([]Info, len(w.list))
+	for i, c := range w.list {
+		out[i] = *c
+		out[i].Bytes, out[i].Inodes = sizes[c.ID].Bytes, sizes[c.ID].Inodes
+	}
+	return out
+}
+
+// Get returns checkpoint id.
+func (w *Workspace) Get(id string) (Info, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, err := w.find(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return *w.list[i], nil
+}
+
+func (w *Workspace) find(id string) (int, error) {
+	for i, c := range w.list {
+		if c.ID == id {
+			return i, nil
+		}
+	}
+	var ids []string
+	for _, c := range w.list {
+		ids = append(ids, c.ID)
+	}
+	have := "none"
+	if len(ids) > 0 {
+		have = strings.Join(ids, ", ")
+	}
+	return 0, fmt.Errorf("checkpoint %q: %w (have: %s)", id, ErrUnknown, have)
+}
+
+// Delete drops checkpoint id.
+func (w *Workspace) Delete(ctx context.Context, id string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deleteLocked(id)
+}
+
+func (w *Workspace) deleteLocked(id string) error {
+	i, err := w.find(id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range w.frozen() {
+		if err := m.Tree.DeleteCheckpoint(id); err != nil && !errors.Is(err, memfs.ErrNoCheckpoint) {
+			errs = append(errs, fmt.Errorf("%s: %w", m.Prefix, err))
+		}
+	}
+	w.list = slices.Delete(w.list, i, i+1)
+	return errors.Join(errs...)
+}
+
+// RestoreResult says what a restore did.
+type RestoreResult struct {
+	// Restored are the mount prefixes brought back to the checkpoint.
+	Restored []string `json:"restored"`
+	// NotCovered are the mounts the restore selected but could not
+	// bring back (host directories): they are as they were.
+	NotCovered []string `json:"not_covered,omitempty"`
+	// Changed are the workspace paths that changed since the checkpoint,
+	// as the operations named them.
+	Changed []string `json:"changed"`
+}
+
+// Restore brings the workspace back to checkpoint id: every covered mount
+// at or below paths (workspace paths; none means the whole workspace), all
+// at once. A path inside a mount selects that mount whole. Mounts that are
+// not covered are reported, never silently skipped. The checkpoints are
+// kept: restoring a newer one undoes a restore. An unknown id changes
+// nothing.
+func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (RestoreResult, error) {
+	w.mu.Lock()
+	res, err := w.restoreLocked(id, paths)
+	hooks := slices.Clone(w.hooks)
+	w.mu.Unlock()
+	if len(res.Changed) > 0 {
+		for _, h := range hooks {
+			h(res.Changed)
+		}
+	}
+	return res, err
+}
+
+func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, error) {
+	res := RestoreResult{Restored: []string{}, Changed: []string{}}
+	if _, err := w.find(id); err != nil {
+		return res, err
+	}
+	sel, err := w.pick(paths)
+	if err != nil {
+		return res, err
+	}
+	var ms []*Mount
+	for i := range w.mounts {
+		m := &w.mounts[i]
+		if !sel[m.Prefix] {
+			continue
+		}
+		switch m.coverage() {
+		case Frozen:
+			ms = append(ms, m)
+		case NotCovered:
+			res.NotCovered = append(res.NotCovered, m.Prefix)
+		}
+	}
+	release := holdAll(ms)
+	defer release()
+	var errs []error
+	for _, m := range ms {
+		names, err := m.Tree.RestoreHeld(id)
+		for _, n := range names {
+			if m.Overlay != nil {
+				var ok bool
+				if n, ok = overlayfs.MergedName(n); !ok {
+					continue
+				}
+			}
+			res.Changed = append(res.Changed, path.Join(m.Prefix, n))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))
+			continue
+		}
+		res.Restored = append(res.Restored, m.Prefix)
+	}
+	slices.Sort(res.Changed)
+	res.Changed = slices.Compact(res.Changed)
+	return res, errors.Join(errs...)
+}
+
+// pick selects the mounts paths name: at, above or containing a path.
+func (w *Workspace) pick(paths []string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	if len(paths) == 0 {
+		for _, m := range w.mounts {
+			sel[m.Prefix] = true
+		}
+		return sel, nil
+	}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			return nil, fmt.Errorf("%w: %q: want an absolute, clean workspace path such as /memory/notes", ErrBadPath, p)
+		}
+		found := false
+		for _, m := range w.mounts {
+			if p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/") || m.Prefix == "/" || strings.HasPrefix(p, m.Prefix+"/") {
+				sel[m.Prefix], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %s is in no mount of the workspace", ErrBadPath, p)
+		}
+	}
+	return sel, nil
+}
+
+// View returns the mount at prefix as it was at checkpoint id, to read
+// (a diff): a tree of its own, which a change does not take back to the
+// workspace. It costs in the size of the mount's writable layer.
+func (w *Workspace) View(ctx context.Context, id, prefix string) (mounts.FS, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.find(id); err != nil {
+		return nil, err
+	}
+	for i := range w.mounts {
+		m := &w.mounts[i]
+		if m.Prefix != prefix {
+			continue
+		}
+		if m.Tree == nil {
+			return nil, fmt.Errorf("checkpoint %q: %s is %s", id, prefix, m.coverage())
+		}
+		v, err := m.Tree.CheckpointView(id)
+		if err != nil {
+			return nil, err
+		}
+		if m.Overlay == nil {
+			return v, nil
+		}
+		return m.Overlay.Over(ctx, v)
+	}
+	return nil, fmt.Errorf("%w: no mount at %s", ErrBadPath, prefix)
+}

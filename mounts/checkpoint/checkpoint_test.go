@@ -1,8 +1,8 @@
 package checkpoint_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"

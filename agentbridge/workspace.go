@@ -212,6 +212,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 			res = Result{Text: fmt.Sprintf("%s: internal error; the call was not completed", tool), IsError: true}
 		}
 		res.Text = capOutput(res.Text, w.limits.MaxOutputBytes)
+		if info.Note != "" && info.Refused == "" {
+			res.Text = strings.TrimSuffix(res.Text, "\n") + "\n" + info.Note
+		}
 		elapsed := time.Since(start)
 		w.log.Debug("agentbridge: call", "id", info.ID, "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", elapsed)
 		if w.after != nil {

@@ -62,6 +62,8 @@ type workspaceConfig struct {
 	Git gitSettings
 	// Policy is the merged policy of the config file and the flags.
 	Policy *policyConfig
+	// Checkpoint are the checkpoint settings of the config file.
+	Checkpoint checkpointSettings
 }
 
 // load reads the config file, parses the flags, falls back to
@@ -107,6 +109,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 	}
 	cfg.Mounts = specs
 	if cfg.Policy, err = loadPolicy(cfg.File, &w.Policy); err != nil {
+		return nil, err
+	}
+	if cfg.Checkpoint, err = loadCheckpointConfig(cfg.File); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -177,6 +182,9 @@ type workspace struct {
 	// Export hands the writable git mounts' changes back to git (nil: the
 	// workspace has none).
 	Export *exporter
+	// Checkpoints takes and restores checkpoints of every writable layer
+	// (nil: the workspace has none a checkpoint can freeze).
+	Checkpoints *checkpoints
 
 	cleanup []func() error
 }
@@ -258,6 +266,9 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	}
 	ws.Union = u
 	ws.Policy = cfg.Policy
+	if ws.Checkpoints, err = newCheckpoints(table, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
+		return nil, usageErrorf("checkpoint: %v", err)
+	}
 	ws.stack()
 	ws.Export = newExporter(table, ws.Kernel.changed.notify)
 	return ws, nil

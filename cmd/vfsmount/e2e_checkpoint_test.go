@@ -1,0 +1,130 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lastLine is the last line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestE2ECheckpoint rewinds a shell command that edits, deletes and renames
+// files in a writable git mount and a memory mount, through the kernel and
+// the real binary, while a file is held open.
+func TestE2ECheckpoint(t *testing.T) {
+	repo, _ := gitCommit(t, map[string]string{
+		"a.txt":     "one\n",
+		"dir/b.txt": "bee\n",
+		"gone.txt":  "bye\n",
+	})
+	host := t.TempDir()
+	mnt := t.TempDir()
+	startMount(t, mnt, "--mount", "type=git,src="+repo+",dst=/repo,writable",
+		"--mount", "type=memory,dst=/memory", "--mount", "type=host,src="+host+",dst=/host")
+	r, m := filepath.Join(mnt, "repo"), filepath.Join(mnt, "memory")
+	sh(t, m, `echo first > notes; mkdir d; echo keep > d/k`)
+
+	code, stdout, stderr := runBinary(t, "checkpoint", "create", mnt, "--name", "before the agent")
+	require.Equal(t, 0, code, stderr)
+	id := lastLine(stdout)
+	assert.Equal(t, "c1", id)
+	assert.Regexp(t, `(?m)^/host\s+not covered\s`, stdout, "the manifest says a host mount is not covered")
+	assert.Regexp(t, `(?m)^/repo\s+frozen\s+copy-on-write over git@`, stdout)
+	assert.Regexp(t, `(?m)^/memory\s+frozen\s`, stdout)
+
+	held, err := os.Open(filepath.Join(r, "a.txt"))
+	require.NoError(t, err)
+	defer held.Close()
+
+	sh(t, mnt, `
+		printf 'edited\n' > repo/a.txt
+		rm repo/gone.txt
+		mv repo/dir repo/moved
+		echo new > repo/moved/new.txt
+		echo second > memory/notes
+		mv memory/d memory/e
+		rm memory/e/k
+	`)
+	code, stdout, stderr = runBinary(t, "checkpoint", "diff", "--name-status", mnt, id)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "D\tmemory/d/k\nM\tmemory/notes\n"+
+		"M\ta.txt\nD\tgone.txt\nR100\tdir/b.txt\tmoved/b.txt\nA\tmoved/new.txt\n", stdout, "mounts in prefix order")
+	code, stdout, stderr = runBinary(t, "checkpoint", "diff", mnt, id, "/memory")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "-first\n+second\n")
+	assert.NotContains(t, stdout, "a.txt")
+
+	// Restore: the shell sees the checkpoint at once.
+	code, stdout, stderr = runBinary(t, "checkpoint", "restore", mnt, id)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "restored /memory, /repo to c1")
+	assert.Contains(t, stderr, "not covered: /host")
+	assert.Equal(t, "one\nbee\nbye\nfirst\nkeep\n", sh(t, mnt, "cat repo/a.txt repo/dir/b.txt repo/gone.txt memory/notes memory/d/k"))
+	assert.Equal(t, "no\nno\nno\n", sh(t, mnt, "for p in repo/moved memory/e repo/moved/new.txt; do test -e $p && echo yes || echo no; done"))
+	code, stdout, stderr = runBinary(t, "diff", mnt)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stdout, "the overlay is back to the commit")
+	code, _, stderr = runBinary(t, "checkpoint", "diff", mnt, id)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "no changes")
+
+	// A file held open since before keeps reading what it had (the
+	// overlay's copy of a.txt was made after it opened the lower one).
+	buf := make([]byte, 64)
+	n, _ := held.ReadAt(buf, 0)
+	assert.Equal(t, "one\n", string(buf[:n]))
+
+	// Open a file, change it, restore under it: it still reads what it had.
+	sh(t, m, `echo changed-again > notes`)
+	code, stdout, _ = runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code)
+	id2 := lastLine(stdout)
+	open2, err := os.Open(filepath.Join(m, "notes"))
+	require.NoError(t, err)
+	defer open2.Close()
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, id)
+	require.Equal(t, 0, code, stderr)
+	n, _ = open2.ReadAt(buf, 0)
+	assert.Equal(t, "changed-again\n", string(buf[:n]), "an open file keeps what it had")
+	assert.Equal(t, "first\n", sh(t, m, "cat notes"), "the name shows the checkpoint")
+	// And the restore is undone by the newer checkpoint.
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, id2)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "changed-again\n", sh(t, m, "cat notes"))
+
+	code, stdout, stderr = runBinary(t, "checkpoint", "list", mnt)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^c1\s+\S+ \S+\s+\S+\s+\d+\s+before the agent$`, stdout)
+	assert.Regexp(t, `(?m)^c2\s`, stdout)
+
+	// Bad input: an unknown id is exit 2, naming it, and changes nothing.
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, "c99")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `"c99"`)
+	assert.Equal(t, "changed-again\n", sh(t, m, "cat notes"))
+	code, _, _ = runBinary(t, "checkpoint", "delete", mnt, "c99")
+	assert.Equal(t, 2, code)
+	code, _, stderr = runBinary(t, "checkpoint", "delete", mnt, "c1")
+	require.Equal(t, 0, code, stderr)
+	code, _, _ = runBinary(t, "checkpoint", "restore", mnt, "c1")
+	assert.Equal(t, 2, code, "a deleted checkpoint is gone")
+}
+
+// TestE2ECheckpointNoWritableLayer: a workspace of read-only mounts has
+// nothing to checkpoint, which is a usage error.
+func TestE2ECheckpointNoWritableLayer(t *testing.T) {
+	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	mnt := t.TempDir()
+	startMount(t, mnt, "--mount", "type=git,src="+repo+",dst=/repo")
+	code, _, stderr := runBinary(t, "checkpoint", "create", mnt)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "no writable layer")
+}

@@ -54,7 +54,7 @@ func checkpointCreateCommand() *cobra.Command {
 in what changed since the previous checkpoint, not in the size of the
 workspace. Prints what backs each mount, then the new id alone on the last
 line. A workspace with no writable layer exits 2.` + checkpointLong,
-		Example: `  $ id=$(vfsmount checkpoint create mnt | tail -1)`,
+		Example:           `  $ id=$(vfsmount checkpoint create mnt | tail -1)`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeMountpoint,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -162,14 +162,14 @@ var (
 		"main.configFile":       "a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint",
 		"main.configCheckpoint": "a mapping with keys: before, keep, tools",
 		"int":                   "a whole number",
-		"[]main.configMount":  "a list of mounts",
-		"main.configPolicy":   "a mapping with keys: deny_read, deny_write, read_only, limits",
-		"main.configLimits":   "a mapping with keys: max_file_bytes, max_read_bytes, max_shell_timeout, max_output_bytes",
-		"main.configAudit":    "a mapping with keys: path, max_bytes",
-		"main.configApproval": "a mapping with keys: command, on, timeout",
-		"[]string":            "a list of strings",
-		"string":              "a string",
-		"bool":                "true or false",
+		"[]main.configMount":    "a list of mounts",
+		"main.configPolicy":     "a mapping with keys: deny_read, deny_write, read_only, limits",
+		"main.configLimits":     "a mapping with keys: max_file_bytes, max_read_bytes, max_shell_timeout, max_output_bytes",
+		"main.configAudit":      "a mapping with keys: path, max_bytes",
+		"main.configApproval":   "a mapping with keys: command, on, timeout",
+		"[]string":              "a list of strings",
+		"string":                "a string",
+		"bool":                  "true or false",
 	}
 )
 

@@ -368,7 +368,6 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 	if f.store != nil {
 		j = &journal{m: Mutation{Op: "restore"}, f: f, rec: true}
 	}
-	gen := f.gen.Load()
 	// First the nodes: rewritten in place, made again, or dropped.
 	nodes := make(map[uint64]*node, len(affected))
 	var gone []*node
@@ -421,7 +420,6 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 	for _, n := range gone {
 		n.mu.Lock()
 		n.nlink = 0
-		n.mark = gen
 		delete(f.index, n.ino)
 		j.inode(n)
 		f.release(j, n)
@@ -444,14 +442,19 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 			return names, fmt.Errorf("restore of checkpoint %q: %w", id, err)
 		}
 	}
-	// The tree is the checkpoint's now: what differs from the newest
-	// checkpoint is what was restored.
-	f.dirty = affected
-	f.dmu.Lock()
-	for _, n := range names {
-		f.names[n] = struct{}{}
+	// The tree is checkpoint k's now: what can differ from the newest
+	// checkpoint is what the newer ones froze (nothing when k is the
+	// newest). A new generation makes every node's mark stale, so the
+	// next change of any node is recorded again.
+	f.epoch++
+	f.gen.Store(f.epoch)
+	f.dirty, f.names = map[uint64]struct{}{}, map[string]struct{}{}
+	for _, c := range f.ckpts[k+1:] {
+		for ino := range c.delta {
+			f.dirty[ino] = struct{}{}
+		}
+		maps.Copy(f.names, c.names)
 	}
-	f.dmu.Unlock()
 	return names, nil
 }
 
@@ -483,7 +486,6 @@ func (f *FS) assign(n *node, s *frozen) {
 		n.data = content{pages: maps.Clone(s.data.pages), size: s.data.size, alloc: s.data.alloc, blocks: s.data.blocks, shared: true}
 	}
 	n.freed = false
-	n.mark = f.gen.Load()
 	f.usedBytes.Add(n.data.alloc + n.xattrBytes - old)
 }
 

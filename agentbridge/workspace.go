@@ -19,6 +19,9 @@ import (
 type Options struct {
 	// Shell enables the shell verb; nil means no shell.
 	Shell *ShellOptions
+	// Checkpoints, when set, adds the checkpoint tools
+	// (verbs_checkpoint.go), which are in no default list.
+	Checkpoints Checkpointer
 	// Tools is an allowlist of canonical verb names; it may only narrow
 	// the derived set. Empty means every verb the tree can serve.
 	Tools []string
@@ -148,6 +151,11 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 			w.verbs[v.name] = v
 		}
 	}
+	if opts.Checkpoints != nil {
+		for _, v := range checkpointVerbs(opts.Checkpoints) {
+			w.verbs[v.name] = v
+		}
+	}
 	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
 		v.ann.OpenWorld = true // the shell can reach the network
 	}
@@ -185,7 +193,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 			Annotations: v.ann,
 		})
 	}
-	return out, nil
+	return append(out, w.checkpointDefs()...), nil
 }
 
 // Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
@@ -226,6 +234,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 		return Result{Text: err.Error(), IsError: true}
 	}
 	t := d.find(tool)
+	if t == nil {
+		t = w.checkpointTool(tool)
+	}
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
 	}

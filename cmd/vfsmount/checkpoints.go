@@ -12,7 +12,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
@@ -376,4 +378,77 @@ func quotePath(p string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// checkpointTools adapts the checkpoints to the checkpoint tool family
+// (agentbridge.Checkpointer): the same operations, answered in text.
+type checkpointTools struct{ c *checkpoints }
+
+var _ agentbridge.Checkpointer = checkpointTools{}
+
+func (t checkpointTools) Create(ctx context.Context, name string) (string, error) {
+	info, err := t.c.ws.Create(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "checkpoint %s taken (%s of changes since the previous one).", info.ID, humanBytes(info.Bytes))
+	for _, e := range info.Manifest {
+		if e.Coverage == checkpoint.NotCovered {
+			fmt.Fprintf(&b, "\n%s is a host directory: it is not in the checkpoint, and a restore leaves it as it is.", e.Prefix)
+		}
+	}
+	return b.String(), nil
+}
+
+func (t checkpointTools) List(ctx context.Context) (string, error) {
+	list := t.c.ws.List()
+	if len(list) == 0 {
+		return "no checkpoints", nil
+	}
+	var b strings.Builder
+	for _, c := range list {
+		fmt.Fprintf(&b, "%s  %s  %s", c.ID, c.Time.Format(time.RFC3339), humanBytes(c.Bytes))
+		if c.Name != "" {
+			fmt.Fprintf(&b, "  %s", c.Name)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+func (t checkpointTools) Diff(ctx context.Context, from, to string, paths []string) (string, error) {
+	res, err := t.c.CheckpointDiff(ctx, jsonrpc.CheckpointDiffParams{From: from, To: to, Paths: paths})
+	if err != nil {
+		return "", toolErr(err)
+	}
+	if res.Text == "" {
+		return "no changes", nil
+	}
+	return res.Text, nil
+}
+
+func (t checkpointTools) Restore(ctx context.Context, id string, paths []string) (string, error) {
+	r, err := t.c.ws.Restore(ctx, id, paths)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "restored %s to checkpoint %s: %d names changed back.", strings.Join(r.Restored, ", "), id, len(r.Changed))
+	for _, p := range r.NotCovered {
+		fmt.Fprintf(&b, "\n%s is a host directory a checkpoint cannot hold: it was left as it is.", p)
+	}
+	return b.String(), nil
+}
+
+func (t checkpointTools) Delete(ctx context.Context, id string) (string, error) {
+	if err := t.c.ws.Delete(ctx, id); err != nil {
+		return "", err
+	}
+	return "checkpoint " + id + " deleted", nil
+}
+
+// toolErr drops the JSON-RPC marker of bad input from an error for a tool.
+func toolErr(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), jsonrpc.ErrInvalidParams.Error()+": "))
 }

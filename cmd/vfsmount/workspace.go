@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/policy"
 	"github.com/vfsmount/vfsmount/union"
@@ -268,6 +269,9 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	ws.Policy = cfg.Policy
 	if ws.Checkpoints, err = newCheckpoints(table, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
 		return nil, usageErrorf("checkpoint: %v", err)
+	}
+	if ws.Checkpoints == nil && (len(cfg.Checkpoint.Before) > 0 || cfg.Checkpoint.Tools) {
+		return nil, usageErrorf("config: checkpoint: %v", checkpoint.ErrNoWritable)
 	}
 	ws.stack()
 	ws.Export = newExporter(table, ws.Kernel.changed.notify)

@@ -161,8 +161,8 @@ func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDi
 	}
 	var b strings.Builder
 	for _, m := range c.ws.Mounts() {
-		if m.Tree == nil {
-			continue
+		if m.Tree == nil || !m.Has(p.From) || (p.To != "" && !m.Has(p.To)) {
+			continue // nothing to diff, or a tree that lost it in a restart
 		}
 		names, ok, err := namesIn(m.Prefix, p.Paths)
 		if err != nil {

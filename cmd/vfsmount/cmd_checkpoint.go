@@ -19,8 +19,9 @@ that vfsmount over its control socket. A checkpoint holds every writable
 layer of the workspace at once: memory mounts, and the upper layers of
 writable git mounts (memory, or persist= files). Immutable mounts (git
 commits) need no freezing; a host directory cannot be frozen, and the
-manifest and restore say so. Checkpoints live as long as the vfsmount
-serving the mount.`
+manifest and restore say so. Checkpoints of persisted layers (persist=)
+live in their files and survive a restart; the others live as long as the
+vfsmount serving the mount.`
 
 func checkpointCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{

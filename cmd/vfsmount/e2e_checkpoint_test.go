@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,4 +128,43 @@ func TestE2ECheckpointNoWritableLayer(t *testing.T) {
 	code, _, stderr := runBinary(t, "checkpoint", "create", mnt)
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "no writable layer")
+}
+
+// TestE2ECheckpointsSurviveARestart: checkpoints of persisted layers (a
+// writable git mount's upper and a memory mount, both in persist files)
+// live in those files; after vfsmount stops and starts again they are
+// listed and restore, and a memory mount without a file reports that it
+// lost them.
+func TestE2ECheckpointsSurviveARestart(t *testing.T) {
+	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	state := t.TempDir()
+	mnt := t.TempDir()
+	args := []string{"--mount", "type=git,src=" + repo + ",dst=/repo,writable,persist=" + filepath.Join(state, "repo.db"),
+		"--mount", "type=memory,dst=/memory,persist=" + filepath.Join(state, "memory.db"),
+		"--mount", "type=memory,dst=/scratch"}
+	c := startMount(t, mnt, args...)
+	sh(t, mnt, "echo kept > memory/notes; echo s > scratch/s")
+	code, stdout, stderr := runBinary(t, "checkpoint", "create", mnt, "--name", "before")
+	require.Equal(t, 0, code, stderr)
+	id := lastLine(stdout)
+	sh(t, mnt, "echo two > repo/a.txt; rm memory/notes; echo new > repo/new.txt")
+	code, _, stderr = runBinary(t, "umount", mnt)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 0, c.exitCode(t, 15*time.Second))
+
+	startMount(t, mnt, args...)
+	assert.Equal(t, "two\n", sh(t, mnt, "cat repo/a.txt"), "the live tree came back")
+	code, stdout, stderr = runBinary(t, "checkpoint", "list", mnt)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^`+id+`\s.*before$`, stdout)
+	code, stdout, stderr = runBinary(t, "checkpoint", "restore", mnt, id)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "restored /memory, /repo to "+id)
+	assert.Contains(t, stderr, "not covered: /scratch", "the memory mount without a file lost it, and says so")
+	assert.Equal(t, "one\nkept\n", sh(t, mnt, "cat repo/a.txt memory/notes"))
+	assert.Equal(t, "no\n", sh(t, mnt, "test -e repo/new.txt && echo yes || echo no"))
+	// New checkpoints number on from the old ones.
+	code, stdout, _ = runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code)
+	assert.NotEqual(t, id, lastLine(stdout))
 }

@@ -17,6 +17,11 @@
 // A restore holds them the same way: a reader sees the workspace before or
 // after, never a mix, and a write after the restore lands on the restored
 // tree.
+//
+// A persisted tree keeps its checkpoints across restarts; [New] finds them
+// again. A checkpoint a tree lost (a memory mount without a file,
+// restarted) restores the trees that have it and reports the others as not
+// covered.
 package checkpoint
 
 import (
@@ -157,7 +162,28 @@ func New(ms []Mount, opts Options) (*Workspace, error) {
 	if !slices.ContainsFunc(w.mounts, func(m Mount) bool { return m.Tree != nil }) {
 		return nil, ErrNoWritable
 	}
+	// The checkpoints the trees kept (persisted ones, after a restart):
+	// a checkpoint some tree lacks (one that restarted empty) restores
+	// the others, and says so.
+	seen := map[string]*Info{}
+	for _, m := range w.frozen() {
+		for _, c := range m.Tree.Checkpoints() {
+			if seen[c.ID] == nil {
+				seen[c.ID] = &Info{ID: c.ID, Name: c.Name, Time: c.Time, Manifest: w.Manifest()}
+				w.list = append(w.list, seen[c.ID])
+			}
+			if n, err := strconv.Atoi(strings.TrimPrefix(c.ID, "c")); err == nil && n > w.seq {
+				w.seq = n
+			}
+		}
+	}
+	slices.SortStableFunc(w.list, func(a, b *Info) int { return a.Time.Compare(b.Time) })
 	return w, nil
+}
+
+// Has reports whether the tree of m holds checkpoint id.
+func (m *Mount) Has(id string) bool {
+	return slices.ContainsFunc(m.Tree.Checkpoints(), func(c memfs.CheckpointInfo) bool { return c.ID == id })
 }
 
 // Mounts returns the workspace's mounts, sorted by prefix.
@@ -218,7 +244,7 @@ func (w *Workspace) Create(ctx context.Context, name string) (Info, error) {
 	at := w.opts.Now()
 	info := &Info{ID: id, Name: name, Time: at, Manifest: w.Manifest()}
 	for i, m := range ms {
-		ci, err := m.Tree.CheckpointHeld(id)
+		ci, err := m.Tree.CheckpointHeld(id, name)
 		if err != nil {
 			for _, done := range ms[:i] {
 				_ = done.Tree.DeleteCheckpointHeld(id)
@@ -316,7 +342,8 @@ type RestoreResult struct {
 	// Restored are the mount prefixes brought back to the checkpoint.
 	Restored []string `json:"restored"`
 	// NotCovered are the mounts the restore selected but could not
-	// bring back (host directories): they are as they were.
+	// bring back (host directories, and memory trees that lost the
+	// checkpoint in a restart): they are as they were.
 	NotCovered []string `json:"not_covered,omitempty"`
 	// Changed are the workspace paths that changed since the checkpoint,
 	// as the operations named them.
@@ -359,7 +386,12 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 		}
 		switch m.coverage() {
 		case Frozen:
-			ms = append(ms, m)
+			if m.Has(id) {
+				ms = append(ms, m)
+			} else {
+				// A tree that restarted empty lost it.
+				res.NotCovered = append(res.NotCovered, m.Prefix)
+			}
 		case NotCovered:
 			res.NotCovered = append(res.NotCovered, m.Prefix)
 		}

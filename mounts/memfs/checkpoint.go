@@ -1,6 +1,7 @@
 package memfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,15 +36,19 @@ import (
 // the restore is one [Mutation], which a store applies at once (boltstore:
 // in one transaction), so a crash leaves the tree before or after it.
 //
-// Checkpoints live in memory, as long as the tree: they are not saved by
-// the store.
+// With a store, checkpoints are saved with the tree ([Mutation.Checkpoint],
+// [Mutation.DropCheckpoint]) and come back with it ([Image.Checkpoints]);
+// what changed since the newest is then found by comparing the two.
+// Without one they live as long as the tree.
 
 // ErrNoCheckpoint is wrapped by the errors for an unknown checkpoint id.
 var ErrNoCheckpoint = errors.New("no such checkpoint")
 
 // CheckpointInfo describes one checkpoint of the tree.
 type CheckpointInfo struct {
-	ID string
+	ID   string
+	Name string
+	Time time.Time
 	// Inodes counts the inodes the checkpoint froze: those changed since
 	// the checkpoint before it (every inode for the first one).
 	Inodes int
@@ -80,8 +85,9 @@ type ckptState struct {
 
 // checkpoint is one checkpoint: the inodes changed since the one before it.
 type checkpoint struct {
-	id string
-	at time.Time
+	id   string
+	name string
+	at   time.Time
 	// delta maps an inode to its frozen state; nil means it did not
 	// exist at the checkpoint.
 	delta map[uint64]*frozen
@@ -159,20 +165,22 @@ func (f *FS) find(id string) (int, error) {
 func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
 	release := f.Hold()
 	defer release()
-	return f.CheckpointHeld(id)
+	return f.CheckpointHeld(id, "")
 }
 
-// CheckpointHeld takes a checkpoint named id of the tree, which the caller
-// holds ([FS.Hold]). It costs in the inodes changed since the previous
-// checkpoint; the first one walks the whole tree.
-func (f *FS) CheckpointHeld(id string) (CheckpointInfo, error) {
+// CheckpointHeld takes a checkpoint with id (unique in the tree) and name
+// (free text) of the tree, which the caller holds ([FS.Hold]). It costs in
+// the inodes changed since the previous checkpoint; the first one walks the
+// whole tree. With a store, the checkpoint is saved too
+// ([Mutation.Checkpoint]).
+func (f *FS) CheckpointHeld(id, name string) (CheckpointInfo, error) {
 	if id == "" {
 		return CheckpointInfo{}, fmt.Errorf("checkpoint: %w: empty id", fs.ErrInvalid)
 	}
 	if _, err := f.find(id); err == nil {
 		return CheckpointInfo{}, fmt.Errorf("checkpoint %q: %w", id, fs.ErrExist)
 	}
-	c := &checkpoint{id: id, at: f.now(), delta: map[uint64]*frozen{}}
+	c := &checkpoint{id: id, name: name, at: f.now(), delta: map[uint64]*frozen{}}
 	if f.gen.Load() == 0 {
 		f.index = map[uint64]*node{}
 		queue := []*node{f.root}
@@ -208,11 +216,45 @@ func (f *FS) CheckpointHeld(id string) (CheckpointInfo, error) {
 	f.epoch++
 	f.gen.Store(f.epoch)
 	f.dirty, f.names = map[uint64]struct{}{}, map[string]struct{}{}
+	if f.store != nil {
+		if err := f.store.Commit(&Mutation{Op: "checkpoint", Checkpoint: c.record()}); err != nil {
+			f.log.Error("memfs: store commit failed", "op", "checkpoint", "checkpoint", id, "err", err)
+			return c.info(), fmt.Errorf("checkpoint %q: saving it: %w", id, err)
+		}
+	}
 	return c.info(), nil
 }
 
+// record is the checkpoint as a store keeps it.
+func (c *checkpoint) record() *CheckpointRecord {
+	r := &CheckpointRecord{ID: c.id, Name: c.name, Time: c.at}
+	for ino, s := range c.delta {
+		if s == nil {
+			r.Absent = append(r.Absent, ino)
+			continue
+		}
+		r.Inodes = append(r.Inodes, s.record(ino))
+		for name, child := range s.children {
+			r.Entries = append(r.Entries, EntryRecord{Dir: ino, Name: name, Ino: child})
+		}
+	}
+	return r
+}
+
+// record is s's metadata as a store keeps it.
+func (s *frozen) record(ino uint64) InodeRecord {
+	r := InodeRecord{
+		Ino: ino, Mode: s.typ | s.perm, Uid: s.uid, Gid: s.gid, Nlink: s.nlink, Size: s.data.size,
+		Atime: s.atime, Mtime: s.mtime, Ctime: s.ctime, Target: s.target, Rdev: s.rdev, Xattrs: s.xattrs,
+	}
+	if s.typ == fs.ModeSymlink {
+		r.Size = int64(len(s.target))
+	}
+	return r
+}
+
 func (c *checkpoint) info() CheckpointInfo {
-	return CheckpointInfo{ID: c.id, Inodes: len(c.delta), Bytes: c.bytes}
+	return CheckpointInfo{ID: c.id, Name: c.name, Time: c.at, Inodes: len(c.delta), Bytes: c.bytes}
 }
 
 // freeze copies n's state into the checkpoint, sharing its pages.
@@ -335,6 +377,16 @@ func (f *FS) DeleteCheckpointHeld(id string) error {
 		next.bytes += c.bytes
 	}
 	f.ckpts = slices.Delete(f.ckpts, k, k+1)
+	if f.store != nil {
+		drop := &CheckpointDrop{ID: id, Oldest: k == 0}
+		if k < len(f.ckpts) {
+			drop.Into = f.ckpts[k].id
+		}
+		if err := f.store.Commit(&Mutation{Op: "checkpoint delete", DropCheckpoint: drop}); err != nil {
+			f.log.Error("memfs: store commit failed", "op", "checkpoint delete", "checkpoint", id, "err", err)
+			return fmt.Errorf("checkpoint %q: deleting it from the store: %w", id, err)
+		}
+	}
 	return nil
 }
 
@@ -546,4 +598,199 @@ func (f *FS) CheckpointView(id string) (*FS, error) {
 	v.usedFiles.Store(files)
 	v.usedBytes.Store(bytes)
 	return v, nil
+}
+
+// loadCheckpoints rebuilds the checkpoints a store saved, for [Restore],
+// and turns tracking on: what differs between the tree and the newest
+// checkpoint is found by comparing them (a restart loses the record of
+// what changed since), and the data they share is shared again.
+func (f *FS) loadCheckpoints(imgs []CheckpointImage) error {
+	for i := range imgs {
+		img := &imgs[i]
+		c := &checkpoint{id: img.ID, name: img.Name, at: img.Time, delta: map[uint64]*frozen{}, names: map[string]struct{}{}}
+		for _, ino := range img.Absent {
+			c.delta[ino] = nil
+			c.bytes += metaBytes
+		}
+		for j := range img.Inodes {
+			r := &img.Inodes[j]
+			n, err := nodeOf(r)
+			if err != nil {
+				return fmt.Errorf("checkpoint %q: %w", img.ID, err)
+			}
+			s := &frozen{
+				typ: n.typ, target: n.target, rdev: n.rdev, perm: n.perm, uid: n.uid, gid: n.gid,
+				nlink: r.Nlink, atime: n.atime, mtime: n.mtime, ctime: n.ctime,
+				xattrs: n.xattrs, xattrBytes: n.xattrBytes, data: content{size: n.data.size},
+			}
+			if s.typ == fs.ModeDir {
+				s.children = map[string]uint64{}
+			}
+			c.delta[r.Ino] = s
+			c.bytes += metaBytes + s.xattrBytes + int64(len(s.target))
+		}
+		for _, e := range img.Entries {
+			s := c.delta[e.Dir]
+			if s == nil || s.children == nil || !validName(e.Name) {
+				return fmt.Errorf("%w: checkpoint %q: entry %q in inode %d, not a directory it froze", ErrBadImage, img.ID, e.Name, e.Dir)
+			}
+			s.children[e.Name] = e.Ino
+			c.bytes += int64(len(e.Name)) + 16
+		}
+		if img.Content != nil {
+			err := img.Content(func(w WriteRecord) error {
+				s := c.delta[w.Ino]
+				switch {
+				case s == nil || s.typ != 0:
+					return fmt.Errorf("%w: checkpoint %q: content for inode %d, not a file it froze", ErrBadImage, img.ID, w.Ino)
+				case w.Off < 0 || w.Off%pageSize != 0 || len(w.Data) > pageSize || w.Off > s.data.size-int64(len(w.Data)):
+					return fmt.Errorf("%w: checkpoint %q: content of inode %d out of place", ErrBadImage, img.ID, w.Ino)
+				}
+				if s.data.pages == nil {
+					s.data.pages = map[int64][]byte{}
+				}
+				s.data.pages[w.Off/pageSize] = w.Data
+				s.data.alloc += int64(len(w.Data))
+				s.data.blocks += blocksOf(len(w.Data))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		f.ckpts = append(f.ckpts, c)
+	}
+	// Every inode of the tree and of the checkpoints is in the chain:
+	// the first checkpoint froze the whole tree.
+	if f.stateAt(0, 1) == nil {
+		return fmt.Errorf("%w: the first checkpoint does not hold the root", ErrBadImage)
+	}
+	// The sizes: the bytes a checkpoint holds are its pages not shared
+	// with the checkpoint before.
+	for k, c := range f.ckpts {
+		for ino, s := range c.delta {
+			if s == nil || s.typ != 0 {
+				continue
+			}
+			var prev *frozen
+			if k > 0 {
+				prev = f.stateAt(k-1, ino)
+			}
+			for idx, page := range s.data.pages {
+				if prev == nil || !samePage(prev.data.pages[idx], page) {
+					c.bytes += int64(len(page))
+				}
+			}
+		}
+	}
+	f.index = map[uint64]*node{1: f.root}
+	paths := map[uint64]string{1: "."}
+	queue := []*node{f.root}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		for name, child := range dir.children {
+			if _, seen := f.index[child.ino]; seen {
+				continue
+			}
+			f.index[child.ino] = child
+			paths[child.ino] = joinName(paths[dir.ino], name)
+			if child.isDir() {
+				queue = append(queue, child)
+			}
+		}
+	}
+	f.epoch++
+	f.gen.Store(f.epoch)
+	f.dirty, f.names = map[uint64]struct{}{}, map[string]struct{}{}
+	newest := len(f.ckpts) - 1
+	known := map[uint64]struct{}{}
+	for _, c := range f.ckpts {
+		for ino := range c.delta {
+			known[ino] = struct{}{}
+		}
+	}
+	for ino, n := range f.index {
+		if !f.same(n, f.stateAt(newest, ino)) {
+			f.dirty[ino] = struct{}{}
+		}
+		delete(known, ino)
+	}
+	for ino := range known {
+		if f.stateAt(newest, ino) != nil {
+			f.dirty[ino] = struct{}{} // in the checkpoint, gone now
+		}
+	}
+	// What changed before the restart was named by operations this
+	// process never saw: name the changed inodes by where they are now,
+	// and the entries of changed directories, now and at the
+	// checkpoint, so a restore drops every cache it makes stale. (A name
+	// gone now is an entry of a changed directory.)
+	for ino := range f.dirty {
+		p, ok := paths[ino]
+		if !ok {
+			continue
+		}
+		f.names[p] = struct{}{}
+		if n := f.index[ino]; n.isDir() {
+			for name := range n.children {
+				f.names[joinName(p, name)] = struct{}{}
+			}
+		}
+		if s := f.stateAt(newest, ino); s != nil {
+			for name := range s.children {
+				f.names[joinName(p, name)] = struct{}{}
+			}
+		}
+	}
+	return nil
+}
+
+func joinName(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// samePage reports whether two pages are one slice.
+func samePage(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// same reports whether node n is in state s; equal pages are made one, so
+// the tree and the checkpoint share them again.
+func (f *FS) same(n *node, s *frozen) bool {
+	if s == nil || n.typ != s.typ || n.target != s.target || n.rdev != s.rdev || n.perm != s.perm ||
+		n.uid != s.uid || n.gid != s.gid || n.nlink != s.nlink ||
+		!n.atime.Equal(s.atime) || !n.mtime.Equal(s.mtime) || !n.ctime.Equal(s.ctime) ||
+		!maps.EqualFunc(n.xattrs, s.xattrs, bytes.Equal) {
+		return false
+	}
+	switch n.typ {
+	case fs.ModeDir:
+		if len(n.children) != len(s.children) {
+			return false
+		}
+		for name, child := range n.children {
+			if s.children[name] != child.ino {
+				return false
+			}
+		}
+	case 0:
+		if n.data.size != s.data.size || len(n.data.pages) != len(s.data.pages) {
+			return false
+		}
+		equal := true
+		for idx, page := range n.data.pages {
+			if fp, ok := s.data.pages[idx]; !ok || !bytes.Equal(page, fp) {
+				equal = false
+			} else {
+				n.data.pages[idx] = fp
+			}
+		}
+		n.data.shared, n.data.owned = true, nil
+		return equal
+	}
+	return true
 }

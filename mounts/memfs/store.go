@@ -74,6 +74,42 @@ type Mutation struct {
 	// metadata and content may be dropped. An inode whose Nlink reached 0
 	// but is not yet freed is still open; after a restart it is garbage.
 	Freed []uint64
+
+	// Checkpoint, when set, saves a checkpoint (see [CheckpointRecord]);
+	// DropCheckpoint, when set, deletes one. A mutation that carries
+	// either carries nothing else. A store that keeps no checkpoints
+	// ignores both; one that does gives the checkpoints back to [Restore]
+	// through [Image.Checkpoints].
+	Checkpoint     *CheckpointRecord
+	DropCheckpoint *CheckpointDrop
+}
+
+// CheckpointRecord is one checkpoint as a store keeps it: the inodes that
+// changed since the previous checkpoint (every inode for the first), as
+// they are at the checkpoint. The content of the regular files among them
+// is not in the record: it is what the store holds for them when it
+// applies the record, since it applies mutations in order. Unchanged data
+// need not be stored twice: a store may share it between checkpoints.
+type CheckpointRecord struct {
+	ID, Name string
+	Time     time.Time
+	// Inodes are the frozen inodes' metadata.
+	Inodes []InodeRecord
+	// Entries are every name of the frozen directories.
+	Entries []EntryRecord
+	// Absent are inodes that did not exist at the checkpoint but did at
+	// the one before.
+	Absent []uint64
+}
+
+// CheckpointDrop deletes checkpoint ID. What it holds that the next
+// checkpoint Into needs (the inodes Into does not record itself) passes to
+// Into; the rest is dropped, and so are its Absent inodes when Oldest
+// (nothing older needs saying that they are gone). Into is "" when ID is
+// the newest.
+type CheckpointDrop struct {
+	ID, Into string
+	Oldest   bool
 }
 
 // InodeRecord is the full metadata of one inode.

@@ -13,6 +13,7 @@ import (
 // batch are kept in dirty, owned and mutable, and put once at the end: a
 // run of small appends to one chunk costs one put, not one per append.
 type applier struct {
+	tx                    *bolt.Tx
 	inodes, entries, data *bolt.Bucket
 	sizes                 map[uint64]int64
 	dirty                 map[uint64]map[int64][]byte
@@ -20,6 +21,12 @@ type applier struct {
 
 // apply takes m's parts in the order memfs.Mutation prescribes.
 func (a *applier) apply(m *memfs.Mutation) error {
+	switch {
+	case m.Checkpoint != nil:
+		return a.saveCheckpoint(m.Checkpoint)
+	case m.DropCheckpoint != nil:
+		return a.dropCheckpoint(m.DropCheckpoint)
+	}
 	for _, ino := range m.Cleared {
 		if err := a.cut(ino, 0); err != nil {
 			return err

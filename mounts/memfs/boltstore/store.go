@@ -292,6 +292,9 @@ func (s *Store) Load(opts memfs.Options) (fsys *memfs.FS, err error) {
 			}
 			return nil
 		}
+		if img.Checkpoints, err = readCheckpoints(tx); err != nil {
+			return err
+		}
 		fsys, err = memfs.Restore(opts, img)
 		return err
 	})
@@ -541,6 +544,7 @@ func (s *Store) write(batch []*memfs.Mutation) (err error) {
 	}()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		a := &applier{
+			tx:     tx,
 			inodes: tx.Bucket(bucketInodes), entries: tx.Bucket(bucketEntries), data: tx.Bucket(bucketData),
 			sizes: s.sizes, dirty: map[uint64]map[int64][]byte{},
 		}

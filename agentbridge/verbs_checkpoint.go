@@ -135,7 +135,7 @@ func checkpointTools() []*dialectTool {
 		)},
 		{name: VerbCheckpointRestore, verb: VerbCheckpointRestore, desc: descCheckpointRestore, schema: schema(
 			prop{"id", "string", "The checkpoint to restore", true},
-			prop{"paths", strList, "Absolute workspace paths: restore only the mounts holding them", false},
+			prop{"paths", strList, "Absolute workspace paths: restore only these (and what is below them)", false},
 		)},
 		{name: VerbCheckpointDelete, verb: VerbCheckpointDelete, desc: descCheckpointDelete, schema: schema(
 			prop{"id", "string", "The checkpoint to delete", true},

@@ -69,7 +69,7 @@ type CheckpointDiffParams struct {
 }
 
 // CheckpointRestoreParams bring the workspace back to checkpoint ID: the
-// mounts at or below Paths (none: all).
+// names at and below Paths, a mount at or below one whole (none: all).
 type CheckpointRestoreParams struct {
 	ID    string   `json:"id"`
 	Paths []string `json:"paths,omitempty"`

@@ -161,16 +161,17 @@ them. No change prints "no changes" on stderr.` + checkpointLong,
 func checkpointRestoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore MOUNTPOINT ID [PATH]...",
-		Short: "bring the workspace (or the mounts holding PATHs) back to a checkpoint",
+		Short: "bring the workspace (or PATHs in it) back to a checkpoint",
 		Long: `Brings every writable layer back to checkpoint ID at once: a reader sees the
 workspace before or after, never a mix, and the kernel's caches of every
 changed name are dropped, so cat shows the restored bytes at once. A file
-held open keeps reading what it had. A PATH selects the mount holding it,
-whole. Mounts a checkpoint cannot hold (host directories) are named on
+held open keeps reading what it had. With PATHs, only they (and what is
+below them) are restored, as git checkout ID -- PATH does; a PATH at or
+above a mount point restores that mount whole. Mounts a checkpoint cannot hold (host directories) are named on
 stderr: they are left as they are. The checkpoints are kept, so restoring
 a newer one undoes a restore. An unknown ID exits 2 and changes nothing.` + checkpointLong,
 		Example: `  $ vfsmount checkpoint restore mnt c1
-  $ vfsmount checkpoint restore mnt c1 /memory`,
+  $ vfsmount checkpoint restore mnt c1 mnt/repo/src/main.go /memory`,
 		Args:              minArgs(2),
 		ValidArgsFunction: completeMountpoint,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -83,6 +83,13 @@ func TestE2ECheckpoint(t *testing.T) {
 	n, _ := held.ReadAt(buf, 0)
 	assert.Equal(t, "one\n", string(buf[:n]))
 
+	// Restore of some paths: only they come back.
+	sh(t, mnt, "echo x > repo/a.txt; echo y > repo/dir/b.txt; rm memory/notes")
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, id, filepath.Join(r, "a.txt"), "/memory/notes")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "one\ny\nfirst\n", sh(t, mnt, "cat repo/a.txt repo/dir/b.txt memory/notes"))
+	sh(t, mnt, "echo bee > repo/dir/b.txt")
+
 	// Open a file, change it, restore under it: it still reads what it had.
 	sh(t, m, `echo changed-again > notes`)
 	code, stdout, _ = runBinary(t, "checkpoint", "create", mnt)

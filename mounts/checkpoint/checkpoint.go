@@ -351,9 +351,10 @@ type RestoreResult struct {
 }
 
 // Restore brings the workspace back to checkpoint id: every covered mount
-// at or below paths (workspace paths; none means the whole workspace), all
-// at once. A path inside a mount selects that mount whole. Mounts that are
-// not covered are reported, never silently skipped. The checkpoints are
+// at or below paths (workspace paths; none means the whole workspace), and
+// the names paths inside a mount give, as git checkout ID -- PATH does
+// ([memfs.FS.RestorePathsHeld]), all at once. Mounts that are not covered
+// are reported, never silently skipped. The checkpoints are
 // kept: restoring a newer one undoes a restore. An unknown id changes
 // nothing.
 func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (RestoreResult, error) {
@@ -381,7 +382,7 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 	var ms []*Mount
 	for i := range w.mounts {
 		m := &w.mounts[i]
-		if !sel[m.Prefix] {
+		if _, ok := sel[m.Prefix]; !ok {
 			continue
 		}
 		switch m.coverage() {
@@ -400,7 +401,18 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 	defer release()
 	var errs []error
 	for _, m := range ms {
-		names, err := m.Tree.RestoreHeld(id)
+		var names []string
+		var err error
+		if sub := sel[m.Prefix]; sub == nil {
+			names, err = m.Tree.RestoreHeld(id)
+		} else {
+			if m.Overlay != nil {
+				for i, n := range sub {
+					sub[i] = overlayfs.UpperName(n)
+				}
+			}
+			names, err = m.Tree.RestorePathsHeld(id, sub)
+		}
 		for _, n := range names {
 			if m.Overlay != nil {
 				var ok bool
@@ -421,28 +433,40 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 	return res, errors.Join(errs...)
 }
 
-// pick selects the mounts paths name: at, above or containing a path.
-func (w *Workspace) pick(paths []string) (map[string]bool, error) {
-	sel := map[string]bool{}
+// pick selects the mounts paths name: a mount at or above a path whole
+// (nil), a mount holding a path by its names in the mount.
+func (w *Workspace) pick(paths []string) (map[string][]string, error) {
+	sel := map[string][]string{}
 	if len(paths) == 0 {
 		for _, m := range w.mounts {
-			sel[m.Prefix] = true
+			sel[m.Prefix] = nil
 		}
 		return sel, nil
 	}
+	whole := map[string]bool{}
 	for _, p := range paths {
 		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
 			return nil, fmt.Errorf("%w: %q: want an absolute, clean workspace path such as /memory/notes", ErrBadPath, p)
 		}
-		found := false
+		// The mount holding p is the one with the longest prefix.
+		holder := ""
 		for _, m := range w.mounts {
-			if p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/") || m.Prefix == "/" || strings.HasPrefix(p, m.Prefix+"/") {
-				sel[m.Prefix], found = true, true
+			switch {
+			case p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/"):
+				sel[m.Prefix], whole[m.Prefix] = nil, true
+			case (m.Prefix == "/" || strings.HasPrefix(p, m.Prefix+"/")) && len(m.Prefix) > len(holder):
+				holder = m.Prefix
 			}
 		}
-		if !found {
+		if holder != "" && !whole[holder] {
+			sel[holder] = append(sel[holder], strings.TrimPrefix(strings.TrimPrefix(p, holder), "/"))
+		}
+		if holder == "" && !slices.ContainsFunc(w.mounts, func(m Mount) bool { return whole[m.Prefix] && (p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/")) }) {
 			return nil, fmt.Errorf("%w: %s is in no mount of the workspace", ErrBadPath, p)
 		}
+	}
+	for prefix := range whole {
+		sel[prefix] = nil
 	}
 	return sel, nil
 }

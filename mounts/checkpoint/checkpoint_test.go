@@ -209,3 +209,32 @@ func TestRestoreIsAtomicToReaders(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+func TestRestorePathsInsideMounts(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, checkpoint.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "m1", []byte("1"), 0o644))
+	c, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	require.NoError(t, mounts.WriteFile(ctx, e.ov, "lower.txt", []byte("edited"), 0o644))
+	require.NoError(t, mounts.Unlink(ctx, e.ov, "dir/x"))
+	require.NoError(t, mounts.WriteFile(ctx, e.ov, "new.txt", []byte("new"), 0o644))
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "m1", []byte("2"), 0o644))
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "m2", []byte("2"), 0o644))
+
+	res, err := e.ws.Restore(ctx, c.ID, []string{"/repo/lower.txt", "/repo/dir/x", "/memory/m1"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/memory", "/repo"}, res.Restored)
+	assert.Equal(t, "lower", read(t, e.ov, "lower.txt"))
+	assert.Equal(t, "x", read(t, e.ov, "dir/x"), "a deleted lower file comes back")
+	assert.Equal(t, "new", read(t, e.ov, "new.txt"), "what was not named stays")
+	assert.Equal(t, "1", read(t, e.mem, "m1"))
+	assert.Equal(t, "2", read(t, e.mem, "m2"))
+	assert.Contains(t, res.Changed, "/repo/lower.txt")
+	assert.Contains(t, res.Changed, "/repo/dir/x")
+	assert.Contains(t, res.Changed, "/memory/m1")
+	changes, err := e.ov.Changes(ctx)
+	require.NoError(t, err)
+	require.Len(t, changes, 1)
+	assert.Equal(t, "new.txt", changes[0].Path)
+}

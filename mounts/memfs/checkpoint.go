@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // Checkpoints
@@ -793,4 +796,213 @@ func (f *FS) same(n *node, s *frozen) bool {
 		return equal
 	}
 	return true
+}
+
+// RestorePathsHeld brings names (and everything below them) of the held
+// tree back to checkpoint id, as git checkout ID -- NAME does, leaving the
+// rest of the tree as it is; "." is the whole tree ([FS.RestoreHeld]). A
+// name the checkpoint lacks is removed; a name it has is made again, with
+// the parent directories it needs (as they were at the checkpoint, holding
+// only what is restored), from the checkpoint's state: new inodes, so a
+// file held open keeps what it had, and a hard link to a file outside the
+// names becomes a file of its own. All names are restored at once, as one
+// store mutation. It returns the names that changed.
+func (f *FS) RestorePathsHeld(id string, names []string) ([]string, error) {
+	k, err := f.find(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if !validPath(name) {
+			return nil, fmt.Errorf("restore of checkpoint %q: %w: %q", id, fs.ErrInvalid, name)
+		}
+		if name == "." {
+			return f.RestoreHeld(id)
+		}
+	}
+	j := &journal{m: Mutation{Op: "restore"}, f: f, rec: f.store != nil}
+	changed := map[string]struct{}{}
+	now := f.now()
+	for _, name := range names {
+		if err := f.restorePath(j, k, name, now, changed); err != nil {
+			return nil, fmt.Errorf("restore of %q to checkpoint %q: %w", name, id, err)
+		}
+	}
+	if j.rec {
+		if err := f.store.Commit(&j.m); err != nil {
+			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
+			return nil, fmt.Errorf("restore of checkpoint %q: %w", id, err)
+		}
+	}
+	out := slices.Sorted(maps.Keys(changed))
+	for _, n := range out {
+		f.noteName(n)
+	}
+	return out, nil
+}
+
+func validPath(name string) bool { return mounts.ValidPath(name) }
+
+// stateNamed walks name through checkpoint k's directories: the inode and
+// state there, 0 and nil when it has none; dirs are the directories on the
+// way (their inode and state), the root first.
+func (f *FS) stateNamed(k int, name string) (ino uint64, s *frozen, dirs []uint64) {
+	ino, s = 1, f.stateAt(k, 1)
+	for rest := name; rest != ""; {
+		var elem string
+		elem, rest, _ = strings.Cut(rest, "/")
+		if s == nil || s.children == nil {
+			return 0, nil, dirs
+		}
+		dirs = append(dirs, ino)
+		next, ok := s.children[elem]
+		if !ok {
+			return 0, nil, dirs
+		}
+		ino, s = next, f.stateAt(k, next)
+	}
+	return ino, s, dirs
+}
+
+// restorePath restores one name; the caller holds f.mu exclusively.
+func (f *FS) restorePath(j *journal, k int, name string, now time.Time, changed map[string]struct{}) error {
+	tino, target, dirs := f.stateNamed(k, name)
+	// The live parent, made as the checkpoint had it where it is missing.
+	elems := strings.Split(name, "/")
+	dir := f.root
+	for i, elem := range elems[:len(elems)-1] {
+		child, ok := dir.children[elem]
+		switch {
+		case ok && child.isDir():
+			dir = child
+			continue
+		case ok:
+			return fmt.Errorf("%w: %s is not a directory now", mounts.ErrNotDir, strings.Join(elems[:i+1], "/"))
+		case target == nil:
+			return nil // nothing there now, nothing there then
+		}
+		s := f.stateAt(k, dirs[i+1])
+		n := f.copyNode(j, s, now)
+		n.nlink = 2
+		f.link(j, dir, elem, n, now)
+		changed[strings.Join(elems[:i+1], "/")] = struct{}{}
+		dir = n
+	}
+	base := elems[len(elems)-1]
+	if old, ok := dir.children[base]; ok {
+		f.forget(name, old, changed)
+		delete(dir.children, base)
+		j.entry(dir, base, nil)
+		delta := 0
+		if old.isDir() {
+			delta = -1
+		}
+		f.touch(j, dir, delta, now, true)
+		f.dropTree(j, old, now)
+	}
+	if target == nil {
+		changed[name] = struct{}{}
+		return nil
+	}
+	// The checkpoint's subtree, as new inodes.
+	made := map[uint64]*node{}
+	var build func(ino uint64, s *frozen, at string) *node
+	build = func(ino uint64, s *frozen, at string) *node {
+		if n, ok := made[ino]; ok { // a hard link inside the names
+			n.mu.Lock()
+			n.nlink++
+			n.mu.Unlock()
+			return n
+		}
+		n := f.copyNode(j, s, now)
+		made[ino] = n
+		changed[at] = struct{}{}
+		if n.isDir() {
+			n.nlink = 2
+			for cname, cino := range s.children {
+				cs := f.stateAt(k, cino)
+				if cs == nil {
+					continue
+				}
+				child := build(cino, cs, at+"/"+cname)
+				if child.isDir() {
+					n.nlink++
+				}
+				n.children[cname] = child
+				j.entry(n, cname, child)
+			}
+		}
+		return n
+	}
+	n := build(tino, target, name)
+	f.link(j, dir, base, n, now)
+	for _, m := range made {
+		m.mu.Lock()
+		j.inode(m)
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// copyNode makes a new inode in state s (without names), charging it;
+// the caller holds f.mu exclusively.
+func (f *FS) copyNode(j *journal, s *frozen, now time.Time) *node {
+	n := &node{
+		ino: f.nextIno, typ: s.typ, target: s.target, rdev: s.rdev, perm: s.perm, uid: s.uid, gid: s.gid,
+		nlink: 1, atime: s.atime, mtime: s.mtime, ctime: now,
+		xattrs: maps.Clone(s.xattrs), xattrBytes: s.xattrBytes,
+	}
+	f.nextIno++
+	switch n.typ {
+	case fs.ModeDir:
+		n.children = map[string]*node{}
+	case 0:
+		n.data = content{pages: maps.Clone(s.data.pages), size: s.data.size, alloc: s.data.alloc, blocks: s.data.blocks, shared: true}
+		if j.rec {
+			for idx, page := range n.data.pages {
+				j.m.Writes = append(j.m.Writes, WriteRecord{Ino: n.ino, Off: idx * pageSize, Data: slices.Clone(page)})
+			}
+		}
+	}
+	f.usedFiles.Add(1)
+	f.usedBytes.Add(n.data.alloc + n.xattrBytes + int64(len(n.target)))
+	if f.index != nil {
+		f.index[n.ino] = n
+	}
+	return n
+}
+
+// link names n base in dir; the caller holds f.mu exclusively.
+func (f *FS) link(j *journal, dir *node, base string, n *node, now time.Time) {
+	dir.children[base] = n
+	j.entry(dir, base, n)
+	delta := 0
+	if n.isDir() {
+		delta = 1
+	}
+	f.touch(j, dir, delta, now, true)
+	n.mu.Lock()
+	j.inode(n)
+	n.mu.Unlock()
+}
+
+// dropTree takes one name away from n and, for a directory, every name
+// below it; the caller holds f.mu exclusively and removed the entry.
+func (f *FS) dropTree(j *journal, n *node, now time.Time) {
+	if n.isDir() {
+		for name, child := range n.children {
+			delete(n.children, name)
+			j.entry(n, name, nil)
+			f.dropTree(j, child, now)
+		}
+	}
+	f.drop(j, n, now)
+}
+
+// forget notes every name at and below name, which a restore replaces.
+func (f *FS) forget(name string, n *node, changed map[string]struct{}) {
+	changed[name] = struct{}{}
+	for cname, child := range n.children {
+		f.forget(name+"/"+cname, child, changed)
+	}
 }

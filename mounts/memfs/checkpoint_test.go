@@ -315,3 +315,53 @@ func TestCheckpointUnderConcurrentWriters(t *testing.T) {
 	require.NoError(t, mounts.WriteFile(ctx, fsys, "after", []byte("ok"), 0o644))
 	assert.Equal(t, "ok", readFile(t, fsys, "after"))
 }
+
+func TestCheckpointRestorePaths(t *testing.T) {
+	ctx := context.Background()
+	rep := newReplica()
+	fsys, _ := newFS(t, memfs.Options{Store: rep})
+	seed(t, fsys)
+	_, err := fsys.Checkpoint("c1")
+	require.NoError(t, err)
+	mess(t, fsys) // a changed, b gone, d moved, ...
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "keep", []byte("keep"), 0o644))
+
+	release := fsys.Hold()
+	names, err := fsys.RestorePathsHeld("c1", []string{"a", "b", "d/e", "s2"})
+	release()
+	require.NoError(t, err)
+	assert.Equal(t, "a", readFile(t, fsys, "a"))
+	assert.Equal(t, "b", readFile(t, fsys, "b"), "a removed name comes back")
+	assert.Equal(t, "d/e/g", readFile(t, fsys, "d/e/g"), "below a parent made again")
+	assert.False(t, exists(fsys, "d/f"), "the parent made again holds only what was restored")
+	assert.False(t, exists(fsys, "s2"), "a name the checkpoint lacks is removed")
+	assert.Equal(t, "keep", readFile(t, fsys, "keep"), "other names are left alone")
+	assert.True(t, exists(fsys, "moved/f"))
+	for _, n := range []string{"a", "b", "d", "d/e", "d/e/g", "s2"} {
+		assert.Contains(t, names, n)
+	}
+	v, err := mounts.GetXattr(ctx, fsys, "a", "user.k")
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(v))
+	rep.compare(t, fsys)
+
+	// A directory with a hard link inside: the links stay one file.
+	require.NoError(t, mounts.Mkdir(ctx, fsys, "h", 0o755))
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "h/x", []byte("x"), 0o644))
+	require.NoError(t, mounts.Link(ctx, fsys, "h/x", "h/y"))
+	_, err = fsys.Checkpoint("c2")
+	require.NoError(t, err)
+	require.NoError(t, mounts.Unlink(ctx, fsys, "h/y"))
+	release = fsys.Hold()
+	_, err = fsys.RestorePathsHeld("c2", []string{"h"})
+	release()
+	require.NoError(t, err)
+	assert.Equal(t, stat(t, fsys, "h/x").Ino, stat(t, fsys, "h/y").Ino)
+	assert.Equal(t, uint32(2), stat(t, fsys, "h/x").Nlink)
+	rep.compare(t, fsys)
+
+	release = fsys.Hold()
+	_, err = fsys.RestorePathsHeld("c9", []string{"a"})
+	release()
+	assert.ErrorIs(t, err, memfs.ErrNoCheckpoint)
+}

@@ -49,3 +49,7 @@ func MergedName(upper string) (string, bool) {
 	}
 	return "", false
 }
+
+// UpperName returns the name in the upper layer of a merged name: what a
+// checkpoint of the upper restores for it.
+func UpperName(name string) string { return up(name) }

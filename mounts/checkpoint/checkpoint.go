@@ -461,7 +461,9 @@ func (w *Workspace) pick(paths []string) (map[string][]string, error) {
 		if holder != "" && !whole[holder] {
 			sel[holder] = append(sel[holder], strings.TrimPrefix(strings.TrimPrefix(p, holder), "/"))
 		}
-		if holder == "" && !slices.ContainsFunc(w.mounts, func(m Mount) bool { return whole[m.Prefix] && (p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/")) }) {
+		if holder == "" && !slices.ContainsFunc(w.mounts, func(m Mount) bool {
+			return whole[m.Prefix] && (p == "/" || m.Prefix == p || strings.HasPrefix(m.Prefix, p+"/"))
+		}) {
 			return nil, fmt.Errorf("%w: %s is in no mount of the workspace", ErrBadPath, p)
 		}
 	}

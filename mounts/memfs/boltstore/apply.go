@@ -80,9 +80,15 @@ func (a *applier) apply(m *memfs.Mutation) error {
 // of what the file holds, or nil for a hole.
 func (a *applier) chunk(ino uint64, idx int64) []byte {
 	if c, ok := a.dirty[ino][idx]; ok {
+		if err := unpin(a.tx, chunkKey(ino, idx), c); err != nil {
+			panic(err) // write recovers it as the batch's error
+		}
 		return c
 	}
 	if v := a.data.Get(chunkKey(ino, idx)); v != nil {
+		if err := unpin(a.tx, chunkKey(ino, idx), v); err != nil {
+			panic(err)
+		}
 		c := make([]byte, len(v), chunkSize)
 		copy(c, v)
 		return c
@@ -129,8 +135,11 @@ func (a *applier) cut(ino uint64, size int64) error {
 			a.setChunk(ino, idx, c[:keep])
 		}
 	}
-	for idx := range a.dirty[ino] {
+	for idx, c := range a.dirty[ino] {
 		if idx >= first {
+			if err := unpin(a.tx, chunkKey(ino, idx), c); err != nil {
+				return err
+			}
 			delete(a.dirty[ino], idx)
 		}
 	}
@@ -142,6 +151,9 @@ func (a *applier) cut(ino uint64, size int64) error {
 		doomed = append(doomed, bytes.Clone(k))
 	}
 	for _, k := range doomed {
+		if err := unpin(a.tx, k, a.data.Get(k)); err != nil {
+			return err
+		}
 		if err := a.data.Delete(k); err != nil {
 			return fmt.Errorf("deleting a chunk: %w", err)
 		}

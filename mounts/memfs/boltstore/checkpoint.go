@@ -25,18 +25,26 @@ import (
 //     stored once however many checkpoints hold it; the last to let go of
 //     it deletes it.
 //
-// Saving a checkpoint copies the chunks of the files it froze (those that
+// Saving a checkpoint takes the chunks of the files it froze (those that
 // changed since the previous checkpoint) from the live data, in the
 // transaction of the batch it comes in, so it holds exactly what the tree
-// held. A checkpoint shares its unchanged chunks with the checkpoints
-// before it, not with the live data, which changes in place: a chunk a
-// checkpoint holds is stored twice at most, once live and once for every
-// checkpoint that holds it.
+// held. It does not copy them: a chunk it shares with the live data is
+// pinned ("checkpoint live chunks" maps its SHA-256 to the live chunk,
+// "checkpoint pins" the live chunk to its SHA-256), and copied out to
+// "checkpoint chunks" in the transaction that first changes or drops the
+// live chunk. Unchanged data is therefore stored once: shared by the live
+// tree and every checkpoint that holds it.
 
 var (
 	bucketCkpts  = []byte("checkpoints")
 	bucketChunks = []byte("checkpoint chunks")
 	bucketRefs   = []byte("checkpoint refs")
+	// bucketLive maps the SHA-256 of a checkpoint chunk still held by
+	// the live data to where (inode and index); bucketPins maps that
+	// live chunk back to the SHA-256. The live chunk is copied out to
+	// bucketChunks before it changes.
+	bucketLive = []byte("checkpoint live chunks")
+	bucketPins = []byte("checkpoint pins")
 )
 
 var keyCkptMeta = []byte("m")
@@ -69,10 +77,19 @@ func (a *applier) saveCheckpoint(r *memfs.CheckpointRecord) error {
 		if !rec.Mode.IsRegular() {
 			continue
 		}
-		err := a.liveChunks(rec.Ino, func(idx int64, data []byte) error {
+		live, pins, err := liveBuckets(a.tx)
+		if err != nil {
+			return err
+		}
+		err = a.liveChunks(rec.Ino, func(idx int64, data []byte) error {
 			sum := sha256.Sum256(data)
-			if chunks.Get(sum[:]) == nil {
-				if err := chunks.Put(sum[:], data); err != nil {
+			if chunks.Get(sum[:]) == nil && live.Get(sum[:]) == nil {
+				// Shared with the live data: pinned, not copied.
+				key := chunkKey(rec.Ino, idx)
+				if err := live.Put(sum[:], key); err != nil {
+					return err
+				}
+				if err := pins.Put(key, sum[:]); err != nil {
 					return err
 				}
 			}
@@ -138,6 +155,36 @@ func ckptBuckets(tx *bolt.Tx) (ckpts, chunks, refs *bolt.Bucket, err error) {
 	return
 }
 
+func liveBuckets(tx *bolt.Tx) (live, pins *bolt.Bucket, err error) {
+	if live, err = tx.CreateBucketIfNotExists(bucketLive); err != nil {
+		return
+	}
+	pins, err = tx.CreateBucketIfNotExists(bucketPins)
+	return
+}
+
+// unpin copies the live chunk key out to the checkpoint chunks if a
+// checkpoint holds it, before it changes or goes; current is its content
+// now (in this batch).
+func unpin(tx *bolt.Tx, key, current []byte) error {
+	pins := tx.Bucket(bucketPins)
+	if pins == nil {
+		return nil
+	}
+	sum := pins.Get(key)
+	if sum == nil {
+		return nil
+	}
+	sum = bytes.Clone(sum)
+	if err := tx.Bucket(bucketChunks).Put(sum, bytes.Clone(current)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketLive).Delete(sum); err != nil {
+		return err
+	}
+	return pins.Delete(key)
+}
+
 // addRef adds delta to the count of chunk sum, deleting the chunk when
 // none is left.
 func addRef(refs *bolt.Bucket, sum []byte, delta int64) error {
@@ -152,7 +199,18 @@ func addRef(refs *bolt.Bucket, sum []byte, delta int64) error {
 	if err := refs.Delete(sum); err != nil {
 		return err
 	}
-	return refs.Tx().Bucket(bucketChunks).Delete(sum)
+	tx := refs.Tx()
+	if live := tx.Bucket(bucketLive); live != nil {
+		if key := live.Get(sum); key != nil {
+			if err := tx.Bucket(bucketPins).Delete(bytes.Clone(key)); err != nil {
+				return err
+			}
+			if err := live.Delete(sum); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Bucket(bucketChunks).Delete(sum)
 }
 
 // keyIno is the inode a checkpoint key is about.
@@ -228,7 +286,7 @@ func readCheckpoints(tx *bolt.Tx) ([]memfs.CheckpointImage, error) {
 	if ckpts == nil {
 		return nil, nil
 	}
-	chunks := tx.Bucket(bucketChunks)
+	chunks, live, liveData := tx.Bucket(bucketChunks), tx.Bucket(bucketLive), tx.Bucket(bucketData)
 	type loaded struct {
 		seq uint64
 		img memfs.CheckpointImage
@@ -285,6 +343,11 @@ func readCheckpoints(tx *bolt.Tx) ([]memfs.CheckpointImage, error) {
 				data, ok := shared[sum]
 				if !ok {
 					stored := chunks.Get(v)
+					if stored == nil && live != nil {
+						if key := live.Get(v); key != nil {
+							stored = liveData.Get(key)
+						}
+					}
 					if stored == nil {
 						return fmt.Errorf("chunk %x is missing", v)
 					}

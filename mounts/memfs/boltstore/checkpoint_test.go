@@ -95,9 +95,19 @@ func TestCheckpointChunksAreShared(t *testing.T) {
 	_, err = fsys.Checkpoint("c3")
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	assert.Equal(t, 64+1+1+1, countKeys(t, path, "checkpoint chunks"),
-		"64 chunks of big once, its changed chunk, and both versions of other")
+	// What the live data still holds is not stored again: the copies
+	// are the old chunk of big and the old other, copied out when they
+	// changed.
+	assert.Equal(t, 2, countKeys(t, path, "checkpoint chunks"))
+	assert.Equal(t, 63+1+1, countKeys(t, path, "checkpoint live chunks"),
+		"63 unchanged chunks of big, its new chunk, the new other: shared with the live data")
 
+	// Unlink big (its live chunks go: copied out first), restart, and
+	// restore: it comes back whole.
+	s, fsys = open(t, path, boltstore.Options{}, memfs.Options{})
+	require.NoError(t, fsys.Unlink(ctx, "big"))
+	require.NoError(t, s.Close())
+	assert.Equal(t, 2+64, countKeys(t, path, "checkpoint chunks"))
 	_, fsys = open(t, path, boltstore.Options{}, memfs.Options{})
 	_, err = fsys.RestoreCheckpoint("c1")
 	require.NoError(t, err)

@@ -324,6 +324,12 @@ func (s *Store) Load(opts memfs.Options) (fsys *memfs.FS, err error) {
 				}
 			}
 			for _, g := range garbage {
+				if bytes.Equal(g[0], bucketData) {
+					// A checkpoint may still hold it.
+					if err := unpin(tx, g[1], tx.Bucket(bucketData).Get(g[1])); err != nil {
+						return err
+					}
+				}
 				if err := tx.Bucket(g[0]).Delete(g[1]); err != nil {
 					return err
 				}

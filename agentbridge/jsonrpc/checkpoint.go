@@ -42,13 +42,15 @@ type CheckpointInfo struct {
 	Manifest []CheckpointMount `json:"manifest"`
 }
 
-// CheckpointMount is one mount of a checkpoint's manifest. Coverage is
+// CheckpointMount is one mount of a checkpoint's manifest: what backs it
+// (Source; Commit, the full SHA of a git mount's commit). Coverage is
 // "frozen" (in the checkpoint), "immutable" (a commit: nothing to freeze)
 // or "not covered" (a host directory: a restore leaves it as it is).
 type CheckpointMount struct {
 	Prefix   string `json:"prefix"`
 	Type     string `json:"type"`
 	Source   string `json:"source"`
+	Commit   string `json:"commit,omitempty"`
 	Coverage string `json:"coverage"`
 }
 

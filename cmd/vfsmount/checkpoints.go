@@ -41,16 +41,25 @@ var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
 
 // newCheckpoints builds the checkpoints of the union table; nil when no
 // mount has a layer to freeze. keep bounds their number (0: no bound).
-func newCheckpoints(table map[string]mounts.FS, keep int, notify func(names ...string)) (*checkpoints, error) {
+// backing says what backs each mount beyond its description, by prefix
+// (a host mount's directory, a persist file).
+func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, notify func(names ...string)) (*checkpoints, error) {
 	c := &checkpoints{gits: map[string]*writableGit{}}
 	var ms []checkpoint.Mount
 	for prefix, fsys := range table {
 		d := mounts.Describe(fsys)
 		m := checkpoint.Mount{Prefix: prefix, Type: d.Type, Source: d.Source}
+		if b := backing[prefix]; b != "" {
+			m.Source += " (" + b + ")"
+		}
+		if g, ok := fsys.(interface{ Commit() string }); ok {
+			m.Commit = g.Commit()
+		}
 		switch f := fsys.(type) {
 		case *memfs.FS:
 			m.Tree = f
 		case *writableGit:
+			m.Commit = f.git.Commit()
 			if up, ok := f.FS.Upper().(*memfs.FS); ok {
 				m.Tree, m.Overlay = up, f.FS
 				c.gits[prefix] = f
@@ -89,7 +98,7 @@ func rpcErr(err error) error {
 func infoOf(c checkpoint.Info) jsonrpc.CheckpointInfo {
 	out := jsonrpc.CheckpointInfo{ID: c.ID, Name: c.Name, Time: c.Time, Bytes: c.Bytes, Inodes: c.Inodes}
 	for _, e := range c.Manifest {
-		out.Manifest = append(out.Manifest, jsonrpc.CheckpointMount{Prefix: e.Prefix, Type: e.Type, Source: e.Source, Coverage: string(e.Coverage)})
+		out.Manifest = append(out.Manifest, jsonrpc.CheckpointMount{Prefix: e.Prefix, Type: e.Type, Source: e.Source, Commit: e.Commit, Coverage: string(e.Coverage)})
 	}
 	return out
 }

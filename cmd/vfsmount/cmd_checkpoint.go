@@ -67,7 +67,11 @@ line. A workspace with no writable layer exits 2.` + checkpointLong,
 			}
 			w := cmd.OutOrStdout()
 			for _, m := range res.Manifest {
-				fmt.Fprintf(w, "%-12s %-11s %s\n", m.Prefix, m.Coverage, m.Source)
+				src := m.Source
+				if m.Commit != "" && !strings.Contains(src, m.Commit) {
+					src += " (commit " + m.Commit + ")"
+				}
+				fmt.Fprintf(w, "%-12s %-11s %s\n", m.Prefix, m.Coverage, src)
 			}
 			fmt.Fprintln(w, res.ID)
 			return nil

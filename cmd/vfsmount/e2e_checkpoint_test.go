@@ -21,7 +21,7 @@ func lastLine(out string) string {
 // files in a writable git mount and a memory mount, through the kernel and
 // the real binary, while a file is held open.
 func TestE2ECheckpoint(t *testing.T) {
-	repo, _ := gitCommit(t, map[string]string{
+	repo, sha := gitCommit(t, map[string]string{
 		"a.txt":     "one\n",
 		"dir/b.txt": "bee\n",
 		"gone.txt":  "bye\n",
@@ -40,6 +40,8 @@ func TestE2ECheckpoint(t *testing.T) {
 	assert.Regexp(t, `(?m)^/host\s+not covered\s`, stdout, "the manifest says a host mount is not covered")
 	assert.Regexp(t, `(?m)^/repo\s+frozen\s+copy-on-write over git@`, stdout)
 	assert.Regexp(t, `(?m)^/memory\s+frozen\s`, stdout)
+	assert.Contains(t, stdout, "(commit "+sha+")", "the manifest names the full commit")
+	assert.Contains(t, stdout, host, "and the host directory")
 
 	held, err := os.Open(filepath.Join(r, "a.txt"))
 	require.NoError(t, err)

@@ -267,7 +267,19 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	}
 	ws.Union = u
 	ws.Policy = cfg.Policy
-	if ws.Checkpoints, err = newCheckpoints(table, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
+	backing := map[string]string{}
+	for i := range cfg.Mounts {
+		spec := &cfg.Mounts[i]
+		switch {
+		case spec.Type == "host" && spec.Has("src"):
+			backing[spec.Dst] = "directory " + spec.String("src")
+		case spec.Has("persist"):
+			backing[spec.Dst] = "persist file " + spec.String("persist")
+		case spec.Has("upper"):
+			backing[spec.Dst] = "upper directory " + spec.String("upper")
+		}
+	}
+	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
 		return nil, usageErrorf("checkpoint: %v", err)
 	}
 	if ws.Checkpoints == nil && (len(cfg.Checkpoint.Before) > 0 || cfg.Checkpoint.Tools) {

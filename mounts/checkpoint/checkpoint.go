@@ -70,8 +70,9 @@ type Mount struct {
 	// Prefix is the mount point, "/memory".
 	Prefix string
 	// Type and Source describe it for the manifest (mounts.Description:
-	// "git", "copy-on-write over git@SHA").
-	Type, Source string
+	// "git", "copy-on-write over git@SHA"); Commit is the full SHA of the
+	// commit a git mount (or the lower of a writable one) serves.
+	Type, Source, Commit string
 	// Tree is the memory tree a checkpoint freezes: the memory mount, or
 	// Overlay's upper. Nil when there is none.
 	Tree *memfs.FS
@@ -111,6 +112,7 @@ type Entry struct {
 	Prefix   string   `json:"prefix"`
 	Type     string   `json:"type"`
 	Source   string   `json:"source"`
+	Commit   string   `json:"commit,omitempty"`
 	Coverage Coverage `json:"coverage"`
 }
 
@@ -193,7 +195,7 @@ func (w *Workspace) Mounts() []Mount { return slices.Clone(w.mounts) }
 func (w *Workspace) Manifest() []Entry {
 	out := make([]Entry, len(w.mounts))
 	for i, m := range w.mounts {
-		out[i] = Entry{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Coverage: m.coverage()}
+		out[i] = Entry{Prefix: m.Prefix, Type: m.Type, Source: m.Source, Commit: m.Commit, Coverage: m.coverage()}
 	}
 	return out
 }

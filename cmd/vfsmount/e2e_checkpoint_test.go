@@ -1,14 +1,21 @@
 package main
 
 import (
+	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/fusefs"
 )
 
 // lastLine is the last line of out.
@@ -176,4 +183,55 @@ func TestE2ECheckpointsSurviveARestart(t *testing.T) {
 	code, stdout, _ = runBinary(t, "checkpoint", "create", mnt)
 	require.Equal(t, 0, code)
 	assert.NotEqual(t, id, lastLine(stdout))
+}
+
+// TestE2ECheckpointRestoreKill9: vfsmount is killed with SIGKILL while it
+// restores a persisted workspace back and forth between two checkpoints;
+// started again on the same persist file, it shows one state or the
+// other, every file of it, and still has both checkpoints.
+func TestE2ECheckpointRestoreKill9(t *testing.T) {
+	state := t.TempDir()
+	mnt := t.TempDir()
+	args := []string{"--mount", "type=memory,dst=/memory,persist=" + filepath.Join(state, "memory.db")}
+	c := startMount(t, mnt, args...)
+	const files = 300
+	sh(t, mnt, `mkdir memory/d; for i in $(seq 1 `+strconv.Itoa(files)+`); do head -c 20000 /dev/zero | tr '\0' 1 > memory/d/f$i; done`)
+	code, stdout, stderr := runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code, stderr)
+	one := lastLine(stdout)
+	sh(t, mnt, `for i in $(seq 1 `+strconv.Itoa(files)+`); do head -c 20000 /dev/zero | tr '\0' 2 > memory/d/f$i; done`)
+	code, stdout, stderr = runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code, stderr)
+	two := lastLine(stdout)
+
+	client, err := dialControl(mnt)
+	require.NoError(t, err)
+	defer client.Close()
+	kill := 3 + rand.IntN(20)
+	for i := 0; i < kill; i++ {
+		var res jsonrpc.CheckpointRestoreResult
+		require.NoError(t, client.Call(context.Background(), "checkpoint.restore", jsonrpc.CheckpointRestoreParams{ID: []string{one, two}[i%2]}, &res))
+	}
+	// One more, in flight when the process dies.
+	go func() {
+		var res jsonrpc.CheckpointRestoreResult
+		_ = client.Call(context.Background(), "checkpoint.restore", jsonrpc.CheckpointRestoreParams{ID: []string{one, two}[kill%2]}, &res)
+	}()
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+	<-c.done
+	require.NoError(t, fusefs.ForceUnmount(mnt))
+
+	startMount(t, mnt, args...)
+	out := sh(t, mnt, `cat memory/d/* | tr -d '\n' | fold -w 20000 | sort | uniq -c | wc -l; cat memory/d/* | head -c 1`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Equal(t, "1", strings.TrimSpace(lines[0]), "every file holds the same state")
+	count := strings.TrimSpace(sh(t, mnt, "ls memory/d | wc -l"))
+	assert.Equal(t, strconv.Itoa(files), count)
+	code, stdout, stderr = runBinary(t, "checkpoint", "list", mnt)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^`+one+`\s`, stdout)
+	assert.Regexp(t, `(?m)^`+two+`\s`, stdout)
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, one)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "1", sh(t, mnt, "head -c 1 memory/d/f7"))
 }

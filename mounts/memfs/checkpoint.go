@@ -230,7 +230,7 @@ func (f *FS) CheckpointHeld(id, name string) (CheckpointInfo, error) {
 
 // record is the checkpoint as a store keeps it.
 func (c *checkpoint) record() *CheckpointRecord {
-	r := &CheckpointRecord{ID: c.id, Name: c.name, Time: c.at}
+	r := &CheckpointRecord{ID: c.id, Name: c.name, Time: c.at, Names: slices.Sorted(maps.Keys(c.names))}
 	for ino, s := range c.delta {
 		if s == nil {
 			r.Absent = append(r.Absent, ino)
@@ -611,6 +611,9 @@ func (f *FS) loadCheckpoints(imgs []CheckpointImage) error {
 	for i := range imgs {
 		img := &imgs[i]
 		c := &checkpoint{id: img.ID, name: img.Name, at: img.Time, delta: map[uint64]*frozen{}, names: map[string]struct{}{}}
+		for _, n := range img.Names {
+			c.names[n] = struct{}{}
+		}
 		for _, ino := range img.Absent {
 			c.delta[ino] = nil
 			c.bytes += metaBytes

@@ -100,6 +100,11 @@ type CheckpointRecord struct {
 	// Absent are inodes that did not exist at the checkpoint but did at
 	// the one before.
 	Absent []uint64
+	// Names are the names changed since the checkpoint before, as the
+	// operations gave them: what a restore across this checkpoint tells
+	// a kernel face to forget. Dropping a checkpoint passes them on to
+	// Into with the rest.
+	Names []string
 }
 
 // CheckpointDrop deletes checkpoint ID. What it holds that the next

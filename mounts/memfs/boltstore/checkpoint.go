@@ -18,8 +18,9 @@ import (
 //   - "checkpoints" holds one nested bucket per checkpoint, named by its
 //     id: "m" (its order, time and name), "i"+inode (metadata of an inode
 //     it froze), "x"+inode (an inode absent from it), "e"+dir+name (the
-//     names of a directory it froze) and "p"+inode+chunk index (the
-//     SHA-256 of that chunk of a file it froze);
+//     names of a directory it froze), "p"+inode+chunk index (the
+//     SHA-256 of that chunk of a file it froze) and "n"+name (a name
+//     changed since the checkpoint before);
 //   - "checkpoint chunks" maps a SHA-256 to the chunk's bytes, and
 //     "checkpoint refs" to how many checkpoint chunks name it. A chunk is
 //     stored once however many checkpoints hold it; the last to let go of
@@ -109,6 +110,11 @@ func (a *applier) saveCheckpoint(r *memfs.CheckpointRecord) error {
 	}
 	for _, ino := range r.Absent {
 		if err := b.Put(append([]byte("x"), inoKey(ino)...), nil); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.Names {
+		if err := b.Put(append([]byte("n"), n...), nil); err != nil {
 			return err
 		}
 	}
@@ -260,6 +266,14 @@ func (a *applier) dropCheckpoint(d *memfs.CheckpointDrop) error {
 		return err
 	}
 	for _, e := range keys {
+		if e.k[0] == 'n' {
+			if into != nil {
+				if err := into.Put(e.k, nil); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		ino, ok := keyIno(e.k)
 		if !ok {
 			continue // the meta key
@@ -317,6 +331,10 @@ func readCheckpoints(tx *bolt.Tx) ([]memfs.CheckpointImage, error) {
 		}
 		var pages []page
 		err := b.ForEach(func(k, v []byte) error {
+			if k[0] == 'n' {
+				l.img.Names = append(l.img.Names, string(k[1:]))
+				return nil
+			}
 			ino, ok := keyIno(k)
 			if !ok {
 				return nil

@@ -45,6 +45,11 @@ func TestCheckpointsSurviveARestart(t *testing.T) {
 	changed, err := fsys.ChangedSince("c2")
 	require.NoError(t, err)
 	assert.Contains(t, changed, "e/new")
+	changed, err = fsys.ChangedSince("c1")
+	require.NoError(t, err)
+	for _, n := range []string{"small", "d/hard", "d", "e", "e/new"} {
+		assert.Contains(t, changed, n, "the names a restore across c2 must drop are kept with it")
+	}
 	_, err = fsys.RestoreCheckpoint("c1")
 	require.NoError(t, err)
 	assert.Equal(t, want1, snapshot(t, fsys))

@@ -258,6 +258,12 @@ func (w *Workspace) Create(ctx context.Context, name string) (Info, error) {
 		info.Inodes += ci.Inodes
 	}
 	release()
+	// Durable before it is acknowledged (a persisted tree's store).
+	for _, m := range ms {
+		if err := m.Tree.Sync(ctx, "."); err != nil {
+			return Info{}, fmt.Errorf("checkpoint of %s: %w", m.Prefix, err)
+		}
+	}
 	w.list = append(w.list, info)
 	for w.opts.Keep > 0 && len(w.list) > w.opts.Keep {
 		if err := w.deleteLocked(w.list[0].ID); err != nil {
@@ -363,6 +369,16 @@ func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (Res
 	w.mu.Lock()
 	res, err := w.restoreLocked(id, paths)
 	hooks := slices.Clone(w.hooks)
+	if err == nil {
+		for _, m := range w.frozen() {
+			if slices.Contains(res.Restored, m.Prefix) {
+				if err = m.Tree.Sync(ctx, "."); err != nil {
+					err = fmt.Errorf("restore of %s: %w", m.Prefix, err)
+					break
+				}
+			}
+		}
+	}
 	w.mu.Unlock()
 	if len(res.Changed) > 0 {
 		for _, h := range hooks {

@@ -167,8 +167,12 @@ func (f *FS) find(id string) (int, error) {
 // [FS.CheckpointHeld].
 func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
 	release := f.Hold()
-	defer release()
-	return f.CheckpointHeld(id, "")
+	info, err := f.CheckpointHeld(id, "")
+	release()
+	if err == nil {
+		err = f.sync("checkpoint", ".")
+	}
+	return info, err
 }
 
 // CheckpointHeld takes a checkpoint with id (unique in the tree) and name
@@ -397,8 +401,12 @@ func (f *FS) DeleteCheckpointHeld(id string) error {
 // [FS.RestoreHeld].
 func (f *FS) RestoreCheckpoint(id string) ([]string, error) {
 	release := f.Hold()
-	defer release()
-	return f.RestoreHeld(id)
+	names, err := f.RestoreHeld(id)
+	release()
+	if err == nil {
+		err = f.sync("restore", ".")
+	}
+	return names, err
 }
 
 // RestoreHeld brings the held tree back to its state at checkpoint id, and

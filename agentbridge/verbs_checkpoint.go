@@ -11,7 +11,8 @@ import (
 // checkpoints of the whole workspace, when the host gives the workspace a
 // [Checkpointer] (Options.Checkpoints). They are not in the default verb
 // list (AllVerbs): a host turns them on. restore and delete are
-// destructive, and say so in their hints.
+// destructive, and say so in their hints. In a dry run, create, restore and
+// delete report what they would do (restore: the diff it would undo).
 
 // Checkpoint verb names.
 const (
@@ -58,6 +59,9 @@ func checkpointVerbs(c Checkpointer) []*verb {
 			if err != nil {
 				return "", err
 			}
+			if w.dryRun {
+				return "dry run: a checkpoint would be taken; nothing was done", nil
+			}
 			out, err := c.Create(ctx, name)
 			return out, wrapTool(a, err)
 		}},
@@ -91,6 +95,14 @@ func checkpointVerbs(c Checkpointer) []*verb {
 			if err != nil {
 				return "", err
 			}
+			if w.dryRun {
+				// What the restore would undo, without undoing it.
+				diff, err := c.Diff(ctx, id, "", ps)
+				if err != nil {
+					return "", wrapTool(a, err)
+				}
+				return "dry run: restoring checkpoint " + id + " would undo these changes; nothing was done\n" + diff, nil
+			}
 			out, err := c.Restore(ctx, id, ps)
 			return out, wrapTool(a, err)
 		}},
@@ -98,6 +110,9 @@ func checkpointVerbs(c Checkpointer) []*verb {
 			id, err := a.str("id", true)
 			if err != nil {
 				return "", err
+			}
+			if w.dryRun {
+				return "dry run: checkpoint " + id + " would be deleted; nothing was done", nil
 			}
 			out, err := c.Delete(ctx, id)
 			return out, wrapTool(a, err)

@@ -87,3 +87,17 @@ func TestBeforeCallNoteEndsTheResult(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Text, "[checkpoint c3 undoes this call]", "an error says it too: a failed call may have changed something")
 }
+
+func TestCheckpointToolsInADryRun(t *testing.T) {
+	ctx := context.Background()
+	fake := &fakeCheckpoints{}
+	w, err := New(memfs.New(memfs.Options{}), Options{Checkpoints: fake, DryRun: true})
+	require.NoError(t, err)
+	res := w.Call(ctx, "", VerbCheckpointRestore, json.RawMessage(`{"id":"c1"}`))
+	require.False(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "dry run")
+	assert.Contains(t, res.Text, "diff")
+	res = w.Call(ctx, "", VerbCheckpointCreate, json.RawMessage(`{}`))
+	require.False(t, res.IsError, res.Text)
+	assert.Equal(t, []string{"diff c1  "}, fake.calls, "nothing restored or taken")
+}

@@ -101,10 +101,13 @@ func TestShell(t *testing.T) {
 		}
 	})
 	t.Run("timeout kills the process group", func(t *testing.T) {
+		// The timeout leaves room for bubblewrap to start the shell on a
+		// loaded machine (under -race it has taken over 300 ms), so that
+		// "started" is printed before the kill; the sleeps outlast it.
 		start := time.Now()
-		msg := fail(t, w, "shell", obj{"command": "echo started; (sleep 30 &); sleep 30", "timeout": 300})
-		assert.Less(t, time.Since(start), 5*time.Second)
-		assert.Contains(t, msg, "shell: the command timed out after 300 ms; its process group was killed")
+		msg := fail(t, w, "shell", obj{"command": "echo started; (sleep 60 &); sleep 60", "timeout": 3000})
+		assert.Less(t, time.Since(start), 30*time.Second, "the kill waited for the sleeps")
+		assert.Contains(t, msg, "shell: the command timed out after 3000 ms; its process group was killed")
 		assert.Contains(t, msg, "started")
 	})
 	t.Run("output is capped with a note", func(t *testing.T) {

@@ -38,7 +38,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		return "", w.explain(ctx, "read", p, err)
 	}
 	if attr.IsDir() {
-		return "", fmt.Errorf("read %s: is a directory; use ls to list it", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; use %s to list it", a.tool, p.abs(), toolName(ctx, VerbLs))
 	}
 	if !attr.Mode.IsRegular() {
 		return "", notRegular("read", p, attr.Mode)
@@ -101,7 +101,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 			if cerr != nil {
 				return "", w.explain(ctx, "read", p, cerr)
 			}
-			out = fmt.Appendf(out, "… %d more lines; call read with offset=%d\n", 1+more, line)
+			out = fmt.Appendf(out, "… %d more lines; %s\n", 1+more, callWith(a, VerbRead, "offset", line, "the rest is not shown"))
 			return string(out), nil
 		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte{'\n'}), []byte{'\r'})
@@ -109,7 +109,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		out = appendNumbered(out, line, text)
 		if shown > 0 && len(out) > w.limits.MaxReadBytes {
 			// Over the byte limit: drop this line and say where to go on.
-			out = fmt.Appendf(out[:mark], "… output capped at %d bytes; call read with offset=%d\n", w.limits.MaxReadBytes, line)
+			out = fmt.Appendf(out[:mark], "… output capped at %d bytes; %s\n", w.limits.MaxReadBytes, callWith(a, VerbRead, "offset", line, "the rest is not shown"))
 			return string(out), nil
 		}
 		shown++

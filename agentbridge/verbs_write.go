@@ -171,7 +171,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			where = fmt.Sprintf("edits[%d]: ", i)
 		}
 		var err error
-		content, spans, err = applyEdit(content, e, spans)
+		content, spans, err = applyEdit(content, e, spans, editNamesOf(ctx, a))
 		if err != nil {
 			msg := fmt.Sprintf("edit %s: %s%v", p.abs(), where, err)
 			if multi {
@@ -211,7 +211,7 @@ func decodeEdits(a *args) ([]editSpec, error) {
 	}
 	out := make([]editSpec, len(raw))
 	for i, m := range raw {
-		sub := &args{tool: fmt.Sprintf("%s: %s[%d]", a.tool, a.key("edits"), i), m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: a.rename}
+		sub := &args{tool: fmt.Sprintf("%s: %s[%d]", a.tool, a.key("edits"), i), m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: a.rename, schemaKeys: a.schemaKeys}
 		for k, v := range m {
 			c := k
 			if r, ok := a.rename[k]; ok {
@@ -240,17 +240,27 @@ func decodeEdits(a *args) ([]editSpec, error) {
 	return out, nil
 }
 
+// editNames are what the caller's dialect calls the edit's keys and the
+// tools an edit error points to, so its hints can be followed as written.
+type editNames struct{ old, new, all, write, read string }
+
+var canonicalEditNames = editNames{"oldText", "newText", "replaceAll", VerbWrite, VerbRead}
+
+func editNamesOf(ctx context.Context, a *args) editNames {
+	return editNames{a.key("oldText"), a.key("newText"), a.key("replaceAll"), toolName(ctx, VerbWrite), toolName(ctx, VerbRead)}
+}
+
 // applyEdit replaces e.OldText in content. spans of earlier edits are
 // shifted to stay on their text; the returned spans include this edit's.
-func applyEdit(content string, e editSpec, spans []span) (string, []span, error) {
+func applyEdit(content string, e editSpec, spans []span, n editNames) (string, []span, error) {
 	if e.OldText == "" {
 		if content == "" {
 			return e.NewText, append(spans, span{0, len(e.NewText)}), nil
 		}
-		return "", nil, errors.New("oldText is empty; give the text to replace, or use write to replace the whole file")
+		return "", nil, fmt.Errorf("%s is empty; give the text to replace, or use %s to replace the whole file", n.old, n.write)
 	}
 	if e.OldText == e.NewText {
-		return "", nil, errors.New("oldText and newText are identical; nothing would change")
+		return "", nil, fmt.Errorf("%s and %s are identical; nothing would change", n.old, n.new)
 	}
 	var idx []int
 	for off := 0; ; {
@@ -263,13 +273,13 @@ func applyEdit(content string, e editSpec, spans []span) (string, []span, error)
 	}
 	switch {
 	case len(idx) == 0:
-		return "", nil, errors.New(notFound(content, e.OldText))
+		return "", nil, errors.New(notFound(content, e.OldText, n))
 	case len(idx) > 1 && !e.ReplaceAll:
 		lines := make([]string, len(idx))
 		for i, at := range idx {
 			lines[i] = fmt.Sprint(1 + strings.Count(content[:at], "\n"))
 		}
-		return "", nil, fmt.Errorf("oldText occurs %d times (lines %s); include more surrounding lines to make it unique, or pass replaceAll: true", len(idx), strings.Join(lines, ", "))
+		return "", nil, fmt.Errorf("%s occurs %d times (lines %s); include more surrounding lines to make it unique, or pass %s: true", n.old, len(idx), strings.Join(lines, ", "), n.all)
 	}
 	var b strings.Builder
 	var mine []span
@@ -298,10 +308,10 @@ func applyEdit(content string, e editSpec, spans []span) (string, []span, error)
 }
 
 // notFound explains a missing oldText by quoting the most similar line.
-func notFound(content, old string) string {
+func notFound(content, old string, n editNames) string {
 	first := strings.TrimSpace(strings.SplitN(old, "\n", 2)[0])
 	if squash(content) != "" && strings.Contains(squash(content), squash(old)) {
-		return "oldText not found exactly, but it matches if whitespace is ignored; copy the indentation and line breaks from the file (read it first)"
+		return fmt.Sprintf("%s not found exactly, but it matches if whitespace is ignored; copy the indentation and line breaks from the file (%s it first)", n.old, n.read)
 	}
 	best, bestLine, bestScore := "", 0, 0.0
 	for i, line := range strings.Split(content, "\n") {
@@ -310,12 +320,12 @@ func notFound(content, old string) string {
 		}
 	}
 	if bestScore < 0.3 {
-		return "oldText not found in the file; read the file and copy the text exactly"
+		return fmt.Sprintf("%s not found in the file; %s the file and copy the text exactly", n.old, n.read)
 	}
 	if len(best) > 200 {
 		best = best[:200] + "…"
 	}
-	return fmt.Sprintf("oldText not found; the most similar line is %d: %q", bestLine, best)
+	return fmt.Sprintf("%s not found; the most similar line is %d: %q", n.old, bestLine, best)
 }
 
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }

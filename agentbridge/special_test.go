@@ -70,9 +70,13 @@ func TestSpecialFiles(t *testing.T) {
 			fail(t, w, "read", obj{"path": "/memory/null"}))
 	}
 	assert.Equal(t, "grep /host/fifo: is a named pipe (FIFO), not a regular file; use the shell to work with it",
-		done(t, "grep", func() string { return fail(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "x", "path": "/host/fifo"}) }))
+		done(t, "grep", func() string {
+			return fail(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "x", "path": "/host/fifo"})
+		}))
 	assert.Equal(t, "/host/a.txt\n/memory/notes.txt\n",
-		done(t, "grep", func() string { return ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "needle"}) }), "walks skip special files")
+		done(t, "grep", func() string {
+			return ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "needle"})
+		}), "walks skip special files")
 	assert.Equal(t, "/host/a.txt\n", ok(t, w, "glob", obj{"pattern": "*", "path": "/host"}), "glob skips special files")
 	assert.Equal(t, "write /memory/pipe: is a named pipe (FIFO), not a regular file; use the shell to work with it",
 		fail(t, w, "write", obj{"path": "/memory/pipe", "fileText": "x"}))

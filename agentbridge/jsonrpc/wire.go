@@ -73,6 +73,12 @@ type ToolsCallParams struct {
 	Dialect   string          `json:"dialect,omitempty"`
 }
 
+// BriefParams are the params of workspace.brief: the brief names the
+// tools as dialect does.
+type BriefParams struct {
+	Dialect string `json:"dialect,omitempty"`
+}
+
 // BriefResult is the result of workspace.brief.
 type BriefResult struct {
 	Brief string `json:"brief"`

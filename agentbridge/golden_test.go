@@ -72,3 +72,15 @@ func checkGolden(t *testing.T, name string, got []byte) {
 func TestGoldenCodex(t *testing.T) {
 	checkGolden(t, DialectCodex, goldenDialect(t, DialectCodex, codexReference))
 }
+
+// TestGoldenClaude pins the claude dialect to Claude Code's release it was
+// matched to (dialect_claude.go).
+func TestGoldenClaude(t *testing.T) {
+	checkGolden(t, DialectClaude, goldenDialect(t, DialectClaude, claudeReference))
+}
+
+// TestGoldenCursor pins the cursor (canonical) dialect to the Cursor SDK
+// release it was matched to (dialect_cursor.go).
+func TestGoldenCursor(t *testing.T) {
+	checkGolden(t, DialectCursor, goldenDialect(t, DialectCursor, cursorReference))
+}

@@ -109,8 +109,9 @@ func TestMCPConfigs(t *testing.T) {
 			require.NoError(t, err)
 			var cfg mcpConfig
 			require.NoError(t, json.Unmarshal(data, &cfg), "%s is JSON", tc.file)
-			require.Contains(t, cfg.MCPServers, "workspace")
-			srv := cfg.MCPServers["workspace"]
+			require.Contains(t, cfg.MCPServers, "vfsmount", "Claude Code reserves the name workspace")
+			require.Len(t, cfg.MCPServers, 1)
+			srv := cfg.MCPServers["vfsmount"]
 			assert.Equal(t, "vfsmount", srv.Command)
 			require.GreaterOrEqual(t, len(srv.Args), 3)
 			assert.Equal(t, []string{"mcp", "--config"}, srv.Args[:2])

@@ -47,7 +47,7 @@ func claudeTools() []*dialectTool {
 				"- This tool can read images (PNG, JPG, GIF, WebP): the image is returned as an image\n" +
 				"- This tool can read PDF files (.pdf): pass pages (e.g. \"1-5\") for large PDFs; at most 20 pages per request, each returned as an image\n" +
 				"- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs\n" +
-				"- This tool can only read files, not directories. To read a directory, use an ls command via the Bash tool.",
+				"- This tool can only read files, not directories.",
 			schema: schema(
 				prop{"file_path", "string", "The absolute path to the file to read", true},
 				prop{"offset", "number", "The line number to start reading from. Only provide if the file is too large to read at once", false},

@@ -284,3 +284,20 @@ func compactStrings(s []string) []string {
 	}
 	return out
 }
+
+// TestBriefWithoutShellTool: an allowlist that leaves the shell out leaves
+// it out of the brief too, though the workspace could run one.
+func TestBriefWithoutShellTool(t *testing.T) {
+	full := kernelWorkspace(t, nil)
+	w, err := New(full.fsys, Options{Shell: &ShellOptions{Mountpoint: full.shell.opts.Mountpoint}, Tools: []string{"read", "write"}})
+	require.NoError(t, err)
+	require.NotNil(t, w.shell, "the workspace could run a shell")
+	for _, d := range Dialects {
+		b := w.BriefFor(d)
+		assert.NotContains(t, b, "shell", d)
+		assert.NotContains(t, b, "cd ", d)
+	}
+	assert.Contains(t, full.BriefFor("claude"), "the shell (Bash) sees the same tree")
+	assert.Contains(t, full.BriefFor("codex"), "the shell (exec_command) sees the same tree")
+	assert.Contains(t, full.BriefFor("claude"), "Relative paths resolve against the session's directory (at first /memory); cd in the shell moves it.\n")
+}

@@ -317,8 +317,11 @@ func (w *Workspace) BriefFor(dialect string) string {
 	}
 	var b strings.Builder
 	b.WriteString("This workspace is one filesystem namespace rooted at /. Every tool path is an absolute workspace path")
-	if w.shell != nil {
-		b.WriteString(", and the shell sees the same tree at the same paths")
+	// The shell is said only when it is among the tools: a runner the
+	// allowlist left out is no shell to the model.
+	shell := w.verbs[VerbShell] != nil
+	if shell {
+		fmt.Fprintf(&b, ", and the shell (%s) sees the same tree at the same paths", toolNameIn(d, VerbShell))
 	}
 	b.WriteString(".\n")
 	if len(w.mounts) > 0 {
@@ -345,22 +348,16 @@ func (w *Workspace) BriefFor(dialect string) string {
 			fmt.Fprintf(&b, "Writes under %s fail; write under %s instead.\n", strings.Join(ro, ", "), strings.Join(w.writablePrefixes(), ", "))
 		}
 	}
-	if w.shell != nil && sessionShell(d) {
+	if shell {
 		fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
 	}
 	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(w.toolNames(d), ", "))
 	return b.String()
 }
 
-// sessionShell reports whether d has a shell tool (every dialect does
-// today; a dialect without one has no cd to speak of).
-func sessionShell(d *dialect) bool {
-	for _, t := range d.tools {
-		if t.verb == VerbShell {
-			return true
-		}
-	}
-	return false
+// toolNameIn is what dialect d calls verb's (listed) tool.
+func toolNameIn(d *dialect, verb string) string {
+	return toolName(withDialect(context.Background(), d), verb)
 }
 
 func rw(writable bool) string {

@@ -71,7 +71,7 @@ func (w *Workspace) readWhole(ctx context.Context, a *args, p wpath) ([]byte, er
 		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	if attr.IsDir() {
-		return nil, fmt.Errorf("%s %s: is a directory; use %s to list it", a.tool, p.abs(), toolName(ctx, VerbLs))
+		return nil, fmt.Errorf("%s %s: is a directory; %s", a.tool, p.abs(), listHint(ctx))
 	}
 	if !attr.Mode.IsRegular() {
 		return nil, notRegular(a.tool, p, attr.Mode)

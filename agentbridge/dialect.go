@@ -125,6 +125,21 @@ func toolName(ctx context.Context, verb string) string {
 	return verb
 }
 
+// listHint is how the calling dialect lists a directory, for "is a
+// directory" errors: its ls tool, or ls in its shell when it lists none
+// (Claude Code has no LS any more).
+func listHint(ctx context.Context) string {
+	if d, ok := ctx.Value(dialectKey{}).(*dialect); ok && d != nil {
+		for _, t := range d.tools {
+			if t.verb == VerbLs && !t.hidden {
+				return "use " + t.name + " to list it"
+			}
+		}
+		return "list it with ls in " + toolName(ctx, VerbShell)
+	}
+	return "use " + VerbLs + " to list it"
+}
+
 // argName is what the calling dialect names verb's tool and its argument
 // key (a canonical key), for a hint that tells the caller what to pass
 // next ("call read_file with offset=…"); ok is false when that tool has no

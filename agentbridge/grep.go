@@ -164,7 +164,7 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 	if err != nil {
 		return nil, err
 	}
-	p, err := a.path("grep", "path", false, "/")
+	p, err := a.path(a.tool, "path", false, "/")
 	if err != nil {
 		return nil, err
 	}
@@ -233,29 +233,29 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 		flags += "(?s)"
 	}
 	if q.re, err = regexp.Compile(flags + pattern); err != nil {
-		return nil, fmt.Errorf("grep: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return nil, fmt.Errorf("%s: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", a.tool, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	q.literal = requiredLiteral(flags + pattern)
 
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
-		return nil, w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	var files []grepFile
 	if attr.IsDir() {
 		files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
 		if err != nil {
-			return nil, w.explain(ctx, "grep", p, err)
+			return nil, w.explain(ctx, a.tool, p, err)
 		}
 	} else if mounts.IsSpecial(attr.Mode) {
 		// Never opened: a FIFO would wait for a writer.
-		return nil, notRegular("grep", p, attr.Mode)
+		return nil, notRegular(a.tool, p, attr.Mode)
 	} else {
 		files = []grepFile{{name: real, shown: p.abs()}}
 	}
 	hits, err := w.searchAll(ctx, files, &q)
 	if err != nil {
-		return nil, w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 
 	return &grepRun{q: q, hits: hits, head: head, skip: skip}, nil

@@ -30,7 +30,7 @@ func (w *Workspace) ls(ctx context.Context, a *args) (string, error) {
 // past it each directory says how many files it holds that are not
 // listed, by extension.
 func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (string, error) {
-	p, err := a.path("ls", "path", true, "/")
+	p, err := a.path(a.tool, "path", true, "/")
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +57,7 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 	}
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
-		return "", w.explain(ctx, "ls", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if !attr.IsDir() {
 		_, base := mounts.Split(real)
@@ -93,7 +93,7 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 		return nil
 	})
 	if err != nil {
-		return "", w.explain(ctx, "ls", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	var rootNote string
 	for dir, exts := range hidden {
@@ -114,7 +114,7 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 		return fmt.Sprintf("(%s is empty)", p.abs()), nil
 	}
 	if offset > len(lines) {
-		return "", fmt.Errorf("ls %s: offset %d is past the last entry (%d entries)", p.abs(), offset, len(lines))
+		return "", fmt.Errorf("%s %s: offset %d is past the last entry (%d entries)", a.tool, p.abs(), offset, len(lines))
 	}
 	lines = lines[offset-1:]
 	var more int
@@ -217,7 +217,7 @@ func (w *Workspace) globSearch(ctx context.Context, a *args) (*globRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := a.path("glob", "path", false, "/")
+	p, err := a.path(a.tool, "path", false, "/")
 	if err != nil {
 		return nil, err
 	}
@@ -239,10 +239,10 @@ func (w *Workspace) globSearch(ctx context.Context, a *args) (*globRun, error) {
 		if errors.Is(err, fs.ErrNotExist) && start != p.name {
 			return &globRun{pattern: pattern, base: p}, nil
 		}
-		return nil, w.explain(ctx, "glob", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	if !attr.IsDir() {
-		return nil, fmt.Errorf("glob %s: not a directory; pass a directory as path", mounts.PathOf(start))
+		return nil, fmt.Errorf("%s %s: not a directory; pass a directory as path", a.tool, mounts.PathOf(start))
 	}
 	var hits []globHit
 	err = w.walk(ctx, real, walkOpts{}, func(name, rel string, e mounts.DirEntry) error {
@@ -262,7 +262,7 @@ func (w *Workspace) globSearch(ctx context.Context, a *args) (*globRun, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, w.explain(ctx, "glob", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if !hits[i].mtime.Equal(hits[j].mtime) {

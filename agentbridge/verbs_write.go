@@ -20,7 +20,7 @@ const (
 )
 
 func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
-	p, err := a.path("write", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -31,20 +31,20 @@ func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := w.checkWritable("write", p); err != nil {
+	if err := w.checkWritable(a.tool, p); err != nil {
 		return "", err
 	}
 	real, attr, exists, err := w.resolve(ctx, p.name, true, true)
 	if err != nil {
-		return "", w.explain(ctx, "write", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if exists && attr.IsDir() {
-		return "", fmt.Errorf("write %s: is a directory; give a file path", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; give a file path", a.tool, p.abs())
 	}
 	if exists && mounts.IsSpecial(attr.Mode) {
-		return "", notRegular("write", p, attr.Mode)
+		return "", notRegular(a.tool, p, attr.Mode)
 	}
-	if err := w.checkSize("write", p.abs(), len(text)); err != nil {
+	if err := w.checkSize(a.tool, p.abs(), len(text)); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -54,7 +54,7 @@ func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
 		return fmt.Sprintf("would create %s (%d bytes) %s", p.abs(), len(text), dryRunNote), nil
 	}
 	if err := w.writeFile(ctx, real, []byte(text)); err != nil {
-		return "", w.explain(ctx, "write", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	verb := "created"
 	if exists {
@@ -112,7 +112,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 		return w.applyPatch(ctx, a, patch)
 	}
-	p, err := a.path("edit", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -141,12 +141,12 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 		edits = []editSpec{e}
 	}
-	if err := w.checkWritable("edit", p); err != nil {
+	if err := w.checkWritable(a.tool, p); err != nil {
 		return "", err
 	}
 	real, attr, exists, err := w.resolve(ctx, p.name, true, true)
 	if err != nil {
-		return "", w.explain(ctx, "edit", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	var content string
 	switch {
@@ -155,11 +155,11 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		// Edit does.
 		content = ""
 	case !exists:
-		return "", w.explain(ctx, "edit", p, fs.ErrNotExist)
+		return "", w.explain(ctx, a.tool, p, fs.ErrNotExist)
 	case attr.IsDir():
-		return "", fmt.Errorf("edit %s: is a directory; give a file path", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; give a file path", a.tool, p.abs())
 	default:
-		if content, err = w.readText(ctx, "edit", p, real); err != nil {
+		if content, err = w.readText(ctx, a.tool, p, real); err != nil {
 			return "", err
 		}
 	}
@@ -173,7 +173,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		var err error
 		content, spans, err = applyEdit(content, e, spans, editNamesOf(ctx, a))
 		if err != nil {
-			msg := fmt.Sprintf("edit %s: %s%v", p.abs(), where, err)
+			msg := fmt.Sprintf("%s %s: %s%v", a.tool, p.abs(), where, err)
 			if multi {
 				msg += "; no edit was applied"
 			}
@@ -181,7 +181,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 	}
 	n := len(spans)
-	if err := w.checkSize("edit", p.abs(), len(content)); err != nil {
+	if err := w.checkSize(a.tool, p.abs(), len(content)); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -189,7 +189,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			unifiedDiff(mounts.PathOf(real), mounts.PathOf(real), before, content, exists, true)), nil
 	}
 	if err := w.writeFile(ctx, real, []byte(content)); err != nil {
-		return "", w.explain(ctx, "edit", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	return fmt.Sprintf("edited %s (%d %s)\n%s", p.abs(), n, plural(n, "change", "changes"), snippet(content, spans)), nil
 }
@@ -392,7 +392,7 @@ func snippet(content string, spans []span) string {
 }
 
 func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
-	p, err := a.path("delete", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -404,16 +404,16 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 	// the link, as rm does.
 	real, attr, _, err := w.resolve(ctx, p.name, false, false)
 	if err != nil {
-		return "", w.explain(ctx, "delete", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if m, ok := w.mountAt(real); ok || real == "." {
 		what := "the workspace root"
 		if ok {
 			what = fmt.Sprintf("the mount point of %s (%s)", m.Prefix, m.Source)
 		}
-		return "", fmt.Errorf("delete %s: it is %s and cannot be deleted; delete entries inside it instead", p.abs(), what)
+		return "", fmt.Errorf("%s %s: it is %s and cannot be deleted; delete entries inside it instead", a.tool, p.abs(), what)
 	}
-	if err := w.checkWritable("delete", wpath{given: p.given, name: real}); err != nil {
+	if err := w.checkWritable(a.tool, wpath{given: p.given, name: real}); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -421,20 +421,20 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 	}
 	if !attr.IsDir() {
 		if err := mounts.Unlink(ctx, w.fsys, real); err != nil {
-			return "", w.explain(ctx, "delete", p, err)
+			return "", w.explain(ctx, a.tool, p, err)
 		}
 		return "deleted " + p.abs(), nil
 	}
 	if !recursive {
 		if err := mounts.Rmdir(ctx, w.fsys, real); err != nil {
-			return "", w.explain(ctx, "delete", p, err)
+			return "", w.explain(ctx, a.tool, p, err)
 		}
 		return "deleted empty directory " + p.abs(), nil
 	}
 	n := 0
 	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	if err := mounts.RemoveAll(ctx, w.fsys, real); err != nil {
-		return "", w.explain(ctx, "delete", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	return fmt.Sprintf("deleted %s and %d %s below it", p.abs(), n, plural(n, "entry", "entries")), nil
 }

@@ -70,7 +70,18 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 	hidden := map[string]map[string]int{} // rel of a directory -> extension -> files not listed
 	// ls shows everything, .git included, and a subdirectory it cannot
 	// list is an error, not a silent gap in the listing.
-	err = w.walk(ctx, real, walkOpts{depth: depth, withGit: true, strict: true}, func(name, rel string, e mounts.DirEntry) error {
+	opts := walkOpts{depth: depth, withGit: true, strict: true}
+	var unlisted []string // dirLine keys of directories the tree could not enter
+	unlistedWhy := map[string]string{}
+	if budget > 0 {
+		// A tree of everything below must not fail for one directory
+		// it cannot enter: that directory's line says why.
+		opts.unlisted = func(rel string, err error) {
+			unlisted = append(unlisted, rel)
+			unlistedWhy[rel] = whyUnlisted(err)
+		}
+	}
+	err = w.walk(ctx, real, opts, func(name, rel string, e mounts.DirEntry) error {
 		if ignored(ignore, e.Name, rel) {
 			return fs.SkipDir
 		}
@@ -94,6 +105,11 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 	})
 	if err != nil {
 		return "", w.explain(ctx, a.tool, p, err)
+	}
+	for _, dir := range unlisted {
+		if i, ok := dirLine[dir]; ok {
+			lines[i] += "  (not listed: " + unlistedWhy[dir] + ")"
+		}
 	}
 	var rootNote string
 	for dir, exts := range hidden {
@@ -127,6 +143,23 @@ func (w *Workspace) lsTree(ctx context.Context, a *args, defDepth, budget int) (
 		out += fmt.Sprintf("… %d more entries; %s\n", more, callWith(a, VerbLs, "offset", offset+limit, "narrow the path or the ignore globs"))
 	}
 	return out, nil
+}
+
+// whyUnlisted is why a directory could not be listed, in a few words.
+func whyUnlisted(err error) string {
+	switch {
+	case errors.Is(err, mounts.ErrDenied):
+		return "denied by policy"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.Is(err, fs.ErrNotExist):
+		return "it vanished"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // notListed says how many files a directory holds that a budgeted ls did

@@ -41,6 +41,9 @@ type dialectTool struct {
 	// hidden tools are served when called but not listed: the legacy
 	// names a dialect still answers to (codex's argv shell).
 	hidden bool
+	// ann, when set, are the tool's MCP hints instead of its verb's: a
+	// tool of the shell verb that only reads (Claude Code's TaskOutput).
+	ann *Annotations
 	// patchResult, when set, shapes the result of an apply_patch typed
 	// into this shell tool (patch_shell.go), as the harness shows it.
 	patchResult func(text string) string

@@ -122,7 +122,7 @@ func claudeTools() []*dialectTool {
 				prop{"run_in_background", "boolean", "Set to true to run this command in the background.", false},
 				prop{"dangerouslyDisableSandbox", "boolean", "Set this to true to dangerously override sandbox mode and run commands without sandboxing.", false},
 			)},
-		{name: "TaskOutput", verb: VerbShell, run: (*Workspace).claudeTaskOutput,
+		{name: "TaskOutput", verb: VerbShell, run: (*Workspace).claudeTaskOutput, ann: &Annotations{ReadOnly: true},
 			desc: "- Retrieves output from a running or completed background task (a Bash command run with run_in_background)\n" +
 				"- Takes a task_id parameter identifying the task\n" +
 				"- Returns the task output along with status information\n" +

@@ -40,7 +40,11 @@ func goldenDialect(t *testing.T, name, reference string) []byte {
 		require.NoError(t, json.Unmarshal([]byte(tool.schema), &schema), tool.name)
 		raw, err := json.MarshalIndent(schema, "    ", "  ")
 		require.NoError(t, err)
-		tools = append(tools, goldenTool{Name: tool.name, Listed: !tool.hidden, Description: tool.desc, InputSchema: raw, Annotations: ann[tool.verb]})
+		a := ann[tool.verb]
+		if tool.ann != nil {
+			a = *tool.ann
+		}
+		tools = append(tools, goldenTool{Name: tool.name, Listed: !tool.hidden, Description: tool.desc, InputSchema: raw, Annotations: a})
 	}
 	out, err := json.MarshalIndent(struct {
 		Dialect   string       `json:"dialect"`

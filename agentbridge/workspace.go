@@ -193,11 +193,15 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 		if v == nil || t.hidden {
 			continue
 		}
+		ann := v.ann
+		if t.ann != nil {
+			ann = *t.ann
+		}
 		out = append(out, ToolDef{
 			Name:        t.name,
 			Description: t.desc,
 			InputSchema: json.RawMessage(t.schema),
-			Annotations: v.ann,
+			Annotations: ann,
 		})
 	}
 	return out, nil

@@ -41,6 +41,12 @@ func TestClaudeOverMCP(t *testing.T) {
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 		assert.NotContains(t, tool.Description, "oldText", tool.Name)
+		switch tool.Name {
+		case "TaskOutput":
+			assert.True(t, tool.Annotations.ReadOnlyHint, "TaskOutput only reads (Claude Code: isReadOnly)")
+		case "Bash", "TaskStop":
+			assert.True(t, *tool.Annotations.DestructiveHint, tool.Name)
+		}
 	}
 	assert.ElementsMatch(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskOutput", "TaskStop"}, names)
 

@@ -180,6 +180,16 @@ func TestClaudeBash(t *testing.T) {
 		r = out(obj{"task_id": id, "block": false, "timeout": 0})
 		assert.Contains(t, r.Text, "<status>killed</status>")
 	})
+	t.Run("a patch typed into Bash is the edit; one that does not parse is the patch's error", func(t *testing.T) {
+		r := bash(obj{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /memory/typed.txt\n+typed\n*** End Patch\nEOF"})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, "typed\n", ok(t, w, "read", obj{"path": "/memory/typed.txt"})[7:])
+		r = bash(obj{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Frobnicate: x\n*** End Patch\nEOF"})
+		assert.True(t, r.IsError)
+		assert.NotContains(t, r.Text, "command not found")
+		assert.NotContains(t, r.Text, "Exit code")
+		assert.Contains(t, r.Text, "Frobnicate")
+	})
 	t.Run("bad task ids", func(t *testing.T) {
 		r := sessionCall(t, w, s, "claude", "TaskOutput", obj{"task_id": "nope", "block": false, "timeout": 0})
 		assert.True(t, r.IsError)

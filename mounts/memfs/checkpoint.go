@@ -433,10 +433,18 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 	}
 	// First the nodes: rewritten in place, made again, or dropped.
 	nodes := make(map[uint64]*node, len(affected))
-	var gone []*node
+	var gone, replaced []*node
 	for ino := range affected {
 		s := f.stateAt(k, ino)
 		live := f.index[ino]
+		if live != nil && s != nil && (live.typ != s.typ || live.target != s.target || live.rdev != s.rdev) {
+			// Not the same inode (a number reused across a restart):
+			// the live one goes, the checkpoint's is made again under
+			// the number, which the store then knows as the latter.
+			replaced = append(replaced, live)
+			delete(f.index, ino)
+			live = nil
+		}
 		switch {
 		case s == nil && live != nil:
 			gone = append(gone, live)
@@ -486,6 +494,13 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 		delete(f.index, n.ino)
 		j.inode(n)
 		f.release(j, n)
+		n.mu.Unlock()
+	}
+	for _, n := range replaced {
+		n.mu.Lock()
+		n.nlink = 0
+		n.ghost = true // its number is the restored inode's now
+		f.release(nil, n)
 		n.mu.Unlock()
 	}
 	if j != nil {
@@ -695,6 +710,13 @@ func (f *FS) loadCheckpoints(imgs []CheckpointImage) error {
 					c.bytes += int64(len(page))
 				}
 			}
+		}
+	}
+	// Numbers the checkpoints hold are never handed out again: a new
+	// inode must not be taken for one of theirs.
+	for _, c := range f.ckpts {
+		for ino := range c.delta {
+			f.nextIno = max(f.nextIno, ino+1)
 		}
 	}
 	f.index = map[uint64]*node{1: f.root}

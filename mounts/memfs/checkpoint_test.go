@@ -365,3 +365,23 @@ func TestCheckpointRestorePaths(t *testing.T) {
 	release()
 	assert.ErrorIs(t, err, memfs.ErrNoCheckpoint)
 }
+
+// TestCheckpointRestoreOfRemovedDirectory: a directory removed after a
+// checkpoint, and a new file made after, come back and go.
+func TestCheckpointRestoreOfRemovedDirectory(t *testing.T) {
+	ctx := context.Background()
+	rep := newReplica()
+	fsys, _ := newFS(t, memfs.Options{Store: rep})
+	build(t, fsys, "keep", "d/", "d/x")
+	_, err := fsys.Checkpoint("c1")
+	require.NoError(t, err)
+	want := dump(t, fsys)
+	dIno := stat(t, fsys, "d").Ino
+	require.NoError(t, mounts.Unlink(ctx, fsys, "d/x"))
+	require.NoError(t, mounts.Rmdir(ctx, fsys, "d"))
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "new", []byte("new"), 0o644))
+	assert.Greater(t, stat(t, fsys, "new").Ino, dIno, "numbers are never reused while the tree lives")
+	_, err = fsys.RestoreCheckpoint("c1")
+	require.NoError(t, err)
+	assert.Equal(t, want, dump(t, fsys))
+}

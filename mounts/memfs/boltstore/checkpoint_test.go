@@ -120,3 +120,32 @@ func TestCheckpointChunksAreShared(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(big, got))
 }
+
+// TestCheckpointNumbersAreNotReusedAfterARestart: the newest inode is
+// removed after a checkpoint; after a restart a new inode does not take its
+// number, and restoring the checkpoint brings both back right.
+func TestCheckpointNumbersAreNotReusedAfterARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tree.db")
+	s, fsys := open(t, path, boltstore.Options{}, memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "keep", []byte("keep"), 0o644))
+	require.NoError(t, fsys.Mkdir(ctx, "last", 0o755))
+	want := snapshot(t, fsys)
+	last, err := fsys.Stat(ctx, "last")
+	require.NoError(t, err)
+	_, err = fsys.Checkpoint("c1")
+	require.NoError(t, err)
+	require.NoError(t, fsys.Rmdir(ctx, "last"))
+	require.NoError(t, s.Close())
+
+	s, fsys = open(t, path, boltstore.Options{}, memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, fsys, "new", []byte("new"), 0o644))
+	a, err := fsys.Stat(ctx, "new")
+	require.NoError(t, err)
+	assert.Greater(t, a.Ino, last.Ino, "a number a checkpoint holds is not handed out again")
+	_, err = fsys.RestoreCheckpoint("c1")
+	require.NoError(t, err)
+	assert.Equal(t, want, snapshot(t, fsys))
+	require.NoError(t, s.Close())
+	_, fsys = open(t, path, boltstore.Options{}, memfs.Options{})
+	assert.Equal(t, want, snapshot(t, fsys), "and the file agrees")
+}

@@ -856,22 +856,25 @@ func (f *FS) RestorePathsHeld(id string, names []string) ([]string, error) {
 	j := &journal{m: Mutation{Op: "restore"}, f: f, rec: f.store != nil}
 	changed := map[string]struct{}{}
 	now := f.now()
+	var failed error
 	for _, name := range names {
 		if err := f.restorePath(j, k, name, now, changed); err != nil {
-			return nil, fmt.Errorf("restore of %q to checkpoint %q: %w", name, id, err)
-		}
-	}
-	if j.rec {
-		if err := f.store.Commit(&j.m); err != nil {
-			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
-			return nil, fmt.Errorf("restore of checkpoint %q: %w", id, err)
+			// What is restored so far stays, and is recorded.
+			failed = fmt.Errorf("restore of %q to checkpoint %q: %w", name, id, err)
+			break
 		}
 	}
 	out := slices.Sorted(maps.Keys(changed))
 	for _, n := range out {
 		f.noteName(n)
 	}
-	return out, nil
+	if j.rec {
+		if err := f.store.Commit(&j.m); err != nil {
+			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
+			return out, fmt.Errorf("restore of checkpoint %q: %w", id, err)
+		}
+	}
+	return out, failed
 }
 
 func validPath(name string) bool { return mounts.ValidPath(name) }

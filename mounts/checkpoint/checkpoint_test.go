@@ -238,3 +238,58 @@ func TestRestorePathsInsideMounts(t *testing.T) {
 	require.Len(t, changes, 1)
 	assert.Equal(t, "new.txt", changes[0].Path)
 }
+
+// TestRestoreUnderConcurrentWriters restores while writers rewrite files
+// of several pages: no write is half applied (every file holds one write's
+// bytes whole), and a write made after a restore returned is what the tree
+// shows.
+func TestRestoreUnderConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, checkpoint.Options{})
+	const size = 200 << 10
+	for _, fsys := range []mounts.FS{e.mem, e.ov} {
+		require.NoError(t, mounts.WriteFile(ctx, fsys, "w0", bytes.Repeat([]byte{'a'}, size), 0o644))
+	}
+	c, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w, fsys := range []mounts.FS{e.mem, e.ov, e.mem, e.ov} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprint("w", w%2)
+			for r := 0; ; r++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := mounts.WriteFile(ctx, fsys, name, bytes.Repeat([]byte{byte('b' + r%20)}, size), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 30 {
+		_, err := e.ws.Restore(ctx, c.ID, nil)
+		require.NoError(t, err)
+		marker := []byte(fmt.Sprint("after restore ", i))
+		require.NoError(t, mounts.WriteFile(ctx, e.mem, "marker", marker, 0o644))
+		assert.Equal(t, string(marker), read(t, e.mem, "marker"), "a write after the restore lands on the restored tree")
+	}
+	close(stop)
+	wg.Wait()
+	for _, fsys := range []mounts.FS{e.mem, e.ov} {
+		for _, name := range []string{"w0", "w1"} {
+			b, err := mounts.ReadFile(ctx, fsys, name)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // restored to before it was first written
+			}
+			require.NoError(t, err)
+			require.Len(t, b, size, name)
+			assert.Equal(t, bytes.Repeat(b[:1], size), b, "%s holds one write whole", name)
+		}
+	}
+}

@@ -20,6 +20,9 @@ import (
 type Options struct {
 	// Shell enables the shell verb; nil means no shell.
 	Shell *ShellOptions
+	// Checkpoints, when set, adds the checkpoint tools
+	// (verbs_checkpoint.go), which are in no default list.
+	Checkpoints Checkpointer
 	// Tools is an allowlist of canonical verb names; it may only narrow
 	// the derived set. Empty means every verb the tree can serve.
 	Tools []string
@@ -163,6 +166,11 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 			w.verbs[v.name] = v
 		}
 	}
+	if opts.Checkpoints != nil {
+		for _, v := range checkpointVerbs(opts.Checkpoints) {
+			w.verbs[v.name] = v
+		}
+	}
 	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
 		v.ann.OpenWorld = true // the shell can reach the network
 	}
@@ -204,7 +212,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 			Annotations: ann,
 		})
 	}
-	return out, nil
+	return append(out, w.checkpointDefs()...), nil
 }
 
 // Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
@@ -231,6 +239,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 			res = Result{Text: fmt.Sprintf("%s: internal error; the call was not completed", tool), IsError: true}
 		}
 		res.Text = capOutput(res.Text, w.limits.MaxOutputBytes)
+		if info.Note != "" && info.Refused == "" {
+			res.Text = strings.TrimSuffix(res.Text, "\n") + "\n" + info.Note
+		}
 		elapsed := time.Since(start)
 		w.log.Debug("agentbridge: call", "id", info.ID, "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", elapsed)
 		if w.after != nil {
@@ -242,6 +253,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 		return Result{Text: err.Error(), IsError: true}
 	}
 	t := d.find(tool)
+	if t == nil {
+		t = w.checkpointTool(tool)
+	}
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
 	}

@@ -84,6 +84,7 @@ func (a *app) commands() []*cobra.Command {
 		diffCommand(a),
 		commitCommand(a),
 		resetCommand(a),
+		fsmonitorCommand(a),
 		completionCommand(a),
 		versionCommand(a),
 		helpCommand(a),

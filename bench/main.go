@@ -60,10 +60,10 @@ type options struct {
 	// overlayFiles is the size of the overlay table's generated
 	// repository.
 	overlayFiles int
-	reps    int
-	suites  string // which tables to run
-	dropped bool   // the page cache was dropped before a read phase
-	dropErr error
+	reps         int
+	suites       string // which tables to run
+	dropped      bool   // the page cache was dropped before a read phase
+	dropErr      error
 }
 
 // workloads lists the table's rows, in order. Later issues append here.

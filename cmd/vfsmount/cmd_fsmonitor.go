@@ -49,7 +49,10 @@ git mount: prints the paths changed since TOKEN, as told by the vfsmount
 serving the mount over SOCKET. The mount's .git/vfsmount.config sets it as
 core.fsmonitor; git appends VERSION and TOKEN. Exit 1 when the daemon cannot
 answer: git then checks every file itself.`,
-		Example:           `  $ git -c core.fsmonitor= status   # without the hook`,
+		Example: `  $ vfsmount fsmonitor /run/user/1000/vfsmount/fsm-4242-1.sock 2 vfsmount:7f3a9c01d2e4:17 | tr '\0' '\n'
+  vfsmount:7f3a9c01d2e4:23
+  src/main.go
+  $ git -c core.fsmonitor= status   # git without the hook`,
 		Args:              exactArgs(3),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,6 +134,7 @@ func serveFSMonitor(j *overlayfs.Journal, log *slog.Logger) (*fsmonitorServer, e
 	if err != nil {
 		return nil, err
 	}
+	removeDeadSockets(dir)
 	path := filepath.Join(dir, fmt.Sprintf("fsm-%d-%d.sock", os.Getpid(), fsmSockets.Add(1)))
 	_ = os.Remove(path) // a crashed run of the same pid
 	l, err := net.Listen("unix", path)
@@ -175,4 +177,19 @@ func (s *fsmonitorServer) Close() error {
 	s.wg.Wait()
 	_ = os.Remove(s.path)
 	return err
+}
+
+// removeDeadSockets removes the fsmonitor sockets that runs killed before
+// they could (kill -9) left in dir: those whose process is gone.
+func removeDeadSockets(dir string) {
+	socks, _ := filepath.Glob(filepath.Join(dir, "fsm-*-*.sock"))
+	for _, p := range socks {
+		var pid, n int
+		if _, err := fmt.Sscanf(filepath.Base(p), "fsm-%d-%d.sock", &pid, &n); err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.Remove(p)
+		}
+	}
 }

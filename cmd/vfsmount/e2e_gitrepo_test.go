@@ -126,6 +126,12 @@ func TestE2EGitInRepo(t *testing.T) {
 	assert.Equal(t, 1, code, "version 1 is not served")
 	assert.Contains(t, stderr, "version 2")
 	assert.Equal(t, " M dir/b.txt\n?? n/\n", sh(t, r, "git status --porcelain"))
+
+	// A reset through the control socket is a change git hears of too.
+	code, _, stderr = runBinary(t, "reset", mnt, filepath.Join(r, "dir/b.txt"))
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "?? n/\n", sh(t, r, "git status --porcelain"))
+	assert.Equal(t, "refs/heads/topic\n", sh(t, r, "git symbolic-ref HEAD"), "a reset of files keeps the .git")
 }
 
 // TestE2EGitBranchAndRemount: HEAD on the branch the spec names, and a
@@ -170,15 +176,19 @@ func TestE2EGitInShell(t *testing.T) {
 git rev-parse HEAD && git status --porcelain && echo 1 > a.txt && echo n > n.txt &&
 git status --porcelain && GIT_TRACE_FSMONITOR=1 git status --porcelain 2>&1 | grep -c 'returned success' &&
 git diff --stat && git add -A && git commit -qm two && git log --format=%s && git status --porcelain &&
-echo x > d/b.txt && git checkout -- d/b.txt && cat d/b.txt && git stash list | wc -l`
+echo x > d/b.txt && git checkout -- d/b.txt && cat d/b.txt && git stash list | wc -l &&
+echo s > a.txt && git stash -q && cat a.txt && git stash pop -q && cat a.txt && git restore a.txt && cat a.txt &&
+git switch -q -c topic && git symbolic-ref HEAD && git blame --porcelain d/b.txt | head -1 | cut -c1-40 && git show --format=%s -s HEAD~1`
 	args, err := json.Marshal(map[string]string{"command": script})
 	require.NoError(t, err)
 	code, stdout, stderr := runBinary(t, "call", "--mount", "type=git,src="+repo+",dst=/repo,writable", "shell", string(args))
 	require.Equal(t, 0, code, stderr)
+	head := strings.TrimSpace(sh(t, repo, "git rev-parse HEAD"))
+	assert.Equal(t, sha, head, "the source's HEAD is where it was")
 	assert.Equal(t, "exit code: 0\n--- stdout ---\n"+sha+"\n"+
 		" M a.txt\n?? n.txt\n"+
 		"1\n"+
 		" a.txt | 3 +--\n 1 file changed, 1 insertion(+), 2 deletions(-)\n"+
 		"two\none\n"+
-		"bee\n0\n", stdout)
+		"bee\n0\n"+"1\n"+"s\n"+"1\n"+"refs/heads/topic\n"+head+"\n"+"one\n", stdout)
 }

@@ -61,7 +61,7 @@ func setupDotGit(ctx context.Context, spec *mountSpec, env *buildEnv, w *writabl
 	a, err := w.Stat(ctx, dotGit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeDotGit(ctx, spec, w); errors.Is(err, gitfs.ErrBadBranch) {
+		if err := writeDotGit(ctx, spec, w, objects); errors.Is(err, gitfs.ErrBadBranch) {
 			return specErrorf(spec.Origin, "key \"branch\": %v", err)
 		} else if err != nil {
 			return fmt.Errorf("writing %s/.git: %w", spec.Dst, err)
@@ -83,7 +83,7 @@ func setupDotGit(ctx context.Context, spec *mountSpec, env *buildEnv, w *writabl
 }
 
 // writeDotGit writes a new .git for the commit.
-func writeDotGit(ctx context.Context, spec *mountSpec, w *writableGit) error {
+func writeDotGit(ctx context.Context, spec *mountSpec, w *writableGit, objects string) error {
 	token := w.Journal().Token()
 	changes, err := w.Changes(ctx)
 	if err != nil {
@@ -92,7 +92,7 @@ func writeDotGit(ctx context.Context, spec *mountSpec, w *writableGit) error {
 	if len(changes) > 0 {
 		token = staleToken
 	}
-	files, err := w.git.DotGit(ctx, gitfsDotGitOptions(spec.String("branch"), token))
+	files, err := w.git.DotGit(ctx, gitfs.DotGitOptions{Branch: spec.String("branch"), Token: token, ObjectsDir: objects})
 	if err != nil {
 		return err
 	}
@@ -137,10 +137,6 @@ func shellQuote(s string) string {
 // gitConfigQuote quotes s as a git config value.
 func gitConfigQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-func gitfsDotGitOptions(branch, token string) gitfs.DotGitOptions {
-	return gitfs.DotGitOptions{Branch: branch, Token: token}
 }
 
 // hookProgram is the program git runs as the fsmonitor hook: this binary,

@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
@@ -46,6 +48,9 @@ type DotGitOptions struct {
 	Branch string
 	// Token is the fsmonitor token the index carries ("" for none).
 	Token string
+	// ObjectsDir is the source's object directory, as ObjectsDir
+	// returns it; "" asks for it.
+	ObjectsDir string
 }
 
 // DotGit returns the files of a .git directory for a checkout of the
@@ -57,9 +62,12 @@ func (f *FS) DotGit(ctx context.Context, o DotGitOptions) (map[string][]byte, er
 	if f.subdir != "" {
 		return nil, fmt.Errorf("gitfs: .git: the mount serves subdir %q, not the commit's root", f.subdir)
 	}
-	objects, err := f.ObjectsDir(ctx)
-	if err != nil {
-		return nil, err
+	objects := o.ObjectsDir
+	if objects == "" {
+		var err error
+		if objects, err = f.ObjectsDir(ctx); err != nil {
+			return nil, err
+		}
 	}
 	index, err := f.index(ctx, o.Token)
 	if err != nil {
@@ -132,6 +140,8 @@ type indexEntry struct {
 	mode uint32
 	hash plumbing.Hash
 	a    mounts.Attr
+	n    node   // for its attributes
+	name string // in the mount
 }
 
 // cacheTree is one directory of the index's cache-tree extension.
@@ -153,6 +163,28 @@ func (f *FS) index(ctx context.Context, token string) ([]byte, error) {
 		return nil, err
 	}
 	slices.SortFunc(ents, func(a, b indexEntry) int { return strings.Compare(a.path, b.path) })
+	// The attributes, a blob header each for the size: in parallel, as
+	// they are most of the cost.
+	g, gctx := errgroup.WithContext(ctx)
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		g.Go(func() error {
+			for i := w; i < len(ents); i += workers {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				a, err := f.attr("index", ents[i].name, ents[i].n)
+				if err != nil {
+					return err
+				}
+				ents[i].a = a
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 
 	var b bytes.Buffer
 	b.WriteString("DIRC")
@@ -232,14 +264,9 @@ func (f *FS) indexWalk(ctx context.Context, n node, name, prefix string, out *[]
 	for i := range t.entries {
 		child := n.child(&t.entries[i])
 		cname := mounts.Join(name, child.e.name)
-		a, err := f.attr("index", cname, child)
-		if err != nil {
-			return nil, err
-		}
-		e := indexEntry{path: prefix + child.e.name, hash: child.e.hash, a: a}
-		switch child.kind {
-		case kindDir:
-			sub, err := f.indexWalk(ctx, child, cname, e.path+"/", out)
+		if child.kind == kindDir {
+			// The index has no entry of its own for a directory.
+			sub, err := f.indexWalk(ctx, child, cname, prefix+child.e.name+"/", out)
 			if err != nil {
 				return nil, err
 			}
@@ -248,6 +275,9 @@ func (f *FS) indexWalk(ctx context.Context, n node, name, prefix string, out *[]
 			}
 			ct.subs = append(ct.subs, sub)
 			continue
+		}
+		e := indexEntry{path: prefix + child.e.name, hash: child.e.hash, n: child, name: cname}
+		switch child.kind {
 		case kindGitlink:
 			e.mode = 0o160000
 		case kindSymlink:

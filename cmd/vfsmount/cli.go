@@ -85,6 +85,7 @@ func (a *app) commands() []*cobra.Command {
 		commitCommand(a),
 		resetCommand(a),
 		checkpointCommand(a),
+		fsmonitorCommand(a),
 		completionCommand(a),
 		versionCommand(a),
 		helpCommand(a),

@@ -126,7 +126,7 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)
 		}
-		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
+		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env, Binds: ws.Export.shellBinds()}
 	}
 	b.tools, err = agentbridge.New(ws.Tools.FS, opts)
 	if err != nil {

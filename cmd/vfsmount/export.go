@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
@@ -262,4 +263,19 @@ func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Re
 		}
 	}
 	return res, nil
+}
+
+// shellBinds are the host paths the writable git mounts' .git needs in the
+// shell tool's namespace (see writableGit.binds); none on a nil exporter.
+func (e *exporter) shellBinds() []agentbridge.ShellBind {
+	if e == nil {
+		return nil
+	}
+	var out []agentbridge.ShellBind
+	for _, m := range e.mounts {
+		for _, b := range m.fs.binds {
+			out = append(out, agentbridge.ShellBind{Path: b.Path, Writable: b.Writable})
+		}
+	}
+	return out
 }

@@ -39,6 +39,8 @@ func gitType() mountType {
 				"as a memory mount's persist="},
 			"upper": {Kind: kindPath, Doc: "with writable: host directory holding the upper layer " +
 				"(empty, or made over this commit; outside the workspace)"},
+			"branch": {Kind: kindString, Doc: "with writable: the checkout's HEAD is refs/heads/NAME, made at the commit " +
+				"(default: HEAD detached at the commit)"},
 		},
 		Check: checkGit,
 		Build: buildGit,
@@ -54,7 +56,7 @@ func checkGit(spec *mountSpec) error {
 			"the upper layer is a persist file or a host directory, not both")
 	}
 	if !spec.Bool("writable") {
-		for _, k := range []string{"persist", "upper"} {
+		for _, k := range []string{"persist", "upper", "branch"} {
 			if spec.Has(k) {
 				return specErrorf(spec.Origin, "key %q needs key \"writable\": it holds the changes of a writable git mount", k)
 			}
@@ -155,6 +157,17 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 type writableGit struct {
 	*overlayfs.FS
 	git *gitfs.FS
+	// binds are the host paths its .git needs at the same path in the
+	// shell tool's namespace: the source's objects (alternates), this
+	// binary and the fsmonitor socket (the hook).
+	binds []shellBind
+}
+
+// shellBind is a host path the shell tool's namespace shows at the same
+// path.
+type shellBind struct {
+	Path     string
+	Writable bool
 }
 
 func (w *writableGit) Describe() mounts.Description {
@@ -198,6 +211,7 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		LowerID:   f.Commit(),
 		OwnXattrs: []string{"user.git."},
 		Logger:    env.Logger,
+		Private:   []string{dotGit},
 	})
 	switch {
 	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):
@@ -207,7 +221,11 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		return nil, err
 	}
 	env.Logger.Info("git mount writable", "commit", f.Commit(), "upper", what)
-	return &writableGit{FS: ov, git: f}, nil
+	w := &writableGit{FS: ov, git: f}
+	if err := setupDotGit(ctx, spec, env, w); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func revOrHead(rev string) string {

@@ -102,6 +102,18 @@
 // writes its objects to a temporary directory, and a branch checked out
 // anywhere is never moved.
 //
+// # A checkout's .git
+//
+// [FS.DotGit] describes the .git that makes git work in a writable copy of
+// the commit as in a clone: objects/info/alternates naming the source's
+// object directory (the history, read in place, never copied or written),
+// HEAD at the commit (or a branch made there), and an index of the commit's
+// tree carrying, entry by entry, the stat data the mount reports, so that
+// git's stat check (see dotgit.go for which fields it compares) passes
+// for every untouched file and nothing is rehashed. The index also carries
+// a full cache-tree (comparing it with HEAD reads no tree) and, when asked,
+// an fsmonitor token saying no entry is dirty.
+//
 // # Limitations
 //
 //   - Objects come from the object store (internal/objstore): packed

@@ -431,14 +431,21 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 			}
 			names, err = m.Tree.RestorePathsHeld(id, sub)
 		}
+		var merged []string
 		for _, n := range names {
 			if m.Overlay != nil {
 				var ok bool
 				if n, ok = overlayfs.MergedName(n); !ok {
 					continue
 				}
+				merged = append(merged, n)
 			}
 			res.Changed = append(res.Changed, path.Join(m.Prefix, n))
+		}
+		if m.Overlay != nil {
+			// The restore changed the upper below the overlay: its
+			// journal (git's fsmonitor answers) must hear of it.
+			m.Overlay.Changed(merged...)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))

@@ -293,3 +293,23 @@ func TestRestoreUnderConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreIsJournaled: a restore changes an overlay's upper below the
+// overlay, and its change journal (what git's fsmonitor hook is answered
+// from) names what the restore changed, or git status would miss it.
+func TestRestoreIsJournaled(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, checkpoint.Options{})
+	c, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	require.NoError(t, mounts.WriteFile(ctx, e.ov, "lower.txt", []byte("edited"), 0o644))
+	require.NoError(t, mounts.WriteFile(ctx, e.ov, "dir/new", []byte("new"), 0o644))
+	token := e.ov.Journal().Token()
+	_, err = e.ws.Restore(ctx, c.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "lower", read(t, e.ov, "lower.txt"))
+	_, names, all := e.ov.Journal().Since(token)
+	require.False(t, all)
+	assert.Contains(t, names, "lower.txt")
+	assert.Contains(t, names, "dir/new")
+}

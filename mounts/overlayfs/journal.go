@@ -61,6 +61,16 @@ func (j *Journal) note(dir bool, names ...string) {
 	}
 }
 
+// Changed records names of the merged tree changed below the overlay, in
+// its upper layer directly: a checkpoint's restore. Each may be a
+// directory, so each is recorded as one too (for a file the "name/" form
+// matches nothing).
+func (f *FS) Changed(names ...string) {
+	if len(names) > 0 {
+		f.j.note(true, names...)
+	}
+}
+
 // forget drops every name: older tokens become unanswerable. The caller
 // holds mu.
 func (j *Journal) forget() {

@@ -20,7 +20,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
-	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // checkpoints serves the checkpoints of a workspace (jsonrpc.Checkpointer:
@@ -59,9 +59,9 @@ func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep 
 		case *memfs.FS:
 			m.Tree = f
 		case *writableGit:
-			m.Commit = f.git.Commit()
+			m.Commit = f.Git().Commit()
 			if up, ok := f.FS.Upper().(*memfs.FS); ok {
-				m.Tree, m.Overlay = up, f.FS
+				m.Tree, m.Overlay = up, f.FS.FS
 				c.gits[prefix] = f
 			}
 		default:
@@ -195,7 +195,10 @@ func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDi
 		}
 		var text string
 		if g := c.gits[m.Prefix]; g != nil {
-			text, err = gitDiff(ctx, g, from, to, format, names)
+			var a, b writablegit.State
+			if a, b, err = states(from, to); err == nil {
+				text, err = g.DiffStates(ctx, a, b, format, names...)
+			}
 		} else {
 			text, err = memoryDiff(ctx, m.Prefix, from, to, format, names)
 		}
@@ -228,37 +231,14 @@ func namesIn(prefix string, paths []string) (names []string, ok bool, err error)
 	return names, ok, nil
 }
 
-// changeLister is a state of a writable git mount: the live overlay, or
-// one over a checkpoint's upper.
-type changeLister interface {
-	mounts.FS
-	Changes(ctx context.Context) ([]overlayfs.Change, error)
-}
-
-// gitDiff diffs two states of a writable git mount as git trees.
-func gitDiff(ctx context.Context, g *writableGit, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
-	tree := func(fsys mounts.FS) (*gitfs.Tree, error) {
-		cl, ok := fsys.(changeLister)
-		if !ok {
-			return nil, fmt.Errorf("not an overlay: %T", fsys)
-		}
-		changes, err := cl.Changes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return g.git.WriteTree(ctx, fsys, edits(changes), false)
+// states are the two states of a writable git mount a diff is between.
+func states(from, to mounts.FS) (a, b writablegit.State, err error) {
+	a, ok := from.(writablegit.State)
+	b, ok2 := to.(writablegit.State)
+	if !ok || !ok2 {
+		return nil, nil, fmt.Errorf("not overlays: %T, %T", from, to)
 	}
-	a, err := tree(from)
-	if err != nil {
-		return "", err
-	}
-	defer a.Close()
-	b, err := tree(to)
-	if err != nil {
-		return "", err
-	}
-	defer b.Close()
-	return b.DiffFrom(ctx, a, format, names)
+	return a, b, nil
 }
 
 // memoryDiff diffs two states of a memory mount with git: both are written

@@ -16,6 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // gitType is one commit of a git repository, read-only and lazy. The
@@ -151,12 +152,11 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 	return buildWritable(ctx, spec, env, f)
 }
 
-// writableGit is a git mount made writable: an overlay whose lower layer is
-// the commit. It describes itself so that the mount table, and the brief
-// shown to the model, say what it is: copy-on-write over git@SHA.
+// writableGit is a git mount made writable (package writablegit), with
+// what the CLI adds to it: the .git it writes (type_git_dotgit.go) and the
+// host paths that .git needs in the shell tool's namespace.
 type writableGit struct {
-	*overlayfs.FS
-	git *gitfs.FS
+	*writablegit.FS
 	// binds are the host paths its .git needs at the same path in the
 	// shell tool's namespace: the source's objects (alternates), this
 	// binary and the fsmonitor socket (the hook).
@@ -168,12 +168,6 @@ type writableGit struct {
 type shellBind struct {
 	Path     string
 	Writable bool
-}
-
-func (w *writableGit) Describe() mounts.Description {
-	d := w.FS.Describe()
-	d.Source = "copy-on-write over " + d.Source
-	return d
 }
 
 // buildWritable puts an overlay on the git mount f: the upper layer is a
@@ -207,11 +201,9 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 	default:
 		upper = memfs.New(mopts)
 	}
-	ov, err := overlayfs.New(ctx, f, upper, overlayfs.Options{
-		LowerID:   f.Commit(),
-		OwnXattrs: []string{"user.git."},
-		Logger:    env.Logger,
-		Private:   []string{dotGit},
+	wg, err := writablegit.New(ctx, f, upper, overlayfs.Options{
+		Logger:  env.Logger,
+		Private: []string{dotGit},
 	})
 	switch {
 	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):
@@ -221,7 +213,7 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		return nil, err
 	}
 	env.Logger.Info("git mount writable", "commit", f.Commit(), "upper", what)
-	w := &writableGit{FS: ov, git: f}
+	w := &writableGit{FS: wg}
 	if err := setupDotGit(ctx, spec, env, w); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func setupDotGit(ctx context.Context, spec *mountSpec, env *buildEnv, w *writabl
 	if err != nil {
 		return fmt.Errorf("the fsmonitor hook: this program's path: %w", err)
 	}
-	objects, err := w.git.ObjectsDir(ctx)
+	objects, err := w.Git().ObjectsDir(ctx)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func writeDotGit(ctx context.Context, spec *mountSpec, w *writableGit, objects s
 	if len(changes) > 0 {
 		token = staleToken
 	}
-	files, err := w.git.DotGit(ctx, gitfs.DotGitOptions{Branch: spec.String("branch"), Token: token, ObjectsDir: objects})
+	files, err := w.Git().DotGit(ctx, gitfs.DotGitOptions{Branch: spec.String("branch"), Token: token, ObjectsDir: objects})
 	if err != nil {
 		return err
 	}

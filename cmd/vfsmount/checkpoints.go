@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,7 +13,6 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
-	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // checkpoints serves the checkpoints of a workspace (jsonrpc.Checkpointer:
@@ -32,9 +24,6 @@ import (
 // shell sees the restored content at once.
 type checkpoints struct {
 	ws *checkpoint.Workspace
-	// gits are the writable git mounts by prefix, whose diffs are git's
-	// own (their trees written as the export does).
-	gits map[string]*writableGit
 }
 
 var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
@@ -44,7 +33,7 @@ var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
 // backing says what backs each mount beyond its description, by prefix
 // (a host mount's directory, a persist file).
 func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, notify func(names ...string)) (*checkpoints, error) {
-	c := &checkpoints{gits: map[string]*writableGit{}}
+	c := &checkpoints{}
 	var ms []checkpoint.Mount
 	for prefix, fsys := range table {
 		d := mounts.Describe(fsys)
@@ -61,8 +50,7 @@ func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep 
 		case *writableGit:
 			m.Commit = f.Git().Commit()
 			if up, ok := f.FS.Upper().(*memfs.FS); ok {
-				m.Tree, m.Overlay = up, f.FS.FS
-				c.gits[prefix] = f
+				m.Tree, m.Overlay, m.Git = up, f.FS.FS, f.FS
 			}
 		default:
 			m.Immutable = !mounts.Writable(fsys)
@@ -160,213 +148,8 @@ func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDi
 	if p.From == "" {
 		return jsonrpc.DiffResult{}, fmt.Errorf("%w: a checkpoint to diff from is required", jsonrpc.ErrInvalidParams)
 	}
-	for _, id := range []string{p.From, p.To} {
-		if id == "" {
-			continue
-		}
-		if _, err := c.ws.Get(id); err != nil {
-			return jsonrpc.DiffResult{}, rpcErr(err)
-		}
-	}
-	var b strings.Builder
-	for _, m := range c.ws.Mounts() {
-		if m.Tree == nil || !m.Has(p.From) || (p.To != "" && !m.Has(p.To)) {
-			continue // nothing to diff, or a tree that lost it in a restart
-		}
-		names, ok, err := namesIn(m.Prefix, p.Paths)
-		if err != nil {
-			return jsonrpc.DiffResult{}, err
-		}
-		if !ok {
-			continue
-		}
-		from, err := c.ws.View(ctx, p.From, m.Prefix)
-		if err != nil {
-			return jsonrpc.DiffResult{}, err
-		}
-		var to mounts.FS = m.Tree
-		if m.Overlay != nil {
-			to = m.Overlay
-		}
-		if p.To != "" {
-			if to, err = c.ws.View(ctx, p.To, m.Prefix); err != nil {
-				return jsonrpc.DiffResult{}, err
-			}
-		}
-		var text string
-		if g := c.gits[m.Prefix]; g != nil {
-			var a, b writablegit.State
-			if a, b, err = states(from, to); err == nil {
-				text, err = g.DiffStates(ctx, a, b, format, names...)
-			}
-		} else {
-			text, err = memoryDiff(ctx, m.Prefix, from, to, format, names)
-		}
-		if err != nil {
-			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.Prefix, err)
-		}
-		b.WriteString(text)
-	}
-	return jsonrpc.DiffResult{Text: b.String()}, nil
-}
-
-// namesIn sorts workspace paths into the names of the mount at prefix: ok
-// is false when no path is in it; nil names mean the whole mount.
-func namesIn(prefix string, paths []string) (names []string, ok bool, err error) {
-	if len(paths) == 0 {
-		return nil, true, nil
-	}
-	for _, p := range paths {
-		if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
-			return nil, false, fmt.Errorf("%w: path %q: want an absolute, clean workspace path such as /repo/src", jsonrpc.ErrInvalidParams, p)
-		}
-		switch {
-		case p == prefix || p == "/" || strings.HasPrefix(prefix, p+"/"):
-			return nil, true, nil
-		case prefix == "/" || strings.HasPrefix(p, prefix+"/"):
-			names = append(names, strings.TrimPrefix(strings.TrimPrefix(p, prefix), "/"))
-			ok = true
-		}
-	}
-	return names, ok, nil
-}
-
-// states are the two states of a writable git mount a diff is between.
-func states(from, to mounts.FS) (a, b writablegit.State, err error) {
-	a, ok := from.(writablegit.State)
-	b, ok2 := to.(writablegit.State)
-	if !ok || !ok2 {
-		return nil, nil, fmt.Errorf("not overlays: %T, %T", from, to)
-	}
-	return a, b, nil
-}
-
-// memoryDiff diffs two states of a memory mount with git: both are written
-// as commits into a scratch repository by git fast-import, and diffed by
-// git diff-tree. File names carry the mount's prefix.
-func memoryDiff(ctx context.Context, prefix string, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
-	if _, err := exec.LookPath("git"); err != nil {
-		return "", fmt.Errorf("%w: %v", gitfs.ErrNoGit, err)
-	}
-	tmp, err := os.MkdirTemp("", "vfsmount-ckdiff-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	run := func(stdin *bytes.Buffer, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs", "--git-dir", tmp}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if stdin != nil {
-			cmd.Stdin = stdin
-		}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
-		}
-		return out.String(), nil
-	}
-	if _, err := run(nil, "init", "-q", "--bare"); err != nil {
-		return "", err
-	}
-	base := strings.TrimPrefix(prefix, "/")
-	var stream bytes.Buffer
-	w := bufio.NewWriter(&stream)
-	for _, side := range []struct {
-		ref  string
-		fsys mounts.FS
-	}{{"refs/heads/from", from}, {"refs/heads/to", to}} {
-		fmt.Fprintf(w, "commit %s\ncommitter vfsmount <vfsmount> 0 +0000\ndata 0\n", side.ref)
-		if err := importTree(ctx, w, side.fsys, ".", base); err != nil {
-			return "", err
-		}
-		w.WriteString("\n")
-	}
-	if err := w.Flush(); err != nil {
-		return "", err
-	}
-	if _, err := run(&stream, "fast-import", "--quiet"); err != nil {
-		return "", err
-	}
-	args := []string{"diff-tree", "-r", "-M", "--no-color"}
-	switch format {
-	case gitfs.Stat:
-		args = append(args, "--stat")
-	case gitfs.NameStatus:
-		args = append(args, "--name-status")
-	default:
-		args = append(args, "-p", "--binary", "--full-index")
-	}
-	args = append(args, "refs/heads/from", "refs/heads/to", "--")
-	for _, n := range names {
-		args = append(args, path.Join(base, n))
-	}
-	return run(nil, args...)
-}
-
-// importTree writes the files and symlinks at and below name as
-// fast-import file commands, under base.
-func importTree(ctx context.Context, w *bufio.Writer, fsys mounts.FS, name, base string) error {
-	ents, err := fsys.ReadDir(ctx, name)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		child := mounts.Join(name, e.Name)
-		full := filepath.ToSlash(path.Join(base, child))
-		switch {
-		case e.Type.IsDir():
-			if err := importTree(ctx, w, fsys, child, base); err != nil {
-				return err
-			}
-		case e.Type&fs.ModeSymlink != 0:
-			target, err := fsys.ReadLink(ctx, child)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "M 120000 inline %s\ndata %d\n%s\n", quotePath(full), len(target), target)
-		case e.Type.IsRegular():
-			a, err := fsys.Stat(ctx, child)
-			if err != nil {
-				return err
-			}
-			data, err := mounts.ReadFile(ctx, fsys, child)
-			if err != nil {
-				return err
-			}
-			mode := "100644"
-			if a.Mode&0o111 != 0 {
-				mode = "100755"
-			}
-			fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quotePath(full), len(data))
-			w.Write(data)
-			w.WriteString("\n")
-		}
-	}
-	return nil
-}
-
-// quotePath quotes a path for fast-import when it needs it: C style, as
-// git writes them.
-func quotePath(p string) string {
-	if !strings.ContainsAny(p, "\"\\\n") && !strings.HasPrefix(p, "\"") {
-		return p
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	text, err := c.ws.Diff(ctx, p.From, p.To, format, p.Paths...)
+	return jsonrpc.DiffResult{Text: text}, rpcErr(err)
 }
 
 // checkpointTools adapts the checkpoints to the checkpoint tool family

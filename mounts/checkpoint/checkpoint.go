@@ -38,6 +38,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // ErrNoWritable is wrapped by [New] for a workspace with no layer a
@@ -78,6 +79,10 @@ type Mount struct {
 	Tree *memfs.FS
 	// Overlay is the overlay whose upper Tree is, nil for a memory mount.
 	Overlay *overlayfs.FS
+	// Git is the writable git mount Overlay is part of, when it is one:
+	// a diff of the mount is then git's against its commit (as its
+	// export), not a diff of two trees of files.
+	Git *writablegit.FS
 	// Immutable says the mount cannot change at all.
 	Immutable bool
 }

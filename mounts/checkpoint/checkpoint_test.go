@@ -14,6 +14,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 )
@@ -312,4 +313,35 @@ func TestRestoreIsJournaled(t *testing.T) {
 	require.False(t, all)
 	assert.Contains(t, names, "lower.txt")
 	assert.Contains(t, names, "dir/new")
+}
+
+// TestDiff: the library's diff between checkpoints and now, as git prints
+// it, names under their mount; a bad id or path is refused.
+func TestDiff(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, checkpoint.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "notes", []byte("v1\n"), 0o644))
+	c1, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "notes", []byte("v2\n"), 0o644))
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "added", []byte("new\n"), 0o644))
+	c2, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	require.NoError(t, mounts.Remove(ctx, e.ov, "lower.txt"))
+
+	text, err := e.ws.Diff(ctx, c1.ID, c2.ID, gitfs.NameStatus)
+	require.NoError(t, err)
+	assert.Equal(t, "A\tmemory/added\nM\tmemory/notes\n", text)
+	text, err = e.ws.Diff(ctx, c2.ID, "", gitfs.NameStatus)
+	require.NoError(t, err)
+	assert.Equal(t, "D\trepo/lower.txt\n", text)
+	text, err = e.ws.Diff(ctx, c1.ID, "", gitfs.Patch, "/memory/notes")
+	require.NoError(t, err)
+	assert.Contains(t, text, "-v1\n+v2\n")
+	assert.NotContains(t, text, "added")
+
+	_, err = e.ws.Diff(ctx, "nope", "", gitfs.Patch)
+	assert.ErrorIs(t, err, checkpoint.ErrUnknown)
+	_, err = e.ws.Diff(ctx, c1.ID, "", gitfs.Patch, "/elsewhere/x")
+	assert.ErrorIs(t, err, checkpoint.ErrBadPath)
 }

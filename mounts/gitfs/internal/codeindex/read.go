@@ -1,0 +1,331 @@
+package codeindex
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp/syntax"
+	"slices"
+	"sort"
+
+	"github.com/google/codesearch/index"
+)
+
+// ErrCorrupt is the error of a file that is not a whole index of the
+// expected tree.
+var ErrCorrupt = errors.New("corrupt index")
+
+var errTooBig = errors.New("index: postings over 4 GiB")
+
+// Index is an index read into memory and checked. It is immutable and safe
+// for concurrent use.
+type Index struct {
+	names []string
+	scan  []uint32
+	tris  []byte // ntri × 12
+	post  []byte
+}
+
+// Len returns the number of files.
+func (ix *Index) Len() int { return len(ix.names) }
+
+// Name returns the name of file id.
+func (ix *Index) Name(id uint32) string { return ix.names[id] }
+
+// Scanned returns how many files the index does not hold.
+func (ix *Index) Scanned() int { return len(ix.scan) }
+
+// Open reads the index in file name and checks it whole: its checksum,
+// its structure, and that it is the index of key. Any failure but a
+// missing file is an error wrapping ErrCorrupt.
+func Open(name string, key []byte) (*Index, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return parse(data, key)
+}
+
+func corrupt(why string) error { return fmt.Errorf("%w: %s", ErrCorrupt, why) }
+
+func parse(data, key []byte) (*Index, error) {
+	le := binary.LittleEndian
+	if len(data) < len(magic)+4+len(endMagic)+4 || string(data[:len(magic)]) != magic {
+		return nil, corrupt("no header")
+	}
+	end := len(data) - len(endMagic) - 4
+	if string(data[end+4:]) != endMagic {
+		return nil, corrupt("truncated")
+	}
+	if crc32.Checksum(data[:end], castagnoli) != le.Uint32(data[end:]) {
+		return nil, corrupt("checksum mismatch")
+	}
+	body := data[:end]
+	p := len(magic)
+	klen := int(le.Uint32(body[p:]))
+	p += 4
+	if klen != len(key) || p+klen+3*4+4*8 > len(body) || !bytes.Equal(body[p:p+klen], key) {
+		return nil, corrupt("another tree's index")
+	}
+	p += klen
+	nfiles, nscan, ntri := le.Uint32(body[p:]), le.Uint32(body[p+4:]), le.Uint32(body[p+8:])
+	p += 12
+	var offs [4]uint64
+	for i := range offs {
+		offs[i] = le.Uint64(body[p:])
+		p += 8
+	}
+	namesOff, scanOff, triOff, postOff := offs[0], offs[1], offs[2], offs[3]
+	if namesOff != uint64(p) || scanOff < namesOff || triOff < scanOff || postOff < triOff ||
+		postOff > uint64(len(body)) || postOff-triOff != uint64(ntri)*12 {
+		return nil, corrupt("bad offsets")
+	}
+	ix := &Index{tris: body[triOff:postOff], post: body[postOff:]}
+	// Names.
+	nb := body[namesOff:scanOff]
+	ix.names = make([]string, 0, min(int(nfiles), len(nb)))
+	for range nfiles {
+		l, n := binary.Uvarint(nb)
+		if n <= 0 || l > uint64(len(nb)-n) {
+			return nil, corrupt("bad names")
+		}
+		ix.names = append(ix.names, string(nb[n:n+int(l)]))
+		nb = nb[n+int(l):]
+	}
+	if len(nb) != 0 {
+		return nil, corrupt("bad names")
+	}
+	// Scan list.
+	sb := body[scanOff:triOff]
+	last := uint64(0)
+	for i := range nscan {
+		d, n := binary.Uvarint(sb)
+		if n <= 0 || (i > 0 && d == 0) || last+d >= uint64(nfiles) {
+			return nil, corrupt("bad scan list")
+		}
+		last += d
+		ix.scan = append(ix.scan, uint32(last))
+		sb = sb[n:]
+	}
+	if len(sb) != 0 {
+		return nil, corrupt("bad scan list")
+	}
+	// Trigram table: sorted, offsets in order and inside the postings.
+	prevTri, prevOff := int64(-1), uint64(0)
+	for i := range int(ntri) {
+		t, off := le.Uint32(ix.tris[12*i:]), uint64(le.Uint32(ix.tris[12*i+4:]))
+		if int64(t) <= prevTri || t >= 1<<24 || off < prevOff || off > uint64(len(ix.post)) {
+			return nil, corrupt("bad trigram table")
+		}
+		prevTri, prevOff = int64(t), off
+	}
+	return ix, nil
+}
+
+// postings returns the ids of the files holding trigram t, decoded and
+// checked against the file count (a bad list is an error, not a guess).
+func (ix *Index) postings(t uint32) ([]uint32, error) {
+	le := binary.LittleEndian
+	n := len(ix.tris) / 12
+	i := sort.Search(n, func(i int) bool { return le.Uint32(ix.tris[12*i:]) >= t })
+	if i == n || le.Uint32(ix.tris[12*i:]) != t {
+		return nil, nil
+	}
+	off, count := le.Uint32(ix.tris[12*i+4:]), le.Uint32(ix.tris[12*i+8:])
+	end := uint32(len(ix.post))
+	if i+1 < n {
+		end = le.Uint32(ix.tris[12*(i+1)+4:])
+	}
+	b := ix.post[off:end]
+	out := make([]uint32, 0, min(int(count), len(b)))
+	tag := uint64(0)
+	for range count {
+		d, m := binary.Uvarint(b)
+		if m <= 0 || d == 0 {
+			return nil, corrupt("bad postings")
+		}
+		tag += d
+		if tag > uint64(len(ix.names)) {
+			return nil, corrupt("bad postings")
+		}
+		out = append(out, uint32(tag-1))
+		b = b[m:]
+	}
+	return out, nil
+}
+
+// Query analyses re (as regexp/syntax parsed it, with the flags it is
+// matched with) into the trigrams any match contains.
+func Query(re *syntax.Regexp) *index.Query { return index.RegexpQuery(re) }
+
+// Candidates returns the ids, ascending, of the files that may hold a match
+// of q: those whose trigrams satisfy q and every file the index does not
+// hold. all reports that q cannot narrow the search (every file is a
+// candidate); ids is then nil.
+func (ix *Index) Candidates(q *index.Query) (ids []uint32, all bool, err error) {
+	ids, all, err = ix.eval(q)
+	if err != nil || all {
+		return nil, all, err
+	}
+	return union(ids, ix.scan), false, nil
+}
+
+func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {
+	switch q.Op {
+	case index.QAll:
+		return nil, true, nil
+	case index.QNone:
+		return nil, false, nil
+	case index.QAnd:
+		all = true
+		// The rarest trigram first: the intersections only shrink.
+		lists := make([][]uint32, 0, len(q.Trigram))
+		for _, t := range q.Trigram {
+			l, err := ix.postings(trigram(t))
+			if err != nil {
+				return nil, false, err
+			}
+			lists = append(lists, l)
+		}
+		slices.SortFunc(lists, func(a, b []uint32) int { return len(a) - len(b) })
+		for _, l := range lists {
+			if all {
+				ids, all = l, false
+			} else {
+				ids = intersect(ids, l)
+			}
+			if len(ids) == 0 {
+				return nil, false, nil
+			}
+		}
+		for _, sub := range q.Sub {
+			s, sAll, err := ix.eval(sub)
+			if err != nil {
+				return nil, false, err
+			}
+			if sAll {
+				continue
+			}
+			if all {
+				ids, all = s, false
+			} else {
+				ids = intersect(ids, s)
+			}
+			if len(ids) == 0 {
+				return nil, false, nil
+			}
+		}
+		return ids, all, nil
+	case index.QOr:
+		for _, t := range q.Trigram {
+			l, err := ix.postings(trigram(t))
+			if err != nil {
+				return nil, false, err
+			}
+			ids = union(ids, l)
+		}
+		for _, sub := range q.Sub {
+			s, sAll, err := ix.eval(sub)
+			if err != nil || sAll {
+				return nil, sAll, err
+			}
+			ids = union(ids, s)
+		}
+		return ids, false, nil
+	}
+	return nil, true, nil // an operator unknown here: assume the worst
+}
+
+func trigram(s string) uint32 {
+	return uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])
+}
+
+func intersect(a, b []uint32) []uint32 {
+	var out []uint32
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func union(a, b []uint32) []uint32 {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]uint32, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[j]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// Publish writes b's index of key to dir/name atomically: to a temporary
+// file in dir, synced, then renamed over name, so that a reader sees the
+// old file, no file, or the whole new one. A failed write (a full disk)
+// removes the temporary file and publishes nothing.
+func Publish(dir, name string, b *Builder, key []byte) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return PublishTo(dir, name, key, b.WriteTo, os.CreateTemp)
+}
+
+// PublishTo is Publish with the writer and the temporary file's maker
+// given, for tests of a failing disk.
+func PublishTo(dir, name string, key []byte, write func(io.Writer, []byte) error, create func(dir, pattern string) (*os.File, error)) (err error) {
+	f, err := create(dir, "."+name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = write(bw, key); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, name))
+}

@@ -124,7 +124,7 @@ func TestNarrows(t *testing.T) {
 		{"(?i)hello", []uint32{0, 2, 4, 5}},
 		{"H[Ee]LLO|see", []uint32{1, 2, 5}},
 		{"(?s)hel.lo", []uint32{3, 4, 5}}, // hel AND llo
-		{"\\x{FFFD}", nil}, // a single rune: fewer than three bytes? no: three
+		{"\\x{FFFD}", nil},                // a single rune: fewer than three bytes? no: three
 		{"zzz", []uint32{5}},
 	} {
 		sre, err := syntax.Parse(c.pat, syntax.Perl)

@@ -180,7 +180,9 @@ func publish(t *testing.T, dir string) string {
 	b := NewBuilder([]string{"a", "b/c"}, 1)
 	b.Add(0, 0, []byte("hello world"))
 	b.Add(0, 1, []byte("goodbye world"))
-	require.NoError(t, Publish(dir, "idx", b, []byte("tree")))
+	var buf bytes.Buffer
+	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
+	require.NoError(t, Publish(dir, "idx", buf.Bytes()))
 	return filepath.Join(dir, "idx")
 }
 
@@ -216,11 +218,11 @@ func TestPublishFailure(t *testing.T) {
 	name := publish(t, dir)
 	before, err := os.ReadFile(name)
 	require.NoError(t, err)
-	full := func(w io.Writer, key []byte) error {
+	full := func(w io.Writer) error {
 		w.Write([]byte("VFSC"))
 		return syscall.ENOSPC
 	}
-	err = PublishTo(dir, "idx", []byte("tree"), full, os.CreateTemp)
+	err = PublishTo(dir, "idx", full)
 	assert.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
 	after, err := os.ReadFile(name)
 	require.NoError(t, err)

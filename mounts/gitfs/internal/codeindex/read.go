@@ -290,21 +290,27 @@ func union(a, b []uint32) []uint32 {
 	return append(out, b[j:]...)
 }
 
-// Publish writes b's index of key to dir/name atomically: to a temporary
-// file in dir, synced, then renamed over name, so that a reader sees the
-// old file, no file, or the whole new one. A failed write (a full disk)
-// removes the temporary file and publishes nothing.
-func Publish(dir, name string, b *Builder, key []byte) (err error) {
+// Parse checks data, a whole index file, as Open does, and returns the
+// index, which keeps data.
+func Parse(data, key []byte) (*Index, error) { return parse(data, key) }
+
+// Publish writes data (an index file) to dir/name atomically: to a
+// temporary file in dir, synced, then renamed over name, so that a reader
+// sees the old file, no file, or the whole new one. A failed write (a full
+// disk) removes the temporary file and publishes nothing.
+func Publish(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return PublishTo(dir, name, key, b.WriteTo, os.CreateTemp)
+	return PublishTo(dir, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
-// PublishTo is Publish with the writer and the temporary file's maker
-// given, for tests of a failing disk.
-func PublishTo(dir, name string, key []byte, write func(io.Writer, []byte) error, create func(dir, pattern string) (*os.File, error)) (err error) {
-	f, err := create(dir, "."+name+".tmp-*")
+// PublishTo is Publish of what write writes.
+func PublishTo(dir, name string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return err
 	}
@@ -315,7 +321,7 @@ func PublishTo(dir, name string, key []byte, write func(io.Writer, []byte) error
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = write(bw, key); err != nil {
+	if err = write(bw); err != nil {
 		return err
 	}
 	if err = bw.Flush(); err != nil {

@@ -48,7 +48,7 @@ type searcher struct {
 	mu       sync.Mutex
 	ix       *codeindex.Index
 	building bool
-	failed   bool // a build failed: searches scan for the life of the mount
+	failed   bool          // a build failed: searches scan for the life of the mount
 	built    chan struct{} // closed when the build under way ends
 	stop     chan struct{} // closed by close
 	wg       sync.WaitGroup

@@ -173,7 +173,11 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 	}
 	var files []grepFile
 	if attr.IsDir() {
-		files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		var narrowed bool
+		files, narrowed = w.grepCandidates(ctx, real, p.name, flags+pattern, filter, noIgnore)
+		if !narrowed {
+			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		}
 		if err != nil {
 			return "", w.explain(ctx, "grep", p, err)
 		}
@@ -327,6 +331,46 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		return nil
 	})
 	return files, err
+}
+
+// grepCandidates lists the files grepFiles would, narrowed to those the
+// mounts below root say may match pattern (mounts.Candidates: an index of
+// an immutable tree); each is still searched with the real regexp, so the
+// result is the scan's. ok is false when the mounts cannot narrow, or when
+// .gitignore files would apply (the walk decides those): grep then scans.
+func (w *Workspace) grepCandidates(ctx context.Context, root, shownRoot, pattern string, filter *fileFilter, noIgnore bool) (files []grepFile, ok bool) {
+	if !noIgnore {
+		p := mounts.PathOf(root)
+		for _, m := range w.mounts {
+			covers := m.Prefix == "/" || p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/")
+			if m.IgnoreFiles && (covers || p == "/" || strings.HasPrefix(m.Prefix, p+"/")) {
+				return nil, false
+			}
+		}
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	names, complete, err := mounts.Candidates(ctx, w.fsys, root, re)
+	if err != nil || !complete {
+		return nil, false
+	}
+	files = make([]grepFile, 0, len(names))
+	for _, name := range names {
+		rel := name
+		if root != "." {
+			rel = strings.TrimPrefix(name, root+"/")
+		}
+		if strings.Contains("/"+rel+"/", "/.git/") {
+			continue // the walk leaves .git directories out
+		}
+		_, base := mounts.Split(rel)
+		if filter.match(base, rel) {
+			files = append(files, grepFile{name: name, shown: mounts.PathOf(mounts.Join(shownRoot, rel))})
+		}
+	}
+	return files, true
 }
 
 // ignoreScope is what grep ignores in one directory: the .gitignore

@@ -108,6 +108,21 @@ func TestRequiredLiteral(t *testing.T) {
 // memory mount, and checks grep's file lists against rg --hidden
 // --no-ignore -l for a set of patterns.
 func TestGrepMatchesRipgrep(t *testing.T) {
+	rg := needRipgrep(t)
+	ctx := context.Background()
+	dir, files := ripgrepTree(t)
+	mem := memfs.New(memfs.Options{})
+	for rel, content := range files {
+		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
+		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+	}
+	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
+	require.NoError(t, err)
+	checkRipgrep(t, rg, dir, w, "/t")
+}
+
+func needRipgrep(t *testing.T) string {
+	t.Helper()
 	rg, err := exec.LookPath("rg")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -115,9 +130,14 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		}
 		t.Skip("ripgrep not installed")
 	}
-	ctx := context.Background()
+	return rg
+}
+
+// ripgrepTree writes a random tree to a directory and returns both.
+func ripgrepTree(t *testing.T) (string, map[string]string) {
+	t.Helper()
 	dir := t.TempDir()
-	mem := memfs.New(memfs.Options{})
+	files := map[string]string{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	words := []string{"alpha", "beta", "Gamma", "delta", "func", "return", "TODO", "fixme", "x := 1", "(paren)", "日本語", "tab\there", "  indent"}
 	for i := range 400 {
@@ -138,12 +158,18 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		content := b.String()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
-		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
-		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+		files[rel] = content
 	}
-	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
-	require.NoError(t, err)
-	for _, pat := range []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t"} {
+	return dir, files
+}
+
+// ripgrepPatterns are the patterns checkRipgrep compares.
+var ripgrepPatterns = []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t", "(?i)ALPHA|BETA", "Gam+a", "."}
+
+// checkRipgrep compares grep of the tree at prefix in w with rg -l in dir.
+func checkRipgrep(t *testing.T, rg, dir string, w *Workspace, prefix string) {
+	t.Helper()
+	for _, pat := range ripgrepPatterns {
 		t.Run(pat, func(t *testing.T) {
 			cmd := exec.Command(rg, "--hidden", "--no-ignore", "-l", "--", pat, ".")
 			cmd.Dir = dir
@@ -155,11 +181,11 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			var want []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if l != "" {
-					want = append(want, "/t/"+strings.TrimPrefix(l, "./"))
+					want = append(want, prefix+"/"+strings.TrimPrefix(l, "./"))
 				}
 			}
 			sort.Strings(want)
-			got := ok(t, w, "grep", obj{"pattern": pat, "path": "/t", "headLimit": 0})
+			got := ok(t, w, "grep", obj{"pattern": pat, "path": prefix, "headLimit": 0})
 			var have []string
 			if got != "No matches found" {
 				have = strings.Split(strings.TrimSuffix(got, "\n"), "\n")

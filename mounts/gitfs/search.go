@@ -150,7 +150,7 @@ func (s *searcher) drop(ix *codeindex.Index, err error) {
 	s.index()
 }
 
-// wait waits for the build under way, if any, to end; for tests.
+// wait waits for the build under way, if any, to end.
 func (s *searcher) wait() {
 	s.mu.Lock()
 	ch := s.built
@@ -158,6 +158,27 @@ func (s *searcher) wait() {
 	if ch != nil {
 		<-ch
 	}
+}
+
+// WaitIndex starts the search index (as the first search does) and waits
+// until it is served, or known not to be: it reports whether searches
+// narrow from now on. For tests and benchmarks, and for a caller that
+// would rather wait than scan.
+func (f *FS) WaitIndex(ctx context.Context) (bool, error) {
+	if f.search.index() != nil {
+		return true, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		f.search.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return f.search.index() != nil, nil
 }
 
 func (s *searcher) close() {

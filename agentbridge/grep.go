@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -66,6 +68,7 @@ var rgTypes = map[string][]string{
 type grepQuery struct {
 	re          *regexp.Regexp
 	literal     []byte // a string every match contains, for the prefilter
+	foldLit     []byte // or one every match contains in some ASCII case, lower-cased
 	mode        string
 	lineNumbers bool
 	before      int
@@ -166,6 +169,9 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 		return "", fmt.Errorf("grep: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	q.literal = requiredLiteral(flags + pattern)
+	if q.literal == nil {
+		q.foldLit = requiredFoldLiteral(flags + pattern)
+	}
 
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
@@ -491,6 +497,9 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	if q.literal != nil && !bytes.Contains(data, q.literal) {
 		return grepResult{}
 	}
+	if q.foldLit != nil && !containsFold(data, q.foldLit) {
+		return grepResult{} // Go's regexp is slow under (?i): look first
+	}
 	if !q.re.Match(data) {
 		// Every line match is a buffer match: no buffer match, no line.
 		return grepResult{}
@@ -619,4 +628,70 @@ func requiredLiteral(pattern string) []byte {
 		return nil
 	}
 	return []byte(best)
+}
+
+// requiredFoldLiteral returns, lower-cased, the longest run of literal
+// characters of a top-level concatenation that are all ASCII with only
+// ASCII case variants (not k or s, which fold to the Kelvin sign and the
+// long s), so that every match contains it in some ASCII case; or nil.
+func requiredFoldLiteral(pattern string) []byte {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	var best, cur []byte
+	for _, sub := range subs {
+		if sub.Op != syntax.OpLiteral {
+			cur = nil
+			continue
+		}
+		for _, r := range sub.Rune {
+			l := unicode.ToLower(r)
+			if r >= utf8.RuneSelf || l == 'k' || l == 's' {
+				cur = nil
+				continue
+			}
+			cur = append(cur, byte(l))
+			if len(cur) > len(best) {
+				best = append(best[:0:0], cur...)
+			}
+		}
+	}
+	if len(best) < 2 {
+		return nil
+	}
+	return best
+}
+
+// containsFold reports whether data contains lit (lower-case ASCII) in any
+// ASCII case. It looks for a byte of lit that has no case (a digit, a
+// symbol) with IndexByte, or else compares a lower-cased copy.
+func containsFold(data, lit []byte) bool {
+	anchor := -1
+	for i, c := range lit {
+		if c < 'a' || c > 'z' {
+			anchor = i
+			break
+		}
+	}
+	if anchor < 0 {
+		return bytes.Contains(bytes.ToLower(data), lit)
+	}
+	for off := anchor; off < len(data); {
+		i := bytes.IndexByte(data[off:], lit[anchor])
+		if i < 0 {
+			return false
+		}
+		start := off + i - anchor
+		if start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
+			return true
+		}
+		off += i + 1
+	}
+	return false
 }

@@ -195,3 +195,25 @@ func checkRipgrep(t *testing.T, rg, dir string, w *Workspace, prefix string) {
 		})
 	}
 }
+
+func TestRequiredFoldLiteral(t *testing.T) {
+	for pat, want := range map[string]string{
+		"(?i)IDENT4242":     "ident4242",
+		"(?i)foo(bar)+Quux": "quux",
+		"(?i)task":          "ta", // k and s fold past ASCII
+		"(?i)a":             "",
+		"(?i)日本語abc":        "abc",
+		"(?i)x|y":           "",
+	} {
+		got := requiredFoldLiteral(pat)
+		assert.Equal(t, want, string(got), pat)
+		if want == "" {
+			assert.Nil(t, got, pat)
+		}
+	}
+	assert.True(t, containsFold([]byte("xx IdEnT4242 yy"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("4242ident4242"), []byte("ident4242")))
+	assert.False(t, containsFold([]byte("ident424 ident4243"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("xHELLO"), []byte("hello")))
+	assert.False(t, containsFold([]byte("hell"), []byte("hello")))
+}

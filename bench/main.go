@@ -79,7 +79,7 @@ func main() {
 	flag.IntVar(&o.files, "files", 10000, "number of files for the stat walk and create workloads")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
-	flag.StringVar(&o.suites, "suites", "memory,host,git", "comma-separated `LIST` of tables to run: memory, host, git")
+	flag.StringVar(&o.suites, "suites", "memory,host,git", "comma-separated `LIST` of tables to run: memory, host, git, grep")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -99,12 +99,12 @@ func run(o *options, verbose bool) error {
 		return fmt.Errorf("go build: %w", err)
 	}
 	suites := map[string]func(*options, string, bool) error{
-		"memory": runMemory, "host": runHost, "git": runGit,
+		"memory": runMemory, "host": runHost, "git": runGit, "grep": runGrep,
 	}
 	for i, name := range strings.Split(o.suites, ",") {
 		suite, ok := suites[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("-suites: unknown table %q (memory, host, git)", name)
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git, grep)", name)
 		}
 		if i > 0 {
 			fmt.Println()

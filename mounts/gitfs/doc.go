@@ -58,7 +58,7 @@
 // "eager": at Open; "off": never), with the files read straight from the
 // object store, not through the blob cache, pausing while a scan reads
 // the mount so as not to slow it; until it is there, searches scan. It is
-// published to CacheDir/index/<tree id>.v1.idx (a temporary file renamed
+// published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
 // into place, so concurrent daemons indexing one tree are harmless), and
 // every later mount of a commit with that tree reads it, checked whole
 // (CRC-32C, structure, tree id), on its first search. A file that fails

@@ -67,7 +67,7 @@ func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 }
 
 // file is the index's file name: the tree id and the format's version.
-func (s *searcher) file() string { return plumbing.Hash(s.key).String() + ".v1.idx" }
+func (s *searcher) file() string { return plumbing.Hash(s.key).String() + ".v2.idx" }
 
 // Candidates names the files at or below dir that may hold a match of re
 // (mounts.SearchFS), from the index of the tree. Until the index is
@@ -86,7 +86,7 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	if ix == nil {
 		return nil, false, nil
 	}
-	ids, all, err := ix.Candidates(codeindex.Query(re))
+	ids, all, err := ix.Candidates(codeindex.Query(re), codeindex.Literals(re))
 	if err != nil {
 		// A bad posting list past the checksum: not to be trusted.
 		f.search.drop(ix, err)
@@ -203,6 +203,7 @@ type indexed struct {
 // scanning.
 func (s *searcher) build() {
 	defer s.wg.Done()
+	start := time.Now()
 	ix, data, err := s.make()
 	s.mu.Lock()
 	if err == nil {
@@ -214,7 +215,12 @@ func (s *searcher) build() {
 		if !errors.Is(err, errStopped) {
 			s.f.logOnce("indexbuild:"+s.file(), "gitfs: cannot build the search index; searches scan", "err", unwrapPath(err))
 		}
-	case s.dir != "":
+	default:
+		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
+			"scanned", ix.Scanned(), "bytes", len(data), "took", time.Since(start).Round(time.Microsecond))
+		if s.dir == "" {
+			break
+		}
 		if err := codeindex.Publish(s.dir, s.file(), data); err != nil {
 			s.f.logOnce("indexsave:"+s.file(), "gitfs: cannot save the search index; it is kept in memory", "err", unwrapPath(err))
 		}

@@ -29,13 +29,14 @@
 // before it, checked by [Open] before anything is used; a file that fails
 // any check is refused with [ErrCorrupt].
 //
-//	header   magic "VFSCIDX1", key length u32, key, nfiles u32, nscan u32,
+//	header   magic "VFSCIDX2", key length u32, key, nfiles u32, nscan u32,
 //	         ntri u32, offsets (u64) of names, scan, trigrams, postings
 //	names    nfiles × (uvarint length, bytes), in id order
 //	scan     nscan × uvarint delta of ids
 //	trigrams ntri × (trigram u32, postings offset u32, count u32), sorted
-//	postings per trigram: count × uvarint delta of (id+1)
-//	trailer  CRC-32C u32 of all of the above, magic "VFSCEND1"
+//	postings per trigram: count × uvarint (delta of (id+1)) << 4 | follow
+//	         mask (see followBit)
+//	trailer  CRC-32C u32 of all of the above, magic "VFSCEND2"
 package codeindex
 
 import (
@@ -50,18 +51,48 @@ import (
 const MaxFileSize = 8 << 20
 
 const (
-	magic    = "VFSCIDX1"
-	endMagic = "VFSCEND1"
+	magic    = "VFSCIDX2"
+	endMagic = "VFSCEND2"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// plist is one trigram's posting list in a shard: deltas of id+1, the
-// first from 0.
+// plist is one trigram's posting list in a shard: entries of the delta
+// of id+1 (the first from 0) and the file's follow mask, the last entry
+// pending until the next file or the end.
 type plist struct {
 	last  uint32 // id+1 of the last file added
+	delta uint32 // the pending entry's delta
+	mask  uint8  // the pending entry's follow mask
 	count uint32
 	buf   []byte
+}
+
+// entry is one posting: the delta of id+1 and the follow mask, in one
+// uvarint.
+func entry(delta uint32, mask uint8) uint64 { return uint64(delta)<<maskBits | uint64(mask) }
+
+// maskBits is the width of a posting's follow mask: bit followBit(c) is set
+// when the trigram is followed by byte c somewhere in the file, which lets
+// a literal's consecutive trigrams be checked for adjacency (a four-byte
+// window, up to the mask's collisions).
+const maskBits = 4
+
+func followBit(c byte) uint8 {
+	// Whitespace follows most trigrams (word ends): a bucket of its own,
+	// so that it does not stand in for a letter or a digit.
+	if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+		return 1
+	}
+	return 2 << ((c ^ c>>3) % 3)
+}
+
+// flush writes the pending entry.
+func (l *plist) flush() {
+	if l.last != 0 && l.delta != 0 {
+		l.buf = binary.AppendUvarint(l.buf, entry(l.delta, l.mask))
+		l.delta = 0
+	}
 }
 
 // shard indexes a contiguous range of ids; one goroutine adds to it.
@@ -120,8 +151,12 @@ func (b *Builder) Add(k, id int, data []byte) {
 	}
 	tag := uint32(id) + 1
 	tri := uint32(data[0])<<8 | uint32(data[1])
-	for _, c := range data[2:] {
-		tri = (tri<<8 | uint32(c)) & (1<<24 - 1)
+	for i := 2; i < len(data); i++ {
+		tri = (tri<<8 | uint32(data[i])) & (1<<24 - 1)
+		var bit uint8
+		if i+1 < len(data) {
+			bit = followBit(data[i+1])
+		}
 		page := s.top[tri>>8]
 		if page == nil {
 			page = new([256]int32)
@@ -135,9 +170,11 @@ func (b *Builder) Add(k, id int, data []byte) {
 		}
 		l := &s.lists[slot-1]
 		if l.last == tag {
+			l.mask |= bit
 			continue
 		}
-		l.buf = binary.AppendUvarint(l.buf, uint64(tag-l.last))
+		l.flush()
+		l.delta, l.mask = tag-l.last, bit
 		l.last = tag
 		l.count++
 	}
@@ -181,6 +218,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 	cw := &countingWriter{w: w}
 	le := binary.LittleEndian
+	for _, s := range b.shards {
+		for i := range s.lists {
+			s.lists[i].flush()
+		}
+	}
 
 	// Names and the scan list, in memory: small next to the postings.
 	var names []byte
@@ -238,7 +280,7 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 			}
 			l := &s.lists[p[tri&0xff]-1]
 			first, n := binary.Uvarint(l.buf)
-			size += uint32(uvarintLen(first-uint64(prev)) + len(l.buf) - n)
+			size += uint32(uvarintLen(rebase(first, prev)) + len(l.buf) - n)
 			prev = l.last
 		}
 		return size
@@ -290,7 +332,7 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 			}
 			l := &s.lists[p[t&0xff]-1]
 			first, n := binary.Uvarint(l.buf)
-			out = binary.AppendUvarint(out, first-uint64(prev))
+			out = binary.AppendUvarint(out, rebase(first, prev))
 			out = append(out, l.buf[n:]...)
 			prev = l.last
 		}
@@ -299,6 +341,13 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 	trailer := le.AppendUint32(nil, cw.crc)
 	cw.Write(append(trailer, endMagic...))
 	return cw.err
+}
+
+// rebase re-encodes a shard's first entry (its delta from 0) as the delta
+// from prev, the previous shard's last id+1.
+func rebase(first uint64, prev uint32) uint64 {
+	abs := uint32(first >> maskBits)
+	return entry(abs-prev, uint8(first&(1<<maskBits-1)))
 }
 
 func uvarintLen(v uint64) int {

@@ -88,7 +88,7 @@ func TestNoMissedMatch(t *testing.T) {
 		require.NoError(t, err, pat)
 		sre, err := syntax.Parse(pat, syntax.Perl)
 		require.NoError(t, err)
-		ids, all, err := ix.Candidates(Query(sre))
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
 		require.NoError(t, err)
 		if all {
 			continue
@@ -129,7 +129,7 @@ func TestNarrows(t *testing.T) {
 	} {
 		sre, err := syntax.Parse(c.pat, syntax.Perl)
 		require.NoError(t, err)
-		ids, all, err := ix.Candidates(Query(sre))
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
 		require.NoError(t, err)
 		if c.pat == "\\x{FFFD}" {
 			// U+FFFD is three bytes: the invalid bytes of file 4 are it.
@@ -143,7 +143,7 @@ func TestNarrows(t *testing.T) {
 	for _, pat := range []string{".", "[a-z]", "a", "x*", "\\w+"} {
 		sre, err := syntax.Parse(pat, syntax.Perl)
 		require.NoError(t, err)
-		_, all, err := ix.Candidates(Query(sre))
+		_, all, err := ix.Candidates(Query(sre), Literals(sre))
 		require.NoError(t, err)
 		assert.True(t, all, "%q cannot narrow", pat)
 	}
@@ -230,4 +230,37 @@ func TestPublishFailure(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, ents, 1, "the temporary file is removed")
+}
+
+// TestLiteralsNarrowPastTrigrams: a file with every trigram of a literal,
+// but not adjacent, is left out by the follow masks.
+func TestLiteralsNarrowPastTrigrams(t *testing.T) {
+	// A filler whose follow bit is neither d's nor D's.
+	filler := byte('e')
+	for ; followBit(filler)&(followBit('d')|followBit('D')) != 0; filler++ {
+	}
+	ix := build(t, [][]byte{[]byte("abc" + string(filler) + "bcd"), []byte("xabcdx"), []byte("ABCD")}, 1)
+	for _, c := range []struct {
+		pat  string
+		want []uint32
+	}{
+		{"abcd", []uint32{1}},
+		{"(?i)abcd", []uint32{1, 2}},
+		{"a[b]c[d-d]", []uint32{1}},
+		{"(abcd)+", []uint32{0, 1}}, // a repeat: trigrams only
+	} {
+		sre, err := syntax.Parse(c.pat, syntax.Perl)
+		require.NoError(t, err)
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
+		require.NoError(t, err)
+		assert.False(t, all, c.pat)
+		assert.Equal(t, c.want, ids, c.pat)
+	}
+	sre, err := syntax.Parse("(?i)kiss", syntax.Perl)
+	require.NoError(t, err)
+	assert.Empty(t, Literals(sre), "k and s fold to non-ASCII runes: no bytes to spell them")
+	sre, err = syntax.Parse("(?i)IDENT4242", syntax.Perl)
+	require.NoError(t, err)
+	require.Len(t, Literals(sre), 1)
+	assert.Len(t, Literals(sre)[0], 9)
 }

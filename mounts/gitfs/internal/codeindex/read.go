@@ -131,33 +131,50 @@ func parse(data, key []byte) (*Index, error) {
 // postings returns the ids of the files holding trigram t, decoded and
 // checked against the file count (a bad list is an error, not a guess).
 func (ix *Index) postings(t uint32) ([]uint32, error) {
+	ids, _, err := ix.postingsMasks(t, false)
+	return ids, err
+}
+
+// postingsMasks is postings with each file's follow mask when masks.
+func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) {
 	le := binary.LittleEndian
 	n := len(ix.tris) / 12
 	i := sort.Search(n, func(i int) bool { return le.Uint32(ix.tris[12*i:]) >= t })
 	if i == n || le.Uint32(ix.tris[12*i:]) != t {
-		return nil, nil
+		return nil, nil, nil
 	}
 	off, count := le.Uint32(ix.tris[12*i+4:]), le.Uint32(ix.tris[12*i+8:])
 	end := uint32(len(ix.post))
 	if i+1 < n {
 		end = le.Uint32(ix.tris[12*(i+1)+4:])
 	}
+	if off > end {
+		return nil, nil, corrupt("bad postings")
+	}
 	b := ix.post[off:end]
 	out := make([]uint32, 0, min(int(count), len(b)))
+	var ms []uint8
+	if masks {
+		ms = make([]uint8, 0, cap(out))
+	}
 	tag := uint64(0)
 	for range count {
-		d, m := binary.Uvarint(b)
+		e, m := binary.Uvarint(b)
+		d := e >> maskBits
 		if m <= 0 || d == 0 {
-			return nil, corrupt("bad postings")
+			return nil, nil, corrupt("bad postings")
 		}
 		tag += d
 		if tag > uint64(len(ix.names)) {
-			return nil, corrupt("bad postings")
+			return nil, nil, corrupt("bad postings")
 		}
 		out = append(out, uint32(tag-1))
+		if masks {
+			ms = append(ms, uint8(e&(1<<maskBits-1)))
+		}
 		b = b[m:]
 	}
-	return out, nil
+	return out, ms, nil
 }
 
 // Query analyses re (as regexp/syntax parsed it, with the flags it is
@@ -165,15 +182,71 @@ func (ix *Index) postings(t uint32) ([]uint32, error) {
 func Query(re *syntax.Regexp) *index.Query { return index.RegexpQuery(re) }
 
 // Candidates returns the ids, ascending, of the files that may hold a match
-// of q: those whose trigrams satisfy q and every file the index does not
-// hold. all reports that q cannot narrow the search (every file is a
-// candidate); ids is then nil.
-func (ix *Index) Candidates(q *index.Query) (ids []uint32, all bool, err error) {
+// of q and of every literal in lits (see [Literals]): those whose trigrams
+// satisfy q and whose trigrams of each literal are followed by its next
+// bytes, and every file the index does not hold. all reports that
+// neither can narrow the search (every file is a candidate); ids is then
+// nil.
+func (ix *Index) Candidates(q *index.Query, lits []Literal) (ids []uint32, all bool, err error) {
 	ids, all, err = ix.eval(q)
-	if err != nil || all {
-		return nil, all, err
+	if err != nil {
+		return nil, false, err
+	}
+	for _, l := range lits {
+		if all || len(ids) > 0 {
+			if ids, all, err = ix.narrow(ids, all, l); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	if all {
+		return nil, true, nil
 	}
 	return union(ids, ix.scan), false, nil
+}
+
+// maxVariants bounds the byte strings a literal's window stands for.
+const maxVariants = 64
+
+// narrow keeps of ids (every file when all) those where each trigram of
+// the literal l is followed by one of l's next bytes.
+func (ix *Index) narrow(ids []uint32, all bool, l Literal) ([]uint32, bool, error) {
+	for i := 0; i+3 < len(l); i++ {
+		if len(l[i])*len(l[i+1])*len(l[i+2]) > maxVariants {
+			continue
+		}
+		var want uint8
+		for _, c := range l[i+3] {
+			want |= followBit(c)
+		}
+		var keep []uint32
+		for _, a := range l[i] {
+			for _, b := range l[i+1] {
+				for _, c := range l[i+2] {
+					got, masks, err := ix.postingsMasks(uint32(a)<<16|uint32(b)<<8|uint32(c), true)
+					if err != nil {
+						return nil, false, err
+					}
+					var sel []uint32
+					for j, id := range got {
+						if masks[j]&want != 0 {
+							sel = append(sel, id)
+						}
+					}
+					keep = union(keep, sel)
+				}
+			}
+		}
+		if all {
+			ids, all = keep, false
+		} else {
+			ids = intersect(ids, keep)
+		}
+		if len(ids) == 0 {
+			return nil, false, nil
+		}
+	}
+	return ids, all, nil
 }
 
 func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {

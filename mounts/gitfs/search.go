@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -51,8 +52,12 @@ type searcher struct {
 	failed   bool          // a build failed: searches scan for the life of the mount
 	built    chan struct{} // closed when the build under way ends
 	stop     chan struct{} // closed by close
-	wg       sync.WaitGroup
-	closed   bool
+	// quietUntil (Unix nanoseconds) is when the scan of a search that
+	// could not narrow may have started reading files: until then, or
+	// while a scan reads the mount, the build waits.
+	quietUntil atomic.Int64
+	wg         sync.WaitGroup
+	closed     bool
 }
 
 func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
@@ -84,6 +89,8 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	}
 	ix := f.search.index()
 	if ix == nil {
+		// The caller scans now: the build keeps out of its way.
+		f.search.quietUntil.Store(time.Now().Add(scanWindow).UnixNano())
 		return nil, false, nil
 	}
 	ids, all, err := ix.Candidates(codeindex.Query(re), codeindex.Literals(re))
@@ -308,7 +315,7 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	lo, hi := b.Range(k)
 	var buf []byte
 	for id := lo; id < hi; id++ {
-		for s.f.walk.scanning() {
+		for s.f.walk.scanning() || time.Now().UnixNano() < s.quietUntil.Load() {
 			select {
 			case <-s.stop:
 				return errStopped

@@ -269,8 +269,11 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 	if err := b.WriteTo(&buf, s.key); err != nil {
 		return nil, nil, err
 	}
-	ix, err := codeindex.Parse(buf.Bytes(), s.key)
-	return ix, buf.Bytes(), err
+	// A copy of the exact size: the buffer grew by doubling, and the
+	// index is held for the life of the mount.
+	data := bytes.Clone(buf.Bytes())
+	ix, err := codeindex.Parse(data, s.key)
+	return ix, data, err
 }
 
 // list appends the regular files below tree h, in walk order (the

@@ -115,11 +115,10 @@ func runGrep(o *options, bin string, verbose bool) error {
 	spec := "type=git,src=" + repo + ",rev=" + sha + ",dst=/repo"
 
 	type row struct {
-		name        string
-		vfs, base   float64
-		unit        string
-		target      float64
-		vfsV, baseV string
+		name      string
+		vfs, base float64
+		unit      string
+		target    float64 // 0: reported, not a target
 	}
 	var rows []row
 	best := func(dst *float64, v float64) {
@@ -177,6 +176,19 @@ func runGrep(o *options, bin string, verbose bool) error {
 		return err
 	}
 	rows = append(rows, row{name: "index build (vs one rg -l, literal)", vfs: ms(took), base: rgLiteral, unit: "ms", target: 3})
+	// What decoding the tree costs git itself: the floor under a build
+	// from git objects, reported, not a target.
+	var archive float64
+	for range o.reps {
+		cmd := exec.Command("git", "-C", repo, "archive", sha)
+		cmd.Stdout = io.Discard
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("git archive: %w", err)
+		}
+		best(&archive, ms(time.Since(t0)))
+	}
+	rows = append(rows, row{name: "index build (vs git archive > /dev/null)", vfs: ms(took), base: archive, unit: "ms"})
 	rows = append(rows, row{name: "index size (vs the tree's bytes)", vfs: idxBytes / 1e6, base: float64(treeBytes) / 1e6, unit: "MB", target: 0.3})
 
 	// The first grep of a fresh daemon: with the index starting (lazy,
@@ -213,7 +225,9 @@ func runGrep(o *options, bin string, verbose bool) error {
 	for _, r := range rows {
 		ratio := r.vfs / r.base
 		cell := fmt.Sprintf("%.3f (target <= %.2f)", ratio, r.target)
-		if ratio > r.target {
+		if r.target == 0 {
+			cell = fmt.Sprintf("%.3f (report)", ratio)
+		} else if ratio > r.target {
 			cell += " MISSED"
 			failed = append(failed, r.name)
 		}

@@ -177,3 +177,29 @@ func TestIndexCannotBeSaved(t *testing.T) {
 	_, ok = candidates(t, off, ".", "Hello")
 	assert.False(t, ok, "index=off never narrows")
 }
+
+// TestConcurrentBuildersShareTheIndex: mounts of one tree building its
+// index at once into one cache directory (two daemons) publish whole
+// files; a later mount reads one, warm, and answers right.
+func TestConcurrentBuildersShareTheIndex(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	var fss []*FS
+	for range 4 {
+		fss = append(fss, openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager}))
+	}
+	for _, f := range fss {
+		ready, err := f.WaitIndex(context.Background())
+		require.NoError(t, err)
+		require.True(t, ready)
+	}
+	ents, err := os.ReadDir(filepath.Join(cache, "index"))
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "one index, no temporary file left")
+	var logs logBuffer
+	g := openFS(t, Options{Src: dir, CacheDir: cache, Logger: newLogger(&logs)})
+	got, ok := candidates(t, g, ".", "(?i)hello")
+	assert.True(t, ok, "warm")
+	assert.Equal(t, scanMatches(t, g, ".", "(?i)hello"), got)
+	assert.NotContains(t, logs.String(), "ignored")
+}

@@ -504,6 +504,9 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 		// Every line match is a buffer match: no buffer match, no line.
 		return grepResult{}
 	}
+	if q.mode == "files" && !q.multiline {
+		return grepResult{count: q.anyLine(data)}
+	}
 	var matched []int // 0-based line numbers, ascending, distinct
 	starts := lineStarts(data)
 	lineOf := func(off int) int { return sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1 }
@@ -588,6 +591,35 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 		last = max(last, hi)
 	}
 	return r
+}
+
+// anyLine is 1 if a line of data matches, else 0: the loop of search for
+// one line, with each line's bounds found around the buffer match rather
+// than from every line start of the file (files mode stops at the first).
+func (q *grepQuery) anyLine(data []byte) int {
+	for off := 0; off <= len(data); {
+		loc := q.re.FindIndex(data[off:])
+		if loc == nil {
+			return 0
+		}
+		at := off + loc[0]
+		start := bytes.LastIndexByte(data[:at], '\n') + 1
+		if start == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
+			return 0 // the empty tail after a final newline is not a line
+		}
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		if q.re.Match(data[start:end]) {
+			return 1
+		}
+		if end == len(data) {
+			return 0
+		}
+		off = end + 1
+	}
+	return 0
 }
 
 func lineStarts(data []byte) []int {

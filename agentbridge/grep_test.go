@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -216,4 +217,25 @@ func TestRequiredFoldLiteral(t *testing.T) {
 	assert.False(t, containsFold([]byte("ident424 ident4243"), []byte("ident4242")))
 	assert.True(t, containsFold([]byte("xHELLO"), []byte("hello")))
 	assert.False(t, containsFold([]byte("hell"), []byte("hello")))
+}
+
+// TestAnyLineIsSearch: files mode's one-line check agrees with the full
+// search on random texts, final newlines and empty lines included.
+func TestAnyLineIsSearch(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 9))
+	pieces := []string{"a", "b", "\n", "\n\n", " ", "ab", "\r\n"}
+	for _, pat := range []string{"a", "^$", "a$", "^b", "\\s+", "a\\s*b", "\\n", "b\\na", "^", "$", "(?s)a.b"} {
+		re, err := regexp.Compile("(?m)" + pat)
+		require.NoError(t, err)
+		for range 300 {
+			var b strings.Builder
+			for range rnd.IntN(8) {
+				b.WriteString(pieces[rnd.IntN(len(pieces))])
+			}
+			data := []byte(b.String())
+			full := (&grepQuery{re: re, mode: "count"}).search("f", data)
+			files := (&grepQuery{re: re, mode: "files"}).search("f", data)
+			assert.Equalf(t, full.count > 0, files.count > 0, "%q in %q", pat, data)
+		}
+	}
 }

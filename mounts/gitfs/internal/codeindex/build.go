@@ -34,7 +34,7 @@
 //	names    nfiles × (uvarint length, bytes), in id order
 //	scan     nscan × uvarint delta of ids
 //	trigrams ntri × (trigram u32, postings offset u32, count u32), sorted
-//	postings per trigram: count × uvarint (delta of (id+1)) << 4 | follow
+//	postings per trigram: count × uvarint (delta of (id+1)) << 6 | follow
 //	         mask (see followBit)
 //	trailer  CRC-32C u32 of all of the above, magic "VFSCEND2"
 package codeindex
@@ -76,7 +76,7 @@ func entry(delta uint32, mask uint8) uint64 { return uint64(delta)<<maskBits | u
 // when the trigram is followed by byte c somewhere in the file, which lets
 // a literal's consecutive trigrams be checked for adjacency (a four-byte
 // window, up to the mask's collisions).
-const maskBits = 4
+const maskBits = 6
 
 func followBit(c byte) uint8 {
 	// Whitespace follows most trigrams (word ends): a bucket of its own,
@@ -84,7 +84,7 @@ func followBit(c byte) uint8 {
 	if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 		return 1
 	}
-	return 2 << ((c ^ c>>3) % 3)
+	return 2 << ((c ^ c>>3) % (maskBits - 1))
 }
 
 // flush writes the pending entry.

@@ -168,13 +168,11 @@ func (s *searcher) wait() {
 }
 
 // WaitIndex starts the search index (as the first search does) and waits
-// until it is served, or known not to be: it reports whether searches
-// narrow from now on. For tests and benchmarks, and for a caller that
-// would rather wait than scan.
+// until a build under way has ended, saved to the cache directory or not:
+// it reports whether searches narrow from now on. For tests and
+// benchmarks, and for a caller that would rather wait than scan.
 func (f *FS) WaitIndex(ctx context.Context) (bool, error) {
-	if f.search.index() != nil {
-		return true, nil
-	}
+	f.search.index()
 	done := make(chan struct{})
 	go func() {
 		f.search.wait()

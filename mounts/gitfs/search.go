@@ -50,6 +50,7 @@ type searcher struct {
 	ix       *codeindex.Index
 	building bool
 	failed   bool          // a build failed: searches scan for the life of the mount
+	started  bool          // a build was started once
 	built    chan struct{} // closed when the build under way ends
 	stop     chan struct{} // closed by close
 	// quietUntil (Unix nanoseconds) is when the scan of a search that
@@ -89,8 +90,6 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	}
 	ix := f.search.index()
 	if ix == nil {
-		// The caller scans now: the build keeps out of its way.
-		f.search.quietUntil.Store(time.Now().Add(scanWindow).UnixNano())
 		return nil, false, nil
 	}
 	ids, all, err := ix.Candidates(codeindex.Query(re), codeindex.Literals(re))
@@ -136,6 +135,12 @@ func (s *searcher) index() *codeindex.Index {
 			s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", unwrapPath(err))
 		}
 	}
+	if s.mode != IndexEager || s.started {
+		// A search starts it, and scans now: the build keeps out of
+		// its way until the scan reads (and then while it reads).
+		s.quietUntil.Store(time.Now().Add(scanWindow).UnixNano())
+	}
+	s.started = true
 	s.building = true
 	s.built = make(chan struct{})
 	s.wg.Add(1)
@@ -241,6 +246,9 @@ var errStopped = errors.New("mount closed")
 
 // make reads every file of the tree and indexes it.
 func (s *searcher) make() (*codeindex.Index, []byte, error) {
+	if err := s.pause(); err != nil {
+		return nil, nil, err
+	}
 	var files []indexed
 	if err := s.list(s.f.root.hash, "", &files); err != nil {
 		return nil, nil, err
@@ -316,15 +324,8 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	lo, hi := b.Range(k)
 	var buf []byte
 	for id := lo; id < hi; id++ {
-		for s.f.walk.scanning() || time.Now().UnixNano() < s.quietUntil.Load() {
-			select {
-			case <-s.stop:
-				return errStopped
-			case <-time.After(scanPause):
-			}
-		}
-		if s.stopped() {
-			return errStopped
+		if err := s.pause(); err != nil {
+			return err
 		}
 		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)
 		if err != nil || size > codeindex.MaxFileSize {
@@ -345,6 +346,22 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 			continue
 		}
 		b.Add(k, id, buf)
+	}
+	return nil
+}
+
+// pause waits while a scan reads the mount, or may be about to; it fails
+// once the mount closes.
+func (s *searcher) pause() error {
+	for s.f.walk.scanning() || time.Now().UnixNano() < s.quietUntil.Load() {
+		select {
+		case <-s.stop:
+			return errStopped
+		case <-time.After(scanPause):
+		}
+	}
+	if s.stopped() {
+		return errStopped
 	}
 	return nil
 }

@@ -179,10 +179,14 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 	}
 	var files []grepFile
 	if attr.IsDir() {
+		// The mounts that can name the files that may match replace
+		// their part of the walk: all of it, or those mounted below.
+		narrow := func(dir string) ([]grepFile, bool) {
+			return w.grepCandidates(ctx, dir, real, p.name, flags+pattern, filter, noIgnore)
+		}
 		var narrowed bool
-		files, narrowed = w.grepCandidates(ctx, real, p.name, flags+pattern, filter, noIgnore)
-		if !narrowed {
-			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		if files, narrowed = narrow(real); !narrowed {
+			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore, narrow)
 		}
 		if err != nil {
 			return "", w.explain(ctx, "grep", p, err)
@@ -289,8 +293,9 @@ func (f *fileFilter) match(base, rel string) bool {
 
 // grepFiles lists the regular files below root in ripgrep's order,
 // honouring .gitignore files inside mounts whose description says so
-// (host mounts) unless noIgnore.
-func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
+// (host mounts) unless noIgnore. A mount point the walk enters is given to
+// narrow, when not nil: what it lists when it can stands for the walk below.
+func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool, narrow func(dir string) ([]grepFile, bool)) ([]grepFile, error) {
 	var files []grepFile
 	// scopes holds the ignore rules in force in each directory walked,
 	// each made from its parent's when the walk reaches it.
@@ -326,6 +331,12 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		}
 		switch {
 		case e.Type.IsDir():
+			if _, isMount := w.mountAt(name); isMount && narrow != nil {
+				if more, ok := narrow(name); ok {
+					files = append(files, more...)
+					return fs.SkipDir
+				}
+			}
 			enter(name, s.ps)
 		case e.Type.IsRegular():
 			if filter.match(e.Name, rel) {
@@ -339,17 +350,22 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 	return files, err
 }
 
-// grepCandidates lists the files grepFiles would, narrowed to those the
-// mounts below root say may match pattern (mounts.Candidates: an index of
-// an immutable tree); each is still searched with the real regexp, so the
-// result is the scan's. ok is false when the mounts cannot narrow, or when
-// .gitignore files would apply (the walk decides those): grep then scans.
-func (w *Workspace) grepCandidates(ctx context.Context, root, shownRoot, pattern string, filter *fileFilter, noIgnore bool) (files []grepFile, ok bool) {
+// grepCandidates lists the files grepFiles would below dir (root, or a
+// mount point below it), narrowed to those the mounts say may match
+// pattern (mounts.Candidates: an index of an immutable tree); each is
+// still searched with the real regexp, so the result is the scan's. ok is
+// false when the mounts cannot narrow, or when .gitignore files would
+// apply (the walk decides those): grep then walks.
+func (w *Workspace) grepCandidates(ctx context.Context, dir, root, shownRoot, pattern string, filter *fileFilter, noIgnore bool) (files []grepFile, ok bool) {
 	if !noIgnore {
-		p := mounts.PathOf(root)
+		// The ignore files of the mount serving dir, and of those below:
+		// a mount point starts afresh (grepFiles).
+		if m, _ := w.mountFor(dir); m.IgnoreFiles {
+			return nil, false
+		}
+		p := mounts.PathOf(dir)
 		for _, m := range w.mounts {
-			covers := m.Prefix == "/" || p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/")
-			if m.IgnoreFiles && (covers || p == "/" || strings.HasPrefix(m.Prefix, p+"/")) {
+			if m.IgnoreFiles && (p == "/" || strings.HasPrefix(m.Prefix, p+"/")) {
 				return nil, false
 			}
 		}
@@ -358,7 +374,7 @@ func (w *Workspace) grepCandidates(ctx context.Context, root, shownRoot, pattern
 	if err != nil {
 		return nil, false
 	}
-	names, complete, err := mounts.Candidates(ctx, w.fsys, root, re)
+	names, complete, err := mounts.Candidates(ctx, w.fsys, dir, re)
 	if err != nil || !complete {
 		return nil, false
 	}

@@ -88,73 +88,143 @@ type grepResult struct {
 
 // grepHit is a file with at least one match.
 type grepHit struct {
+	name  string // FS name
 	shown string
 	r     grepResult
 }
 
+// grepRun is one search done: the hits in ripgrep's (path) order and the
+// paging the caller asked for, for each dialect to lay out.
+type grepRun struct {
+	q          grepQuery
+	hits       []grepHit
+	head, skip int
+}
+
 func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
-	pattern, err := a.str("pattern", true)
+	g, err := w.grepSearch(ctx, a, "files")
 	if err != nil {
 		return "", err
 	}
-	p, err := a.path("grep", "path", false, "/")
+	return grepText(a, g)
+}
+
+// grepText is the canonical layout of a search: paths, path:count, or
+// ripgrep's content lines, paged by offset and headLimit.
+func grepText(a *args, g *grepRun) (string, error) {
+	var out []string
+	for _, h := range g.hits {
+		switch g.q.mode {
+		case "files":
+			out = append(out, h.shown)
+		case "count":
+			out = append(out, h.shown+":"+strconv.Itoa(h.r.count))
+		case "content":
+			if (g.q.before > 0 || g.q.after > 0) && len(out) > 0 {
+				out = append(out, "--")
+			}
+			out = append(out, h.r.lines...)
+		}
+	}
+	if len(out) == 0 {
+		return "No matches found", nil
+	}
+	if g.skip >= len(out) {
+		return "", fmt.Errorf("%s: offset %d is past the end of the output (%d lines)", a.tool, g.skip, len(out))
+	}
+	out = out[g.skip:]
+	more := 0
+	if g.head > 0 && len(out) > g.head {
+		more = len(out) - g.head
+		out = out[:g.head]
+	}
+	text := strings.Join(out, "\n") + "\n"
+	if more > 0 {
+		text += fmt.Sprintf("… %d more lines; %s\n", more, callWith(a, VerbGrep, "offset", g.skip+g.head, "narrow the pattern, path or glob"))
+	}
+	return text, nil
+}
+
+// callWith is the hint that tells the caller how to go on: "call TOOL with
+// ARG=N" in the caller's dialect, or other when its tool has no such
+// argument.
+func callWith(a *args, verb, key string, n int, other string) string {
+	ctx := context.Background()
+	if a.dialect != nil {
+		ctx = withDialect(ctx, a.dialect)
+	}
+	tool, arg, ok := argName(ctx, verb, key)
+	if !ok {
+		return other
+	}
+	return fmt.Sprintf("call %s with %s=%d", tool, arg, n)
+}
+
+// grepSearch decodes grep's arguments and searches; defMode is the output
+// mode when none is given.
+func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*grepRun, error) {
+	pattern, err := a.str("pattern", true)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	p, err := a.path(a.tool, "path", false, "/")
+	if err != nil {
+		return nil, err
 	}
 	var q grepQuery
 	if q.mode, err = a.str("outputMode", false); err != nil {
-		return "", err
+		return nil, err
 	}
 	switch q.mode {
 	case "":
-		q.mode = "files"
+		q.mode = defMode
 	case "content", "files", "count":
 	default:
-		return "", a.errf("argument %q must be content, files or count, got %q", a.key("outputMode"), q.mode)
+		return nil, a.errf("argument %q must be content, files_with_matches or count, got %q", a.key("outputMode"), q.mode)
 	}
 	fold, err := a.boolean("caseInsensitive", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.lineNumbers, err = a.boolean("lineNumbers", true); err != nil {
-		return "", err
+		return nil, err
 	}
 	ctxLines, err := a.integer("context", 0, 0, grepMaxContext)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.before, err = a.integer("before", ctxLines, 0, grepMaxContext); err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.after, err = a.integer("after", ctxLines, 0, grepMaxContext); err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.multiline, err = a.boolean("multiline", false); err != nil {
-		return "", err
+		return nil, err
 	}
 	head, err := a.integer("headLimit", grepDefaultHead, 0, maxInt)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	skip, err := a.integer("offset", 0, 0, maxInt)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	noIgnore, err := a.boolean("noIgnore", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	glob, err := a.str("glob", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	typ, err := a.str("type", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	filter, err := newFileFilter(glob, typ)
 	if err != nil {
-		return "", a.errf("%v", err)
+		return nil, a.errf("%v", err)
 	}
 	// Lines are the unit, as in ripgrep: ^ and $ match at line
 	// boundaries; multiline lets . cross them too.
@@ -166,7 +236,7 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 		flags += "(?s)"
 	}
 	if q.re, err = regexp.Compile(flags + pattern); err != nil {
-		return "", fmt.Errorf("grep: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return nil, fmt.Errorf("%s: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", a.tool, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	q.literal = requiredLiteral(flags + pattern)
 	if q.literal == nil {
@@ -175,7 +245,7 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
-		return "", w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	var files []grepFile
 	if attr.IsDir() {
@@ -189,50 +259,20 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore, narrow)
 		}
 		if err != nil {
-			return "", w.explain(ctx, "grep", p, err)
+			return nil, w.explain(ctx, a.tool, p, err)
 		}
 	} else if mounts.IsSpecial(attr.Mode) {
 		// Never opened: a FIFO would wait for a writer.
-		return "", notRegular("grep", p, attr.Mode)
+		return nil, notRegular(a.tool, p, attr.Mode)
 	} else {
 		files = []grepFile{{name: real, shown: p.abs()}}
 	}
 	hits, err := w.searchAll(ctx, files, &q)
 	if err != nil {
-		return "", w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 
-	var out []string
-	for _, h := range hits {
-		switch q.mode {
-		case "files":
-			out = append(out, h.shown)
-		case "count":
-			out = append(out, h.shown+":"+strconv.Itoa(h.r.count))
-		case "content":
-			if (q.before > 0 || q.after > 0) && len(out) > 0 {
-				out = append(out, "--")
-			}
-			out = append(out, h.r.lines...)
-		}
-	}
-	if len(out) == 0 {
-		return "No matches found", nil
-	}
-	if skip >= len(out) {
-		return "", fmt.Errorf("grep: offset %d is past the end of the output (%d lines)", skip, len(out))
-	}
-	out = out[skip:]
-	more := 0
-	if head > 0 && len(out) > head {
-		more = len(out) - head
-		out = out[:head]
-	}
-	text := strings.Join(out, "\n") + "\n"
-	if more > 0 {
-		text += fmt.Sprintf("… %d more lines; call grep with offset=%d\n", more, skip+head)
-	}
-	return text, nil
+	return &grepRun{q: q, hits: hits, head: head, skip: skip}, nil
 }
 
 // fileFilter selects files by glob (ripgrep -g: a glob without "/"
@@ -466,7 +506,7 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 	var hits []grepHit
 	for i, r := range results {
 		if r.count > 0 {
-			hits = append(hits, grepHit{shown: files[i].shown, r: r})
+			hits = append(hits, grepHit{name: files[i].name, shown: files[i].shown, r: r})
 		}
 	}
 	return hits, firstErr

@@ -45,7 +45,7 @@ func TestGrep(t *testing.T) {
 		args obj
 		want string
 	}{
-		{"files mode default, hidden searched, .git and binary skipped", obj{"pattern": "Foo", "path": "/repo"},
+		{"files mode, hidden searched, .git and binary skipped", obj{"pattern": "Foo", "path": "/repo"},
 			"/repo/.hidden.go\n/repo/a.go\n/repo/sub/c.go\n"},
 		{"count", obj{"pattern": "Foo", "path": "/repo", "outputMode": "count"},
 			"/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\n"},
@@ -74,22 +74,53 @@ func TestGrep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ok(t, w, "grep", tc.args))
+			// The fixture's files are made in map order, so their
+			// mtimes (the default order) are not known: sort by path.
+			args := obj{"sort": "path", "sortAscending": true, "outputMode": "files_with_matches"}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			assert.Equal(t, tc.want, ok(t, w, "grep", args))
 		})
 	}
+	t.Run("cursor defaults: content, newest file first, sort and sortAscending", func(t *testing.T) {
+		w := fixture(t, nil, Options{})
+		for _, f := range []string{"b.txt", "a.txt", "c.txt"} { // made in this order
+			ok(t, w, "write", obj{"path": "/memory/" + f, "fileText": "x\nhit " + f + "\n"})
+		}
+		assert.Equal(t, "/memory/c.txt:2:hit c.txt\n/memory/a.txt:2:hit a.txt\n/memory/b.txt:2:hit b.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory"}))
+		assert.Equal(t, "/memory/b.txt\n/memory/a.txt\n/memory/c.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "files_with_matches", "sortAscending": true}))
+		assert.Equal(t, "/memory/c.txt\n/memory/b.txt\n/memory/a.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "files_with_matches", "sort": "path"}))
+		assert.Equal(t, "/memory/a.txt:1\n/memory/b.txt:1\n/memory/c.txt:1\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "count", "sort": "path", "sortAscending": true}))
+		assert.Equal(t, "/memory/a.txt-1-x\n/memory/a.txt:2:hit a.txt\n", ok(t, w, "grep", obj{"pattern": "hit a", "path": "/memory", "contextBefore": 1}))
+		assert.Equal(t, `grep: argument "sort" must be modified, path or none, got "accessed" (this workspace keeps no access or creation times to sort by)`,
+			fail(t, w, "grep", obj{"pattern": "hit", "sort": "accessed"}))
+		assert.Equal(t, `grep: unknown argument "-i"; grep takes caseInsensitive, context, contextAfter, contextBefore, glob, headLimit, lineNumbers, multiline, noIgnore, offset, outputMode, path, pattern, sort, sortAscending, type`,
+			fail(t, w, "grep", obj{"pattern": "hit", "-i": true}), "another dialect's key is refused by name, not dropped")
+	})
 	t.Run("errors", func(t *testing.T) {
 		assert.Equal(t, "grep: the pattern does not compile (RE2 syntax): missing closing ): `(?m)(foo`; escape literal ( [ { . * + ? | with a backslash",
 			fail(t, w, "grep", obj{"pattern": "(foo"}))
 		assert.Contains(t, fail(t, w, "grep", obj{"pattern": "x", "type": "cobol"}), `grep: unknown file type "cobol" (known: c, cpp`)
-		assert.Equal(t, `grep: argument "outputMode" must be content, files or count, got "lines"`, fail(t, w, "grep", obj{"pattern": "x", "outputMode": "lines"}))
+		assert.Equal(t, `grep: argument "outputMode" must be content, files_with_matches or count, got "lines"`, fail(t, w, "grep", obj{"pattern": "x", "outputMode": "lines"}))
 	})
 	t.Run("claude names", func(t *testing.T) {
 		r := call(t, w, "claude", "Grep", obj{"pattern": "foo", "path": "/repo/sub", "-i": true, "output_mode": "files_with_matches"})
-		assert.Equal(t, Result{Text: "/repo/sub/c.go\n"}, r)
+		assert.Equal(t, Result{Text: "Found 1 file\n/repo/sub/c.go"}, r)
 		r = call(t, w, "claude", "Grep", obj{"pattern": "var y", "path": "/repo/sub", "-C": 1, "-n": true, "output_mode": "content"})
-		assert.Equal(t, "/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3\n", r.Text)
+		assert.Equal(t, "/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "var", "path": "/repo/sub", "context": 0, "output_mode": "content", "head_limit": 1, "offset": 1})
+		assert.Equal(t, "/repo/sub/c.go:4:var y = 2\n[Showing results with pagination = limit: 1, offset: 1]", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "path": "/repo", "output_mode": "count", "glob": "*.go"})
+		assert.Equal(t, "/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\nFound 4 total occurrences across 3 files.", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "nothing-matches", "path": "/repo"})
+		assert.Equal(t, "No files found", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "path": "/repo", "-o": true})
+		assert.Equal(t, `Grep: argument "-o" (only the matched parts) is not supported here; search with output_mode "content" for whole lines`, r.Text)
+		assert.True(t, r.IsError)
+		// codex's grep_files has no offset: the hint says what it can do.
 		r = call(t, w, "codex", "grep_files", obj{"pattern": "Foo", "path": "/repo", "include": "*.go", "limit": 2})
-		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; call grep with offset=2\n", r.Text)
+		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; narrow the pattern, path or glob\n", r.Text)
 	})
 }
 
@@ -186,7 +217,7 @@ func checkRipgrep(t *testing.T, rg, dir string, w *Workspace, prefix string) {
 				}
 			}
 			sort.Strings(want)
-			got := ok(t, w, "grep", obj{"pattern": pat, "path": prefix, "headLimit": 0})
+			got := ok(t, w, "grep", obj{"pattern": pat, "path": prefix, "headLimit": 0, "outputMode": "files_with_matches"})
 			var have []string
 			if got != "No matches found" {
 				have = strings.Split(strings.TrimSuffix(got, "\n"), "\n")

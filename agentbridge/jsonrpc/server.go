@@ -6,8 +6,8 @@
 // # Methods
 //
 //	tools.list      {dialect?}                      -> {tools: [ToolDef]}
-//	tools.call      {name, arguments?, dialect?}    -> Result {text, isError}
-//	workspace.brief {}                              -> {brief}
+//	tools.call      {name, arguments?, dialect?}    -> Result {text, isError?, content?}
+//	workspace.brief {dialect?}                      -> {brief}
 //	workspace.diff   {paths?, format?}              -> {text}
 //	workspace.commit {dst?, message, branch, force?} -> {commit, ref}
 //	workspace.reset  {paths?}                       -> {reset}
@@ -271,7 +271,14 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 		}
 		return s.ws.Call(ctx, p.Dialect, p.Name, p.Arguments), nil
 	case "workspace.brief":
-		return BriefResult{Brief: s.ws.Brief()}, nil
+		var p BriefParams
+		if e := decode(&p); e != nil {
+			return nil, e
+		}
+		if _, err := s.ws.Tools(p.Dialect); err != nil {
+			return nil, &Error{rpcInvalidParams, err.Error()}
+		}
+		return BriefResult{Brief: s.ws.BriefFor(p.Dialect)}, nil
 	}
 	return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (methods: tools.list, tools.call, workspace.brief)", method)}
 }

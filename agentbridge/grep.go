@@ -556,6 +556,11 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	if q.foldLit != nil && !containsFold(data, q.foldLit) {
 		return grepResult{} // Go's regexp is slow under (?i): look first
 	}
+	if q.mode == "files" && !q.multiline && (q.literal != nil || q.foldLit != nil) {
+		// Only the lines with the literal can match: no need to run
+		// the regexp over the rest (slow under (?i)).
+		return grepResult{count: q.anyLine(data)}
+	}
 	if !q.re.Match(data) {
 		// Every line match is a buffer match: no buffer match, no line.
 		return grepResult{}
@@ -650,15 +655,35 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 }
 
 // anyLine is 1 if a line of data matches, else 0: the loop of search for
-// one line, with each line's bounds found around the buffer match rather
-// than from every line start of the file (files mode stops at the first).
+// one line, with each line's bounds found around a match rather than
+// from every line start of the file (files mode stops at the first).
+// With a literal every match holds, only the lines holding it are tried:
+// a line's match lies in the line, and so does the literal in it.
 func (q *grepQuery) anyLine(data []byte) int {
+	lit, fold := q.literal, false
+	if lit == nil {
+		lit, fold = q.foldLit, true
+	}
 	for off := 0; off <= len(data); {
-		loc := q.re.FindIndex(data[off:])
-		if loc == nil {
-			return 0
+		var at int
+		if lit != nil {
+			i := -1
+			if fold {
+				i = indexFold(data[off:], lit)
+			} else {
+				i = bytes.Index(data[off:], lit)
+			}
+			if i < 0 {
+				return 0
+			}
+			at = off + i
+		} else {
+			loc := q.re.FindIndex(data[off:])
+			if loc == nil {
+				return 0
+			}
+			at = off + loc[0]
 		}
-		at := off + loc[0]
 		start := bytes.LastIndexByte(data[:at], '\n') + 1
 		if start == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
 			return 0 // the empty tail after a final newline is not a line
@@ -757,9 +782,14 @@ func requiredFoldLiteral(pattern string) []byte {
 }
 
 // containsFold reports whether data contains lit (lower-case ASCII) in any
-// ASCII case. It looks for a byte of lit that has no case (a digit, a
-// symbol) with IndexByte, or else compares a lower-cased copy.
-func containsFold(data, lit []byte) bool {
+// ASCII case.
+func containsFold(data, lit []byte) bool { return indexFold(data, lit) >= 0 }
+
+// indexFold is the index of the first instance of lit (lower-case ASCII)
+// in data in any ASCII case, or -1. It looks for a byte of lit that has
+// no case (a digit, a symbol) with IndexByte, or else compares a
+// lower-cased copy.
+func indexFold(data, lit []byte) int {
 	anchor := -1
 	for i, c := range lit {
 		if c < 'a' || c > 'z' {
@@ -768,18 +798,26 @@ func containsFold(data, lit []byte) bool {
 		}
 	}
 	if anchor < 0 {
-		return bytes.Contains(bytes.ToLower(data), lit)
+		// ASCII only, so that offsets stay those of data.
+		lower := make([]byte, len(data))
+		for i, c := range data {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		return bytes.Index(lower, lit)
 	}
 	for off := anchor; off < len(data); {
 		i := bytes.IndexByte(data[off:], lit[anchor])
 		if i < 0 {
-			return false
+			return -1
 		}
 		start := off + i - anchor
-		if start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
-			return true
+		if start >= 0 && start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
+			return start
 		}
 		off += i + 1
 	}
-	return false
+	return -1
 }

@@ -254,8 +254,8 @@ func TestRequiredFoldLiteral(t *testing.T) {
 // search on random texts, final newlines and empty lines included.
 func TestAnyLineIsSearch(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(7, 9))
-	pieces := []string{"a", "b", "\n", "\n\n", " ", "ab", "\r\n"}
-	for _, pat := range []string{"a", "^$", "a$", "^b", "\\s+", "a\\s*b", "\\n", "b\\na", "^", "$", "(?s)a.b"} {
+	pieces := []string{"a", "b", "\n", "\n\n", " ", "ab", "\r\n", "A", "AB"}
+	for _, pat := range []string{"a", "^$", "a$", "^b", "\\s+", "a\\s*b", "\\n", "b\\na", "^", "$", "(?s)a.b", "ab", "ab$", "^ab", "b\\r", "a b"} {
 		re, err := regexp.Compile("(?m)" + pat)
 		require.NoError(t, err)
 		for range 300 {
@@ -267,6 +267,27 @@ func TestAnyLineIsSearch(t *testing.T) {
 			full := (&grepQuery{re: re, mode: "count"}).search("f", data)
 			files := (&grepQuery{re: re, mode: "files"}).search("f", data)
 			assert.Equalf(t, full.count > 0, files.count > 0, "%q in %q", pat, data)
+			lit := (&grepQuery{re: re, mode: "files", literal: requiredLiteral("(?m)" + pat)}).search("f", data)
+			assert.Equalf(t, full.count > 0, lit.count > 0, "%q in %q, through the literal", pat, data)
+			foldRe := regexp.MustCompile("(?m)(?i)" + pat)
+			fullFold := (&grepQuery{re: foldRe, mode: "count"}).search("f", data)
+			fold := (&grepQuery{re: foldRe, mode: "files", foldLit: requiredFoldLiteral("(?m)(?i)" + pat)}).search("f", data)
+			assert.Equalf(t, fullFold.count > 0, fold.count > 0, "(?i)%q in %q, through the literal", pat, data)
 		}
+	}
+}
+
+func TestIndexFold(t *testing.T) {
+	for _, c := range []struct {
+		data, lit string
+		want      int
+	}{
+		{"xx IdEnT4242 yy", "ident4242", 3},
+		{"İİ HELLO", "hello", 5}, // offsets of data, not of a Unicode lower-casing
+		{"hell", "hello", -1},
+		{"4242ident4242", "ident4242", 4},
+		{"ident424 ident4243", "ident4242", -1},
+	} {
+		assert.Equal(t, c.want, indexFold([]byte(c.data), []byte(c.lit)), "%q in %q", c.lit, c.data)
 	}
 }

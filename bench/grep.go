@@ -13,11 +13,14 @@ package main
 //	          extracted to /dev/shm, page cache warm
 //
 // Rows: grep with a warm index for a literal, a regexp and a
-// case-insensitive pattern (target 0.2 of rg); the first grep of a fresh
+// case-insensitive pattern (target 0.2 of rg); the build (from the
+// daemon's log line) against one rg run (target 3): at mount from git
+// objects (index=eager; and against git archive, the decode floor), and
+// after the first grep (lazy), from what its scan decoded; the index's
+// bytes against the tree's (target 0.3); the first grep of a fresh
 // daemon, which starts the index and scans while it builds, against the
 // first grep of a daemon with index=off (the scan without an index,
-// target 1); the build itself (from the daemon's log line) against one rg
-// run (target 3); the index's bytes against the tree's (target 0.3).
+// target 1).
 
 import (
 	"bufio"
@@ -175,7 +178,7 @@ func runGrep(o *options, bin string, verbose bool) error {
 	if err := d.stop(); err != nil {
 		return err
 	}
-	rows = append(rows, row{name: "index build (vs one rg -l, literal)", vfs: ms(took), base: rgLiteral, unit: "ms", target: 3})
+	rows = append(rows, row{name: "index build at mount, cold (vs one rg -l)", vfs: ms(took), base: rgLiteral, unit: "ms", target: 3})
 	// What decoding the tree costs git itself: the floor under a build
 	// from git objects, reported, not a target.
 	var archive float64
@@ -188,12 +191,14 @@ func runGrep(o *options, bin string, verbose bool) error {
 		}
 		best(&archive, ms(time.Since(t0)))
 	}
-	rows = append(rows, row{name: "index build (vs git archive > /dev/null)", vfs: ms(took), base: archive, unit: "ms"})
+	rows = append(rows, row{name: "index build at mount, cold (vs git archive > /dev/null)", vfs: ms(took), base: archive, unit: "ms"})
 	rows = append(rows, row{name: "index size (vs the tree's bytes)", vfs: idxBytes / 1e6, base: float64(treeBytes) / 1e6, unit: "MB", target: 0.3})
 
 	// The first grep of a fresh daemon: with the index starting (lazy,
-	// empty cache) against a daemon that never indexes.
-	var first, scan float64
+	// empty cache) against a daemon that never indexes. The lazy build
+	// then runs on what that scan decoded; its time (its pauses for the
+	// scan left out) is reported too.
+	var first, scan, lazyBuild float64
 	for i := 0; i < o.reps; i++ {
 		for _, mode := range []string{"off", "lazy"} {
 			c := filepath.Join(root, fmt.Sprintf("cache-%s-%d", mode, i))
@@ -206,6 +211,19 @@ func runGrep(o *options, bin string, verbose bool) error {
 				d.stop()
 				return err
 			}
+			if mode == "lazy" {
+				m, err := d.waitLog(regexp.MustCompile(`search index built.* took=(\S+)`), 5*time.Minute)
+				if err != nil {
+					d.stop()
+					return err
+				}
+				took, err := time.ParseDuration(m[1])
+				if err != nil {
+					d.stop()
+					return fmt.Errorf("index build time %q: %w", m[1], err)
+				}
+				best(&lazyBuild, ms(took))
+			}
 			if err := d.stop(); err != nil {
 				return err
 			}
@@ -217,6 +235,7 @@ func runGrep(o *options, bin string, verbose bool) error {
 		}
 	}
 	rows = append(rows, row{name: "first grep -l, index building (vs index=off)", vfs: first, base: scan, unit: "ms", target: 1})
+	rows = append(rows, row{name: "index build after the first grep (vs one rg -l)", vfs: lazyBuild, base: rgLiteral, unit: "ms", target: 3})
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.Debug)
 	fmt.Fprintf(tw, "workload\t vfsmount\t rg on tmpfs / baseline\t ratio\n")
@@ -336,7 +355,7 @@ func (s *server) waitLog(re *regexp.Regexp, timeout time.Duration) ([]string, er
 func (s *server) grep(p grepPattern) (float64, []string, error) {
 	s.id++
 	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.id, "method": "tools.call", "params": map[string]any{
-		"name": "grep", "arguments": map[string]any{"pattern": p.pat, "path": "/repo", "caseInsensitive": p.fold, "headLimit": 0},
+		"name": "grep", "arguments": map[string]any{"pattern": p.pat, "path": "/repo", "caseInsensitive": p.fold, "headLimit": 0, "outputMode": "files_with_matches"},
 	}})
 	if err != nil {
 		return 0, nil, err

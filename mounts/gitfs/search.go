@@ -57,6 +57,7 @@ type searcher struct {
 	// could not narrow may have started reading files: until then, or
 	// while a scan reads the mount, the build waits.
 	quietUntil atomic.Int64
+	paused     atomic.Int64 // nanoseconds the build waited for scans
 	wg         sync.WaitGroup
 	closed     bool
 }
@@ -226,8 +227,10 @@ func (s *searcher) build() {
 			s.f.logOnce("indexbuild:"+s.file(), "gitfs: cannot build the search index; searches scan", "err", unwrapPath(err))
 		}
 	default:
+		paused := time.Duration(s.paused.Load())
 		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
-			"scanned", ix.Scanned(), "bytes", len(data), "took", time.Since(start).Round(time.Microsecond))
+			"scanned", ix.Scanned(), "bytes", len(data), "took", (time.Since(start) - paused).Round(time.Microsecond),
+			"paused", paused.Round(time.Millisecond))
 		if s.dir == "" {
 			break
 		}
@@ -327,6 +330,13 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 		if err := s.pause(); err != nil {
 			return err
 		}
+		if data, ok := s.cached(files[id].hash, buf); ok {
+			// Decoded by a read of the mount (the scan of the search
+			// that started the build): no inflate.
+			buf = data
+			b.Add(k, id, data)
+			continue
+		}
 		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)
 		if err != nil || size > codeindex.MaxFileSize {
 			if r != nil {
@@ -350,15 +360,37 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	return nil
 }
 
+// cached copies blob h into buf's storage when the blob cache holds it.
+func (s *searcher) cached(h plumbing.Hash, buf []byte) ([]byte, bool) {
+	bl, err := s.f.blobs.pin(h)
+	if bl == nil || err != nil {
+		return nil, false
+	}
+	defer s.f.blobs.release(bl)
+	if bl.size > codeindex.MaxFileSize {
+		return nil, false
+	}
+	if int64(cap(buf)) < bl.size {
+		buf = make([]byte, bl.size)
+	}
+	buf = buf[:bl.size]
+	if n, err := bl.readAt(buf, 0); int64(n) != bl.size || (err != nil && err != io.EOF) {
+		return nil, false
+	}
+	return buf, true
+}
+
 // pause waits while a scan reads the mount, or may be about to; it fails
 // once the mount closes.
 func (s *searcher) pause() error {
 	for s.f.walk.scanning() || time.Now().UnixNano() < s.quietUntil.Load() {
+		t0 := time.Now()
 		select {
 		case <-s.stop:
 			return errStopped
 		case <-time.After(scanPause):
 		}
+		s.paused.Add(int64(time.Since(t0)))
 	}
 	if s.stopped() {
 		return errStopped

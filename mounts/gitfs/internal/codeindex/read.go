@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"regexp/syntax"
@@ -128,14 +129,9 @@ func parse(data, key []byte) (*Index, error) {
 	return ix, nil
 }
 
-// postings returns the ids of the files holding trigram t, decoded and
-// checked against the file count (a bad list is an error, not a guess).
-func (ix *Index) postings(t uint32) ([]uint32, error) {
-	ids, _, err := ix.postingsMasks(t, false)
-	return ids, err
-}
-
-// postingsMasks is postings with each file's follow mask when masks.
+// postingsMasks returns the ids of the files holding trigram t, decoded
+// and checked against the file count (a bad list is an error, not a
+// guess), with each file's follow mask when masks.
 func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) {
 	le := binary.LittleEndian
 	n := len(ix.tris) / 12
@@ -188,13 +184,14 @@ func Query(re *syntax.Regexp) *index.Query { return index.RegexpQuery(re) }
 // neither can narrow the search (every file is a candidate); ids is then
 // nil.
 func (ix *Index) Candidates(q *index.Query, lits []Literal) (ids []uint32, all bool, err error) {
-	ids, all, err = ix.eval(q)
+	m := memo{}
+	ids, all, err = ix.eval(m, q)
 	if err != nil {
 		return nil, false, err
 	}
 	for _, l := range lits {
 		if all || len(ids) > 0 {
-			if ids, all, err = ix.narrow(ids, all, l); err != nil {
+			if ids, all, err = ix.narrow(m, ids, all, l); err != nil {
 				return nil, false, err
 			}
 		}
@@ -210,7 +207,8 @@ const maxVariants = 64
 
 // narrow keeps of ids (every file when all) those where each trigram of
 // the literal l is followed by one of l's next bytes.
-func (ix *Index) narrow(ids []uint32, all bool, l Literal) ([]uint32, bool, error) {
+func (ix *Index) narrow(m memo, ids []uint32, all bool, l Literal) ([]uint32, bool, error) {
+	var set bitmap // the files one window allows, reused
 	for i := 0; i+3 < len(l); i++ {
 		if len(l[i])*len(l[i+1])*len(l[i+2]) > maxVariants {
 			continue
@@ -219,28 +217,32 @@ func (ix *Index) narrow(ids []uint32, all bool, l Literal) ([]uint32, bool, erro
 		for _, c := range l[i+3] {
 			want |= followBit(c)
 		}
-		var keep []uint32
+		set = set.reset(len(ix.names))
 		for _, a := range l[i] {
 			for _, b := range l[i+1] {
 				for _, c := range l[i+2] {
-					got, masks, err := ix.postingsMasks(uint32(a)<<16|uint32(b)<<8|uint32(c), true)
+					got, masks, err := m.get(ix, uint32(a)<<16|uint32(b)<<8|uint32(c))
 					if err != nil {
 						return nil, false, err
 					}
-					var sel []uint32
 					for j, id := range got {
 						if masks[j]&want != 0 {
-							sel = append(sel, id)
+							set.add(id)
 						}
 					}
-					keep = union(keep, sel)
 				}
 			}
 		}
 		if all {
-			ids, all = keep, false
+			ids, all = set.ids(), false
 		} else {
-			ids = intersect(ids, keep)
+			kept := ids[:0:0]
+			for _, id := range ids {
+				if set.has(id) {
+					kept = append(kept, id)
+				}
+			}
+			ids = kept
 		}
 		if len(ids) == 0 {
 			return nil, false, nil
@@ -249,7 +251,55 @@ func (ix *Index) narrow(ids []uint32, all bool, l Literal) ([]uint32, bool, erro
 	return ids, all, nil
 }
 
-func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {
+// bitmap is a set of file ids.
+type bitmap []uint64
+
+func (b bitmap) reset(n int) bitmap {
+	words := (n + 63) / 64
+	if cap(b) < words {
+		return make(bitmap, words)
+	}
+	b = b[:words]
+	clear(b)
+	return b
+}
+
+func (b bitmap) add(id uint32)      { b[id/64] |= 1 << (id % 64) }
+func (b bitmap) has(id uint32) bool { return b[id/64]&(1<<(id%64)) != 0 }
+
+func (b bitmap) ids() []uint32 {
+	var out []uint32
+	for w, word := range b {
+		for word != 0 {
+			bit := uint32(bits.TrailingZeros64(word))
+			out = append(out, uint32(w)*64+bit)
+			word &= word - 1
+		}
+	}
+	return out
+}
+
+// memo holds the posting lists one Candidates call decoded: the query
+// and the literals ask for the same trigrams.
+type memo map[uint32]posting
+
+type posting struct {
+	ids   []uint32
+	masks []uint8
+}
+
+func (m memo) get(ix *Index, t uint32) ([]uint32, []uint8, error) {
+	if p, ok := m[t]; ok {
+		return p.ids, p.masks, nil
+	}
+	ids, masks, err := ix.postingsMasks(t, true)
+	if err == nil {
+		m[t] = posting{ids, masks}
+	}
+	return ids, masks, err
+}
+
+func (ix *Index) eval(m memo, q *index.Query) (ids []uint32, all bool, err error) {
 	switch q.Op {
 	case index.QAll:
 		return nil, true, nil
@@ -260,7 +310,7 @@ func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {
 		// The rarest trigram first: the intersections only shrink.
 		lists := make([][]uint32, 0, len(q.Trigram))
 		for _, t := range q.Trigram {
-			l, err := ix.postings(trigram(t))
+			l, _, err := m.get(ix, trigram(t))
 			if err != nil {
 				return nil, false, err
 			}
@@ -278,7 +328,7 @@ func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {
 			}
 		}
 		for _, sub := range q.Sub {
-			s, sAll, err := ix.eval(sub)
+			s, sAll, err := ix.eval(m, sub)
 			if err != nil {
 				return nil, false, err
 			}
@@ -297,14 +347,14 @@ func (ix *Index) eval(q *index.Query) (ids []uint32, all bool, err error) {
 		return ids, all, nil
 	case index.QOr:
 		for _, t := range q.Trigram {
-			l, err := ix.postings(trigram(t))
+			l, _, err := m.get(ix, trigram(t))
 			if err != nil {
 				return nil, false, err
 			}
 			ids = union(ids, l)
 		}
 		for _, sub := range q.Sub {
-			s, sAll, err := ix.eval(sub)
+			s, sAll, err := ix.eval(m, sub)
 			if err != nil || sAll {
 				return nil, sAll, err
 			}
@@ -320,7 +370,7 @@ func trigram(s string) uint32 {
 }
 
 func intersect(a, b []uint32) []uint32 {
-	var out []uint32
+	out := make([]uint32, 0, min(len(a), len(b)))
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		switch {
 		case a[i] < b[j]:

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -66,6 +68,7 @@ var rgTypes = map[string][]string{
 type grepQuery struct {
 	re          *regexp.Regexp
 	literal     []byte // a string every match contains, for the prefilter
+	foldLit     []byte // or one every match contains in some ASCII case, lower-cased
 	mode        string
 	lineNumbers bool
 	before      int
@@ -236,6 +239,9 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 		return nil, fmt.Errorf("%s: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", a.tool, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	q.literal = requiredLiteral(flags + pattern)
+	if q.literal == nil {
+		q.foldLit = requiredFoldLiteral(flags + pattern)
+	}
 
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
@@ -243,7 +249,15 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 	}
 	var files []grepFile
 	if attr.IsDir() {
-		files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		// The mounts that can name the files that may match replace
+		// their part of the walk: all of it, or those mounted below.
+		narrow := func(dir string) ([]grepFile, bool) {
+			return w.grepCandidates(ctx, dir, real, p.name, flags+pattern, filter, noIgnore)
+		}
+		var narrowed bool
+		if files, narrowed = narrow(real); !narrowed {
+			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore, narrow)
+		}
 		if err != nil {
 			return nil, w.explain(ctx, a.tool, p, err)
 		}
@@ -319,8 +333,9 @@ func (f *fileFilter) match(base, rel string) bool {
 
 // grepFiles lists the regular files below root in ripgrep's order,
 // honouring .gitignore files inside mounts whose description says so
-// (host mounts) unless noIgnore.
-func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
+// (host mounts) unless noIgnore. A mount point the walk enters is given to
+// narrow, when not nil: what it lists when it can stands for the walk below.
+func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool, narrow func(dir string) ([]grepFile, bool)) ([]grepFile, error) {
 	var files []grepFile
 	// scopes holds the ignore rules in force in each directory walked,
 	// each made from its parent's when the walk reaches it.
@@ -356,6 +371,12 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		}
 		switch {
 		case e.Type.IsDir():
+			if _, isMount := w.mountAt(name); isMount && narrow != nil {
+				if more, ok := narrow(name); ok {
+					files = append(files, more...)
+					return fs.SkipDir
+				}
+			}
 			enter(name, s.ps)
 		case e.Type.IsRegular():
 			if filter.match(e.Name, rel) {
@@ -367,6 +388,51 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		return nil
 	})
 	return files, err
+}
+
+// grepCandidates lists the files grepFiles would below dir (root, or a
+// mount point below it), narrowed to those the mounts say may match
+// pattern (mounts.Candidates: an index of an immutable tree); each is
+// still searched with the real regexp, so the result is the scan's. ok is
+// false when the mounts cannot narrow, or when .gitignore files would
+// apply (the walk decides those): grep then walks.
+func (w *Workspace) grepCandidates(ctx context.Context, dir, root, shownRoot, pattern string, filter *fileFilter, noIgnore bool) (files []grepFile, ok bool) {
+	if !noIgnore {
+		// The ignore files of the mount serving dir, and of those below:
+		// a mount point starts afresh (grepFiles).
+		if m, _ := w.mountFor(dir); m.IgnoreFiles {
+			return nil, false
+		}
+		p := mounts.PathOf(dir)
+		for _, m := range w.mounts {
+			if m.IgnoreFiles && (p == "/" || strings.HasPrefix(m.Prefix, p+"/")) {
+				return nil, false
+			}
+		}
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	names, complete, err := mounts.Candidates(ctx, w.fsys, dir, re)
+	if err != nil || !complete {
+		return nil, false
+	}
+	files = make([]grepFile, 0, len(names))
+	for _, name := range names {
+		rel := name
+		if root != "." {
+			rel = strings.TrimPrefix(name, root+"/")
+		}
+		if strings.Contains("/"+rel+"/", "/.git/") {
+			continue // the walk leaves .git directories out
+		}
+		_, base := mounts.Split(rel)
+		if filter.match(base, rel) {
+			files = append(files, grepFile{name: name, shown: mounts.PathOf(mounts.Join(shownRoot, rel))})
+		}
+	}
+	return files, true
 }
 
 // ignoreScope is what grep ignores in one directory: the .gitignore
@@ -487,9 +553,20 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	if q.literal != nil && !bytes.Contains(data, q.literal) {
 		return grepResult{}
 	}
+	if q.foldLit != nil && !containsFold(data, q.foldLit) {
+		return grepResult{} // Go's regexp is slow under (?i): look first
+	}
+	if q.mode == "files" && !q.multiline && (q.literal != nil || q.foldLit != nil) {
+		// Only the lines with the literal can match: no need to run
+		// the regexp over the rest (slow under (?i)).
+		return grepResult{count: q.anyLine(data)}
+	}
 	if !q.re.Match(data) {
 		// Every line match is a buffer match: no buffer match, no line.
 		return grepResult{}
+	}
+	if q.mode == "files" && !q.multiline {
+		return grepResult{count: q.anyLine(data)}
 	}
 	var matched []int // 0-based line numbers, ascending, distinct
 	starts := lineStarts(data)
@@ -577,6 +654,55 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	return r
 }
 
+// anyLine is 1 if a line of data matches, else 0: the loop of search for
+// one line, with each line's bounds found around a match rather than
+// from every line start of the file (files mode stops at the first).
+// With a literal every match holds, only the lines holding it are tried:
+// a line's match lies in the line, and so does the literal in it.
+func (q *grepQuery) anyLine(data []byte) int {
+	lit, fold := q.literal, false
+	if lit == nil {
+		lit, fold = q.foldLit, true
+	}
+	for off := 0; off <= len(data); {
+		var at int
+		if lit != nil {
+			i := -1
+			if fold {
+				i = indexFold(data[off:], lit)
+			} else {
+				i = bytes.Index(data[off:], lit)
+			}
+			if i < 0 {
+				return 0
+			}
+			at = off + i
+		} else {
+			loc := q.re.FindIndex(data[off:])
+			if loc == nil {
+				return 0
+			}
+			at = off + loc[0]
+		}
+		start := bytes.LastIndexByte(data[:at], '\n') + 1
+		if start == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
+			return 0 // the empty tail after a final newline is not a line
+		}
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		if q.re.Match(data[start:end]) {
+			return 1
+		}
+		if end == len(data) {
+			return 0
+		}
+		off = end + 1
+	}
+	return 0
+}
+
 func lineStarts(data []byte) []int {
 	starts := make([]int, 1, 1+bytes.Count(data, []byte{'\n'}))
 	for off := 0; ; {
@@ -615,4 +741,83 @@ func requiredLiteral(pattern string) []byte {
 		return nil
 	}
 	return []byte(best)
+}
+
+// requiredFoldLiteral returns, lower-cased, the longest run of literal
+// characters of a top-level concatenation that are all ASCII with only
+// ASCII case variants (not k or s, which fold to the Kelvin sign and the
+// long s), so that every match contains it in some ASCII case; or nil.
+func requiredFoldLiteral(pattern string) []byte {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	var best, cur []byte
+	for _, sub := range subs {
+		if sub.Op != syntax.OpLiteral {
+			cur = nil
+			continue
+		}
+		for _, r := range sub.Rune {
+			l := unicode.ToLower(r)
+			if r >= utf8.RuneSelf || l == 'k' || l == 's' {
+				cur = nil
+				continue
+			}
+			cur = append(cur, byte(l))
+			if len(cur) > len(best) {
+				best = append(best[:0:0], cur...)
+			}
+		}
+	}
+	if len(best) < 2 {
+		return nil
+	}
+	return best
+}
+
+// containsFold reports whether data contains lit (lower-case ASCII) in any
+// ASCII case.
+func containsFold(data, lit []byte) bool { return indexFold(data, lit) >= 0 }
+
+// indexFold is the index of the first instance of lit (lower-case ASCII)
+// in data in any ASCII case, or -1. It looks for a byte of lit that has
+// no case (a digit, a symbol) with IndexByte, or else compares a
+// lower-cased copy.
+func indexFold(data, lit []byte) int {
+	anchor := -1
+	for i, c := range lit {
+		if c < 'a' || c > 'z' {
+			anchor = i
+			break
+		}
+	}
+	if anchor < 0 {
+		// ASCII only, so that offsets stay those of data.
+		lower := make([]byte, len(data))
+		for i, c := range data {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		return bytes.Index(lower, lit)
+	}
+	for off := anchor; off < len(data); {
+		i := bytes.IndexByte(data[off:], lit[anchor])
+		if i < 0 {
+			return -1
+		}
+		start := off + i - anchor
+		if start >= 0 && start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
+			return start
+		}
+		off += i + 1
+	}
+	return -1
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -139,6 +140,21 @@ func TestRequiredLiteral(t *testing.T) {
 // memory mount, and checks grep's file lists against rg --hidden
 // --no-ignore -l for a set of patterns.
 func TestGrepMatchesRipgrep(t *testing.T) {
+	rg := needRipgrep(t)
+	ctx := context.Background()
+	dir, files := ripgrepTree(t)
+	mem := memfs.New(memfs.Options{})
+	for rel, content := range files {
+		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
+		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+	}
+	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
+	require.NoError(t, err)
+	checkRipgrep(t, rg, dir, w, "/t")
+}
+
+func needRipgrep(t *testing.T) string {
+	t.Helper()
 	rg, err := exec.LookPath("rg")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -146,9 +162,14 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		}
 		t.Skip("ripgrep not installed")
 	}
-	ctx := context.Background()
+	return rg
+}
+
+// ripgrepTree writes a random tree to a directory and returns both.
+func ripgrepTree(t *testing.T) (string, map[string]string) {
+	t.Helper()
 	dir := t.TempDir()
-	mem := memfs.New(memfs.Options{})
+	files := map[string]string{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	words := []string{"alpha", "beta", "Gamma", "delta", "func", "return", "TODO", "fixme", "x := 1", "(paren)", "日本語", "tab\there", "  indent"}
 	for i := range 400 {
@@ -169,12 +190,18 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		content := b.String()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
-		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
-		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+		files[rel] = content
 	}
-	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
-	require.NoError(t, err)
-	for _, pat := range []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t"} {
+	return dir, files
+}
+
+// ripgrepPatterns are the patterns checkRipgrep compares.
+var ripgrepPatterns = []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t", "(?i)ALPHA|BETA", "Gam+a", "."}
+
+// checkRipgrep compares grep of the tree at prefix in w with rg -l in dir.
+func checkRipgrep(t *testing.T, rg, dir string, w *Workspace, prefix string) {
+	t.Helper()
+	for _, pat := range ripgrepPatterns {
 		t.Run(pat, func(t *testing.T) {
 			cmd := exec.Command(rg, "--hidden", "--no-ignore", "-l", "--", pat, ".")
 			cmd.Dir = dir
@@ -186,11 +213,11 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			var want []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if l != "" {
-					want = append(want, "/t/"+strings.TrimPrefix(l, "./"))
+					want = append(want, prefix+"/"+strings.TrimPrefix(l, "./"))
 				}
 			}
 			sort.Strings(want)
-			got := ok(t, w, "grep", obj{"pattern": pat, "path": "/t", "headLimit": 0, "outputMode": "files_with_matches"})
+			got := ok(t, w, "grep", obj{"pattern": pat, "path": prefix, "headLimit": 0, "outputMode": "files_with_matches"})
 			var have []string
 			if got != "No matches found" {
 				have = strings.Split(strings.TrimSuffix(got, "\n"), "\n")
@@ -198,5 +225,69 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			sort.Strings(have)
 			assert.Equal(t, want, have)
 		})
+	}
+}
+
+func TestRequiredFoldLiteral(t *testing.T) {
+	for pat, want := range map[string]string{
+		"(?i)IDENT4242":     "ident4242",
+		"(?i)foo(bar)+Quux": "quux",
+		"(?i)task":          "ta", // k and s fold past ASCII
+		"(?i)a":             "",
+		"(?i)日本語abc":        "abc",
+		"(?i)x|y":           "",
+	} {
+		got := requiredFoldLiteral(pat)
+		assert.Equal(t, want, string(got), pat)
+		if want == "" {
+			assert.Nil(t, got, pat)
+		}
+	}
+	assert.True(t, containsFold([]byte("xx IdEnT4242 yy"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("4242ident4242"), []byte("ident4242")))
+	assert.False(t, containsFold([]byte("ident424 ident4243"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("xHELLO"), []byte("hello")))
+	assert.False(t, containsFold([]byte("hell"), []byte("hello")))
+}
+
+// TestAnyLineIsSearch: files mode's one-line check agrees with the full
+// search on random texts, final newlines and empty lines included.
+func TestAnyLineIsSearch(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 9))
+	pieces := []string{"a", "b", "\n", "\n\n", " ", "ab", "\r\n", "A", "AB"}
+	for _, pat := range []string{"a", "^$", "a$", "^b", "\\s+", "a\\s*b", "\\n", "b\\na", "^", "$", "(?s)a.b", "ab", "ab$", "^ab", "b\\r", "a b"} {
+		re, err := regexp.Compile("(?m)" + pat)
+		require.NoError(t, err)
+		for range 300 {
+			var b strings.Builder
+			for range rnd.IntN(8) {
+				b.WriteString(pieces[rnd.IntN(len(pieces))])
+			}
+			data := []byte(b.String())
+			full := (&grepQuery{re: re, mode: "count"}).search("f", data)
+			files := (&grepQuery{re: re, mode: "files"}).search("f", data)
+			assert.Equalf(t, full.count > 0, files.count > 0, "%q in %q", pat, data)
+			lit := (&grepQuery{re: re, mode: "files", literal: requiredLiteral("(?m)" + pat)}).search("f", data)
+			assert.Equalf(t, full.count > 0, lit.count > 0, "%q in %q, through the literal", pat, data)
+			foldRe := regexp.MustCompile("(?m)(?i)" + pat)
+			fullFold := (&grepQuery{re: foldRe, mode: "count"}).search("f", data)
+			fold := (&grepQuery{re: foldRe, mode: "files", foldLit: requiredFoldLiteral("(?m)(?i)" + pat)}).search("f", data)
+			assert.Equalf(t, fullFold.count > 0, fold.count > 0, "(?i)%q in %q, through the literal", pat, data)
+		}
+	}
+}
+
+func TestIndexFold(t *testing.T) {
+	for _, c := range []struct {
+		data, lit string
+		want      int
+	}{
+		{"xx IdEnT4242 yy", "ident4242", 3},
+		{"İİ HELLO", "hello", 5}, // offsets of data, not of a Unicode lower-casing
+		{"hell", "hello", -1},
+		{"4242ident4242", "ident4242", 4},
+		{"ident424 ident4243", "ident4242", -1},
+	} {
+		assert.Equal(t, c.want, indexFold([]byte(c.data), []byte(c.lit)), "%q in %q", c.lit, c.data)
 	}
 }

@@ -83,7 +83,7 @@ func main() {
 	flag.IntVar(&o.overlayFiles, "overlay-files", 13000, "number of files of the overlay table's generated repository")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
-	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay", "comma-separated `LIST` of tables to run: memory, host, git, overlay")
+	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -103,12 +103,12 @@ func run(o *options, verbose bool) error {
 		return fmt.Errorf("go build: %w", err)
 	}
 	suites := map[string]func(*options, string, bool) error{
-		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay,
+		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay, "grep": runGrep,
 	}
 	for i, name := range strings.Split(o.suites, ",") {
 		suite, ok := suites[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay)", name)
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep)", name)
 		}
 		if i > 0 {
 			fmt.Println()

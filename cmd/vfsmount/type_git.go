@@ -34,6 +34,8 @@ func gitType() mountType {
 			"src":    {Kind: kindSource, Required: true, Doc: "repository: a local path (bare or not) or a URL, cloned once into the cache"},
 			"rev":    {Kind: kindString, Doc: "revision to pin: SHA, branch, tag, HEAD~3 (default HEAD)"},
 			"subdir": {Kind: kindString, Doc: "serve only this directory of the commit"},
+			"index": {Kind: kindString, Doc: "search index of the tree, for grep: lazy (built on the first grep, the default), " +
+				"eager (built at mount), off"},
 			"writable": {Kind: kindBool, Doc: "copy-on-write: the commit stays the lower layer, changes go to an " +
 				"upper layer (memory unless persist= or upper=); see vfsmount diff, commit, reset"},
 			"persist": {Kind: kindPath, Doc: "with writable: file keeping the upper layer across restarts and crashes, " +
@@ -52,6 +54,11 @@ func gitType() mountType {
 // of memory, a persist file or a host directory, and only a writable mount
 // has one.
 func checkGit(spec *mountSpec) error {
+	switch spec.String("index") {
+	case "", "lazy", "eager", "off":
+	default:
+		return specErrorf(spec.Origin, "key \"index\" must be lazy, eager or off, got %q", spec.String("index"))
+	}
 	if spec.Has("persist") && spec.Has("upper") {
 		return specErrorf(spec.Origin, "keys \"persist\" and \"upper\" exclude each other: "+
 			"the upper layer is a persist file or a host directory, not both")
@@ -133,6 +140,7 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 		Offline:   env.Git.Offline,
 		CacheSize: env.Git.CacheSize,
 		Logger:    env.Logger,
+		Index:     gitfs.IndexMode(strings.TrimPrefix(spec.String("index"), "lazy")),
 	}
 	if isTerminal(os.Stderr) {
 		opts.Progress = os.Stderr

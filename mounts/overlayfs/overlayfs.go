@@ -134,6 +134,8 @@ func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error)
 	// there. Truncate works through a handle when the upper has no verb
 	// for it; xattrs are always served, the lower's or the upper's.
 	f.caps = ucaps&(mounts.CapMutating|mounts.CapStatFS) | mounts.CapTruncate | mounts.CapXattr | mounts.CapSetXattr
+	// Searches narrow where the lower can (search.go).
+	f.caps |= mounts.Capabilities(lower) & mounts.CapSearch
 	f.id = opts.LowerID
 	if f.id == "" {
 		if c, ok := lower.(interface{ Commit() string }); ok {

@@ -376,3 +376,34 @@ func TestTwoPhaseRestoreSurvivesKill9(t *testing.T) {
 	}
 	t.Logf("states after the kills: %v", seen)
 }
+
+// TestTwoPhaseRestoreAbortsWhenTheCoordinatorFails: a coordinator whose
+// store refuses the restore decides nothing: no participant is restored,
+// and its intent is discarded, in the tree and in its file.
+func TestTwoPhaseRestoreAbortsWhenTheCoordinatorFails(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	p, err := openPersisted(dir, "/a", "/b")
+	require.NoError(t, err)
+	_, two, err := p.build(3)
+	require.NoError(t, err)
+	require.NoError(t, p.stores[0].Close()) // /a's store now refuses every commit
+	var steps []string
+	undo := checkpoint.SetTestHook(func(step string) { steps = append(steps, step) })
+	_, err = p.ws.Restore(ctx, "c1", nil)
+	undo()
+	require.ErrorIs(t, err, boltstore.ErrClosed)
+	assert.Equal(t, []string{"prepared"}, steps, "never decided")
+	assert.Nil(t, p.trees[1].PendingRestore())
+	require.NoError(t, p.stores[1].Close())
+
+	b, err := openTrees(dir, "/b")
+	require.NoError(t, err)
+	assert.Nil(t, b[0].PendingRestore(), "the intent is discarded in the file")
+	r, err := openPersisted(dir, "/a", "/b")
+	require.NoError(t, err)
+	defer r.close(t)
+	got, err := r.dump()
+	require.NoError(t, err)
+	assert.Equal(t, two, got, "neither file is restored")
+}

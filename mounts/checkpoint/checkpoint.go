@@ -456,6 +456,7 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 	release := holdAll(ms)
 	defer release()
 	var errs []error
+	aborted := false
 	for _, m := range ms {
 		var mark memfs.RestoreMark
 		if tpc != nil {
@@ -465,29 +466,35 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 		for _, n := range names {
 			res.Changed = append(res.Changed, path.Join(m.Prefix, n))
 		}
-		if err == nil && tpc != nil && m == tpc.coord {
+		if tpc != nil && m == tpc.coord {
 			// The point of no return: the decision is durable
-			// before any participant's restore can be.
-			if err = m.Tree.Sync(ctx, "."); err != nil {
-				errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))
-				tpc.abort(m)
+			// before any participant's restore can be. (A restore
+			// of paths that failed part way is decided too: what
+			// it restored stays, as with one tree.)
+			serr := m.Tree.Sync(ctx, ".")
+			if !m.Tree.DecidedHeld(tpc.id) || serr != nil {
+				// Not decided: nothing is restored anywhere else.
+				errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, errors.Join(err, serr)))
+				aborted = true
 				break
 			}
 			hook("decided")
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))
-			if tpc != nil && m == tpc.coord {
-				// Not decided: nothing is restored anywhere else.
-				tpc.abort(m)
-				break
-			}
 			continue
 		}
 		res.Restored = append(res.Restored, m.Prefix)
 	}
 	slices.Sort(res.Changed)
 	res.Changed = slices.Compact(res.Changed)
+	if aborted {
+		// The participants' intents go (the trees are let go of
+		// first: discarding takes a tree's lock).
+		release()
+		tpc.abort()
+		return res, errors.Join(errs...)
+	}
 	w.decided = tpc
 	return res, errors.Join(errs...)
 }

@@ -103,11 +103,12 @@ func (t *twoPhase) mark(m *Mount) memfs.RestoreMark {
 	return memfs.RestoreMark{}
 }
 
-// abort discards the intents of the participants (all when none is
-// given): the restore did not happen. It is best effort: an intent left
-// behind is discarded on load, the coordinator not having decided.
+// abort discards the intents of the participants ms (all when none is
+// given), which are not held: the restore did not happen. It is best
+// effort: an intent left behind is discarded on load, the coordinator not
+// having decided.
 func (t *twoPhase) abort(ms ...*Mount) {
-	if len(ms) == 0 || ms[0] == t.coord {
+	if len(ms) == 0 {
 		ms = t.participants
 	}
 	for _, p := range ms {

@@ -169,3 +169,10 @@ func (f *FS) markDone(m *Mutation) {
 		f.pending = nil
 	}
 }
+
+// DecidedHeld reports whether the held tree's store was given the
+// decision of restore id (by [FS.RestoreMarkedHeld]); the caller holds it
+// ([FS.Hold]).
+func (f *FS) DecidedHeld(id string) bool {
+	return slices.ContainsFunc(f.decided, func(d RestoreDecision) bool { return d.ID == id })
+}

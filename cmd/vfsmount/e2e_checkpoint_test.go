@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	bbinary "encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -237,4 +238,119 @@ func TestE2ECheckpointRestoreKill9(t *testing.T) {
 	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, one)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "1", sh(t, mnt, "head -c 1 memory/d/f7"))
+}
+
+// TestE2ECheckpointRestoreKill9AcrossPersistFiles: a workspace of two
+// persisted layers (a memory mount and a writable git mount's upper, each
+// in a persist file of its own) is restored back and forth between two
+// checkpoints and vfsmount is killed with SIGKILL after a varying number
+// of restores, one more in flight; started again on the same files, the
+// workspace is wholly at one checkpoint or the other: both mounts, every
+// file of them.
+func TestE2ECheckpointRestoreKill9AcrossPersistFiles(t *testing.T) {
+	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	state := t.TempDir()
+	mnt := t.TempDir()
+	args := []string{"--mount", "type=memory,dst=/memory,persist=" + filepath.Join(state, "memory.db"),
+		"--mount", "type=git,src=" + repo + ",dst=/repo,writable,persist=" + filepath.Join(state, "repo.db")}
+	c := startMount(t, mnt, args...)
+	const files = 200
+	fill := func(digit string) {
+		sh(t, mnt, `mkdir -p memory/d repo/d; for i in $(seq 1 `+strconv.Itoa(files)+`); do
+			head -c 20000 /dev/zero | tr '\0' `+digit+` > memory/d/f$i; head -c 20000 /dev/zero | tr '\0' `+digit+` > repo/d/f$i; done`)
+	}
+	fill("1")
+	code, stdout, stderr := runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code, stderr)
+	one := lastLine(stdout)
+	fill("2")
+	code, stdout, stderr = runBinary(t, "checkpoint", "create", mnt)
+	require.Equal(t, 0, code, stderr)
+	two := lastLine(stdout)
+
+	// The digit every file of both mounts holds, or a failure.
+	whole := func(round int) string {
+		out := sh(t, mnt, `ls memory/d | wc -l; ls repo/d | wc -l; cat memory/d/* repo/d/* | fold -w 1000 | sort -u`)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 3, "round %d: every file of both mounts holds the same state, got:\n%s", round, out)
+		assert.Equal(t, strconv.Itoa(files), strings.TrimSpace(lines[0]), "round %d: /memory", round)
+		assert.Equal(t, strconv.Itoa(files), strings.TrimSpace(lines[1]), "round %d: /repo", round)
+		return lines[2][:1]
+	}
+	seen := map[string]int{}
+	// Where the in-flight restore is killed: at once, or as soon as a
+	// file committed a transaction of it (bbolt's transaction id in the
+	// file went up): /memory's (the coordinator's decision, and its
+	// restore), or /repo's (the participant's intent, first).
+	rounds := []struct {
+		restores int
+		file     string
+	}{
+		{0, ""}, {1, "memory.db"}, {2 + rand.IntN(4), "repo.db"},
+		{3 + rand.IntN(4), "memory.db"}, {6 + rand.IntN(10), ""}, {2 + rand.IntN(10), "memory.db"},
+	}
+	for round, r := range rounds {
+		kill := r.restores
+		client, err := dialControl(mnt)
+		require.NoError(t, err)
+		for i := 0; i < kill; i++ {
+			var res jsonrpc.CheckpointRestoreResult
+			require.NoError(t, client.Call(context.Background(), "checkpoint.restore", jsonrpc.CheckpointRestoreParams{ID: []string{one, two}[i%2]}, &res))
+			require.Equal(t, []string{"/memory", "/repo"}, res.Restored)
+		}
+		var before uint64
+		if r.file != "" {
+			before = boltTxID(t, filepath.Join(state, r.file))
+		}
+		// One more, in flight when the process dies.
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			var res jsonrpc.CheckpointRestoreResult
+			_ = client.Call(context.Background(), "checkpoint.restore", jsonrpc.CheckpointRestoreParams{ID: []string{one, two}[kill%2]}, &res)
+		}()
+		if r.file != "" {
+			for boltTxID(t, filepath.Join(state, r.file)) == before {
+				select {
+				case <-answered:
+					t.Fatalf("round %d: the restore was answered and %s did not change", round, r.file)
+				default:
+				}
+			}
+		}
+		require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+		<-c.done
+		client.Close()
+		require.NoError(t, fusefs.ForceUnmount(mnt))
+
+		c = startMount(t, mnt, args...)
+		seen[whole(round)]++
+	}
+	t.Logf("states after the kills (digit: rounds): %v", seen)
+	// Both checkpoints survived, and still restore.
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, one)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "1", whole(-1))
+	code, _, stderr = runBinary(t, "checkpoint", "restore", mnt, two)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "2", whole(-1))
+}
+
+// boltTxID is the id of the last transaction a bbolt file committed: the
+// larger of its two meta pages' (page header 16 bytes, then magic,
+// version, page size, flags, root bucket 16, freelist and high water
+// mark 8 each, txid 8), read without taking the file's lock.
+func boltTxID(t *testing.T, path string) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	head := make([]byte, 72)
+	_, err = f.ReadAt(head, 0)
+	require.NoError(t, err)
+	pageSize := int64(bbinary.LittleEndian.Uint32(head[24:]))
+	tx := bbinary.LittleEndian.Uint64(head[64:])
+	_, err = f.ReadAt(head, pageSize)
+	require.NoError(t, err)
+	return max(tx, bbinary.LittleEndian.Uint64(head[64:]))
 }

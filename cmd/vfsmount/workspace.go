@@ -280,6 +280,10 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 		}
 	}
 	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
+		if errors.Is(err, checkpoint.ErrUnfinished) {
+			// The files, not the command line: a runtime failure.
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
 		return nil, usageErrorf("checkpoint: %v", err)
 	}
 	if ws.Checkpoints == nil && (len(cfg.Checkpoint.Before) > 0 || cfg.Checkpoint.Tools) {

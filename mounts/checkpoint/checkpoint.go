@@ -22,6 +22,11 @@
 // again. A checkpoint a tree lost (a memory mount without a file,
 // restarted) restores the trees that have it and reports the others as not
 // covered.
+//
+// A restore that changes two or more persisted trees (each its own file)
+// is one two-phase commit across their files, so a crash leaves the
+// workspace before or after it, never torn; [New] finishes or undoes one a
+// crash interrupted (see restore.go).
 package checkpoint
 
 import (
@@ -51,6 +56,10 @@ var ErrUnknown = errors.New("no such checkpoint")
 
 // ErrBadPath is wrapped by the errors for a path a restore cannot take.
 var ErrBadPath = errors.New("bad path")
+
+// ErrUnfinished is wrapped by [New] when a restore across persisted trees
+// that a crash interrupted cannot be finished (or undone) on load.
+var ErrUnfinished = errors.New("a restore interrupted by a crash could not be finished")
 
 // Coverage says what a checkpoint does with a mount.
 type Coverage string
@@ -153,6 +162,9 @@ type Workspace struct {
 	list  []*Info // oldest first
 	seq   int
 	hooks []func(names []string)
+	// decided is the two-phase restore whose participants are being
+	// synced, to finish once they are.
+	decided *twoPhase
 }
 
 // New returns the checkpoints of a workspace of ms. It fails with
@@ -168,6 +180,11 @@ func New(ms []Mount, opts Options) (*Workspace, error) {
 	slices.SortFunc(w.mounts, func(a, b Mount) int { return strings.Compare(a.Prefix, b.Prefix) })
 	if !slices.ContainsFunc(w.mounts, func(m Mount) bool { return m.Tree != nil }) {
 		return nil, ErrNoWritable
+	}
+	// A restore across persisted trees a crash interrupted is finished
+	// or undone, before anything reads them.
+	if err := w.recoverRestores(context.Background()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnfinished, err)
 	}
 	// The checkpoints the trees kept (persisted ones, after a restart):
 	// a checkpoint some tree lacks (one that restarted empty) restores
@@ -372,7 +389,7 @@ type RestoreResult struct {
 // nothing.
 func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (RestoreResult, error) {
 	w.mu.Lock()
-	res, err := w.restoreLocked(id, paths)
+	res, err := w.restoreLocked(ctx, id, paths)
 	hooks := slices.Clone(w.hooks)
 	if err == nil {
 		for _, m := range w.frozen() {
@@ -381,9 +398,17 @@ func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (Res
 					err = fmt.Errorf("restore of %s: %w", m.Prefix, err)
 					break
 				}
+				if w.decided != nil && m != w.decided.coord {
+					hook("synced " + m.Prefix)
+				}
 			}
 		}
 	}
+	if err == nil && w.decided != nil {
+		err = w.decided.finish()
+		hook("forgotten")
+	}
+	w.decided = nil
 	w.mu.Unlock()
 	if len(res.Changed) > 0 {
 		for _, h := range hooks {
@@ -393,7 +418,7 @@ func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (Res
 	return res, err
 }
 
-func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, error) {
+func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string) (RestoreResult, error) {
 	res := RestoreResult{Restored: []string{}, Changed: []string{}}
 	if _, err := w.find(id); err != nil {
 		return res, err
@@ -403,6 +428,7 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 		return res, err
 	}
 	var ms []*Mount
+	subs := map[*Mount][]string{}
 	for i := range w.mounts {
 		m := &w.mounts[i]
 		if _, ok := sel[m.Prefix]; !ok {
@@ -412,6 +438,7 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 		case Frozen:
 			if m.Has(id) {
 				ms = append(ms, m)
+				subs[m] = m.treeNames(sel[m.Prefix])
 			} else {
 				// A tree that restarted empty lost it.
 				res.NotCovered = append(res.NotCovered, m.Prefix)
@@ -420,37 +447,38 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 			res.NotCovered = append(res.NotCovered, m.Prefix)
 		}
 	}
+	// Two or more persisted trees: one two-phase commit across their
+	// stores (see restore.go); one is a transaction of its own already.
+	tpc, err := w.prepare(ctx, id, ms, subs)
+	if err != nil {
+		return res, err
+	}
 	release := holdAll(ms)
 	defer release()
 	var errs []error
+	aborted := false
 	for _, m := range ms {
-		var names []string
-		var err error
-		if sub := sel[m.Prefix]; sub == nil {
-			names, err = m.Tree.RestoreHeld(id)
-		} else {
-			if m.Overlay != nil {
-				for i, n := range sub {
-					sub[i] = overlayfs.UpperName(n)
-				}
-			}
-			names, err = m.Tree.RestorePathsHeld(id, sub)
+		var mark memfs.RestoreMark
+		if tpc != nil {
+			mark = tpc.mark(m)
 		}
-		var merged []string
+		names, err := m.restore(id, subs[m], mark)
 		for _, n := range names {
-			if m.Overlay != nil {
-				var ok bool
-				if n, ok = overlayfs.MergedName(n); !ok {
-					continue
-				}
-				merged = append(merged, n)
-			}
 			res.Changed = append(res.Changed, path.Join(m.Prefix, n))
 		}
-		if m.Overlay != nil {
-			// The restore changed the upper below the overlay: its
-			// journal (git's fsmonitor answers) must hear of it.
-			m.Overlay.Changed(merged...)
+		if tpc != nil && m == tpc.coord {
+			// The point of no return: the decision is durable
+			// before any participant's restore can be. (A restore
+			// of paths that failed part way is decided too: what
+			// it restored stays, as with one tree.)
+			serr := m.Tree.Sync(ctx, ".")
+			if !m.Tree.DecidedHeld(tpc.id) || serr != nil {
+				// Not decided: nothing is restored anywhere else.
+				errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, errors.Join(err, serr)))
+				aborted = true
+				break
+			}
+			hook("decided")
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))
@@ -460,7 +488,50 @@ func (w *Workspace) restoreLocked(id string, paths []string) (RestoreResult, err
 	}
 	slices.Sort(res.Changed)
 	res.Changed = slices.Compact(res.Changed)
+	if aborted {
+		// The participants' intents go (the trees are let go of
+		// first: discarding takes a tree's lock).
+		release()
+		tpc.abort()
+		return res, errors.Join(errs...)
+	}
+	w.decided = tpc
 	return res, errors.Join(errs...)
+}
+
+// treeNames are the names of the tree sub selects (mount names; nil, the
+// whole mount), as the tree has them.
+func (m *Mount) treeNames(sub []string) []string {
+	if sub == nil {
+		return nil
+	}
+	out := slices.Clone(sub)
+	if m.Overlay != nil {
+		for i, n := range out {
+			out[i] = overlayfs.UpperName(n)
+		}
+	}
+	return out
+}
+
+// restore brings m's tree (names of it, nil the whole tree) back to
+// checkpoint id, with mark in its store mutation, and returns the mount
+// names changed; the caller holds m. The overlay's journal hears of them.
+func (m *Mount) restore(id string, names []string, mark memfs.RestoreMark) ([]string, error) {
+	changed, err := m.Tree.RestoreMarkedHeld(id, names, mark)
+	if m.Overlay == nil {
+		return changed, err
+	}
+	var merged []string
+	for _, n := range changed {
+		if n, ok := overlayfs.MergedName(n); ok {
+			merged = append(merged, n)
+		}
+	}
+	// The restore changed the upper below the overlay: its journal
+	// (git's fsmonitor answers) must hear of it.
+	m.Overlay.Changed(merged...)
+	return merged, err
 }
 
 // pick selects the mounts paths name: a mount at or above a path whole

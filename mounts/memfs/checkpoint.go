@@ -84,6 +84,12 @@ type ckptState struct {
 	index map[uint64]*node
 	// ckpts are the checkpoints, oldest first. Guarded by mu.
 	ckpts []*checkpoint
+
+	// pending and decided are the restore intent records the store
+	// keeps; mark is the one the restore under way adds. Guarded by mu.
+	pending *RestoreIntent
+	decided []RestoreDecision
+	mark    *RestoreMark
 }
 
 // checkpoint is one checkpoint: the inodes changed since the one before it.
@@ -515,10 +521,12 @@ func (f *FS) RestoreHeld(id string) ([]string, error) {
 			}
 			n.mu.RUnlock()
 		}
+		f.marked(&j.m)
 		if err := f.store.Commit(&j.m); err != nil {
 			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
 			return names, fmt.Errorf("restore of checkpoint %q: %w", id, err)
 		}
+		f.markDone(&j.m)
 	}
 	// The tree is checkpoint k's now: what can differ from the newest
 	// checkpoint is what the newer ones froze (nothing when k is the
@@ -869,10 +877,12 @@ func (f *FS) RestorePathsHeld(id string, names []string) ([]string, error) {
 		f.noteName(n)
 	}
 	if j.rec {
+		f.marked(&j.m)
 		if err := f.store.Commit(&j.m); err != nil {
 			f.log.Error("memfs: store commit failed", "op", "restore", "checkpoint", id, "err", err)
 			return out, fmt.Errorf("restore of checkpoint %q: %w", id, err)
 		}
+		f.markDone(&j.m)
 	}
 	return out, failed
 }

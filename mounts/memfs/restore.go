@@ -34,6 +34,10 @@ type Image struct {
 	// Checkpoints are the tree's checkpoints, oldest first, as a store
 	// saved them ([Mutation.Checkpoint]).
 	Checkpoints []CheckpointImage
+	// Pending is the store's pending restore intent, Decided the
+	// restores it decided as a coordinator (see [RestoreIntent]).
+	Pending *RestoreIntent
+	Decided []RestoreDecision
 }
 
 // CheckpointImage is a saved checkpoint for [Restore].
@@ -160,6 +164,7 @@ func Restore(opts Options, img Image) (*FS, error) {
 	}
 	f.usedBytes.Store(usedBytes)
 	f.usedFiles.Store(usedFiles)
+	f.pending, f.decided = img.Pending, img.Decided
 	if len(img.Checkpoints) > 0 {
 		if err := f.loadCheckpoints(img.Checkpoints); err != nil {
 			return nil, err

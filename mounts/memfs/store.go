@@ -82,6 +82,18 @@ type Mutation struct {
 	// through [Image.Checkpoints].
 	Checkpoint     *CheckpointRecord
 	DropCheckpoint *CheckpointDrop
+
+	// The records of a restore across stores (see intent.go), for an
+	// [IdentifiedStore]; another store ignores them. Prepare, when set,
+	// records a pending intent, replacing any; Forget drops decisions;
+	// a mutation that carries either carries nothing else. Decided and
+	// Settled come with a restore's records, in the same transaction:
+	// Decided records the decision, Settled drops the pending intent of
+	// that id (or, alone, discards it).
+	Prepare *RestoreIntent
+	Forget  []string
+	Decided *RestoreDecision
+	Settled string
 }
 
 // CheckpointRecord is one checkpoint as a store keeps it: the inodes that

@@ -21,6 +21,9 @@ type applier struct {
 
 // apply takes m's parts in the order memfs.Mutation prescribes.
 func (a *applier) apply(m *memfs.Mutation) error {
+	if err := a.applyIntent(m); err != nil {
+		return err
+	}
 	switch {
 	case m.Checkpoint != nil:
 		return a.saveCheckpoint(m.Checkpoint)

@@ -30,9 +30,10 @@
 //
 // # Format
 //
-// The bbolt file holds four buckets (and three more once the tree has a
-// checkpoint: see checkpoint.go): "vfsmount" (a magic value and the
-// format version), "inodes" (inode number to its metadata), "entries"
+// The bbolt file holds four buckets (and five more once the tree has a
+// checkpoint: see checkpoint.go; and "restores" once it took part in a
+// restore across stores: see intent.go): "vfsmount" (a magic value, the
+// format version and the file's identity), "inodes" (inode number to its metadata), "entries"
 // (directory inode and name to inode) and "data" (inode and chunk index to
 // the bytes of that 64 KiB chunk that were ever written; holes take no
 // space). Chunks keep large files cheap to change: a write rewrites the

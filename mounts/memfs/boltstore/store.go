@@ -72,6 +72,7 @@ type Options struct {
 // longer served.
 type Store struct {
 	db         *bolt.DB
+	id         string // Identity
 	log        *slog.Logger
 	interval   time.Duration
 	maxPending int
@@ -155,6 +156,21 @@ func Open(path string, opts Options) (_ *Store, err error) {
 	})
 	if err == nil && fresh {
 		err = db.Update(initialise)
+	}
+	readID := func(tx *bolt.Tx) error {
+		s.id = string(tx.Bucket(bucketMeta).Get(keyID))
+		return nil
+	}
+	if err == nil {
+		err = db.View(readID)
+	}
+	if err == nil && s.id == "" {
+		err = db.Update(func(tx *bolt.Tx) error {
+			if err := ensureID(tx); err != nil {
+				return err
+			}
+			return readID(tx)
+		})
 	}
 	if err != nil {
 		db.Close()
@@ -293,6 +309,9 @@ func (s *Store) Load(opts memfs.Options) (fsys *memfs.FS, err error) {
 			return nil
 		}
 		if img.Checkpoints, err = readCheckpoints(tx); err != nil {
+			return err
+		}
+		if err := readIntents(tx, &img); err != nil {
 			return err
 		}
 		fsys, err = memfs.Restore(opts, img)
@@ -561,4 +580,11 @@ func (s *Store) write(batch []*memfs.Mutation) (err error) {
 		}
 		return a.finish()
 	})
+}
+
+// Backup writes a consistent copy of the file as its last committed write
+// left it (what a crash now would leave) to path, while the store is in
+// use. What is pending is not in it: Sync first to include it.
+func (s *Store) Backup(path string) error {
+	return s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) })
 }

@@ -1,0 +1,178 @@
+package memfs
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Restores across stores
+//
+// One restore of a workspace may change several trees, each in a store of
+// its own (a bbolt file each): each store commits its part in a
+// transaction of its own, so a crash between two of them would leave the
+// workspace torn. A workspace makes it one with a two-phase commit
+// (package checkpoint drives it; this file is what a tree and its store
+// keep of it):
+//
+//  1. prepare: every participant store but the coordinator records a
+//     pending [RestoreIntent] ([FS.PrepareRestore]), and is synced;
+//  2. commit: the coordinator's restore mutation records the restore as
+//     decided ([RestoreMark.Decided]) in the same transaction, and is
+//     synced: this is the point of no return. Each participant's restore
+//     mutation then clears its intent ([RestoreMark.Settled]); once they
+//     are durable the coordinator forgets the decision
+//     ([FS.ForgetRestores]).
+//  3. on load, a tree with a pending intent ([FS.PendingRestore]) asks the
+//     coordinator's tree ([FS.DecidedRestores]): decided, the restore is
+//     applied again from the checkpoint, which the participant holds;
+//     not, the intent is dropped ([FS.DiscardRestore]).
+//
+// A store that keeps none of it (one without [IdentifiedStore]) takes part
+// in-process only.
+
+// IdentifiedStore is a [Store] with an identity of its own, kept in what
+// it persists and stable across restarts (a bbolt file's id): a restore
+// intent names its coordinator by it. A store that is one implements it and
+// keeps the intent records of [Mutation].
+type IdentifiedStore interface {
+	Store
+	Identity() string
+}
+
+// RestoreIntent is a participant's record of a workspace restore under
+// way: restore ID (unique, never reused) brings the tree back to checkpoint
+// Checkpoint (Paths as [FS.RestorePathsHeld] takes them; none is the whole
+// tree), if the store Coordinator decided it.
+type RestoreIntent struct {
+	ID          string   `json:"id"`
+	Checkpoint  string   `json:"checkpoint"`
+	Paths       []string `json:"paths,omitempty"`
+	Coordinator string   `json:"coordinator"`
+}
+
+// RestoreDecision is the coordinator's record that restore ID happened:
+// the participants (their store identities) apply it on load if they had
+// not.
+type RestoreDecision struct {
+	ID           string   `json:"id"`
+	Participants []string `json:"participants"`
+}
+
+// RestoreMark is what a restore's mutation records besides the restore:
+// the coordinator's decision, or the settling of a participant's intent.
+type RestoreMark struct {
+	Decided *RestoreDecision
+	Settled string
+}
+
+// StoreIdentity is the identity of the tree's store, "" when it has none
+// (no store, or one that keeps no restore intents).
+func (f *FS) StoreIdentity() string {
+	if s, ok := f.store.(IdentifiedStore); ok {
+		return s.Identity()
+	}
+	return ""
+}
+
+// PendingRestore is the restore intent the store had when the tree was
+// loaded, or that [FS.PrepareRestore] recorded since; nil when none.
+func (f *FS) PendingRestore() *RestoreIntent {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.pending == nil {
+		return nil
+	}
+	p := *f.pending
+	p.Paths = slices.Clone(p.Paths)
+	return &p
+}
+
+// DecidedRestores are the decisions the tree's store keeps (as the
+// coordinator of workspace restores).
+func (f *FS) DecidedRestores() []RestoreDecision {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return slices.Clone(f.decided)
+}
+
+// PrepareRestore records intent in the store (phase 1), replacing any
+// older one; the caller syncs it. It changes nothing else.
+func (f *FS) PrepareRestore(intent RestoreIntent) error {
+	if f.StoreIdentity() == "" {
+		return fmt.Errorf("restore %s: the tree has no store to prepare it in", intent.ID)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	intent.Paths = slices.Clone(intent.Paths)
+	if err := f.store.Commit(&Mutation{Op: "restore prepare", Prepare: &intent}); err != nil {
+		return fmt.Errorf("restore %s: preparing it: %w", intent.ID, err)
+	}
+	f.pending = &intent
+	return nil
+}
+
+// DiscardRestore drops the pending intent id: the restore did not happen.
+func (f *FS) DiscardRestore(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending == nil || f.pending.ID != id {
+		return nil
+	}
+	if err := f.store.Commit(&Mutation{Op: "restore discard", Settled: id}); err != nil {
+		return fmt.Errorf("restore %s: discarding it: %w", id, err)
+	}
+	f.pending = nil
+	return nil
+}
+
+// ForgetRestores drops the decisions ids: every participant applied them.
+func (f *FS) ForgetRestores(ids ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(ids) == 0 || f.StoreIdentity() == "" {
+		return nil
+	}
+	if err := f.store.Commit(&Mutation{Op: "restore forget", Forget: slices.Clone(ids)}); err != nil {
+		return fmt.Errorf("forgetting restores: %w", err)
+	}
+	f.decided = slices.DeleteFunc(f.decided, func(d RestoreDecision) bool { return slices.Contains(ids, d.ID) })
+	return nil
+}
+
+// RestoreMarkedHeld is [FS.RestorePathsHeld] (names nil: [FS.RestoreHeld])
+// whose store mutation carries mark too, in the same transaction.
+func (f *FS) RestoreMarkedHeld(id string, names []string, mark RestoreMark) ([]string, error) {
+	f.mark = &mark
+	defer func() { f.mark = nil }()
+	if names == nil {
+		return f.RestoreHeld(id)
+	}
+	return f.RestorePathsHeld(id, names)
+}
+
+// marked adds the mark of the restore under way to its mutation m; the
+// caller holds f.mu exclusively.
+func (f *FS) marked(m *Mutation) {
+	if f.mark == nil {
+		return
+	}
+	m.Decided, m.Settled = f.mark.Decided, f.mark.Settled
+}
+
+// markDone updates what the tree knows of the intents once m is
+// committed; the caller holds f.mu exclusively.
+func (f *FS) markDone(m *Mutation) {
+	if m.Decided != nil {
+		f.decided = append(f.decided, *m.Decided)
+	}
+	if m.Settled != "" && f.pending != nil && f.pending.ID == m.Settled {
+		f.pending = nil
+	}
+}
+
+// DecidedHeld reports whether the held tree's store was given the
+// decision of restore id (by [FS.RestoreMarkedHeld]); the caller holds it
+// ([FS.Hold]).
+func (f *FS) DecidedHeld(id string) bool {
+	return slices.ContainsFunc(f.decided, func(d RestoreDecision) bool { return d.ID == id })
+}

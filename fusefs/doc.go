@@ -79,8 +79,9 @@
 // FOPEN_KEEP_CACHE, and sends READs without a handle. That holds for the
 // whole connection, and writable mounts need their handles (unlink of an
 // open file, passthrough, the audit log's per-open accounting), so each
-// directory of [Options.ImmutableRoots] — a git mount with nothing mounted
-// below it — is served on a connection of its own, mounted read-only on
+// immutable mount of the mount table ([mounts.Mounts], a git mount with
+// nothing mounted below it) is served, with [Options.Immutable], on a
+// connection of its own, mounted read-only on
 // top of the directory the main connection shows at that name. Such a
 // connection answers OPEN with ENOSYS; a READ without a handle goes through
 // a small cache of open files, one per recently read node (readerCache),
@@ -105,7 +106,8 @@
 // Everything else is unchanged: the connection serves the same tree, by the
 // same names (conn.prefix), through the same decorators, with the same
 // inode numbers. When every mount is immutable the main connection itself
-// works this way ("." in ImmutableRoots).
+// works this way. [ImmutableRoots] says which directories qualify; the
+// whole mode lives in immutable.go.
 //
 // # Readiness
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -68,7 +69,7 @@ func immutableWorkspace(t *testing.T) (*union.Union, *countingFS, []byte) {
 
 func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 	u, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	root := filepath.Join(dir, "repo")
 
 	below, err := MountsBelow(dir)
@@ -140,7 +141,7 @@ func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 // the server's own unmount must still succeed once it is idle.
 func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	busy, err := os.Open(filepath.Join(dir, "memory"))
 	require.NoError(t, err)
 	require.NoError(t, unix.Unmount(filepath.Join(dir, "repo"), 0))
@@ -155,7 +156,7 @@ func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 
 func TestImmutableRootForceUnmount(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	f, err := os.Open(filepath.Join(dir, "repo", "big")) // keeps the inner mount busy
 	require.NoError(t, err)
 	require.NoError(t, ForceUnmount(dir))
@@ -177,7 +178,7 @@ func TestImmutableRootForceUnmount(t *testing.T) {
 func TestImmutableRootsRefused(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"memory", "nope", "../x"},
+	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"memory", "nope", "../x"},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
@@ -193,7 +194,7 @@ func TestImmutableRootsRefused(t *testing.T) {
 func TestImmutableRootInsideAnother(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo", "repo/d"},
+	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"repo", "repo/d"},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
@@ -207,7 +208,7 @@ func TestImmutableRootInsideAnother(t *testing.T) {
 func TestWholeTreeImmutable(t *testing.T) {
 	fusetest.Need(t)
 	_, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "the main connection is the immutable one")
@@ -237,7 +238,7 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	}
 	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readaheadFileMax+1), 0o644))
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	ents, err := os.ReadDir(filepath.Join(dir, "d")) // READDIRPLUS: the kernel knows every node
 	require.NoError(t, err)
 	require.Len(t, ents, 7)
@@ -272,7 +273,7 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	content := memfs.New(memfs.Options{})
 	require.NoError(t, mounts.WriteFile(ctx, content, "a", []byte("alpha"), 0o644))
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	_, err := os.Stat(filepath.Join(dir, "a")) // the kernel knows the node
 	require.NoError(t, err)
 	ch := srv.conn.root.GetChild("a")
@@ -304,7 +305,7 @@ func TestImmutableListingsWithoutOpendir(t *testing.T) {
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
 	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{}), "/repo": repo})
 	require.NoError(t, err)
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	_, dir := mountFS(t, u, Options{Immutable: true})
 	big := filepath.Join(dir, "repo", "big")
 	for pass := range 2 {
 		f, err := os.Open(big)
@@ -337,7 +338,7 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		}
 	}
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	read := func(name string) {
 		t.Helper()
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -397,7 +398,7 @@ func TestReaddirplusUsesStatDir(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, fmt.Sprintf("d/f%02d", i), bytes.Repeat([]byte("x"), i), 0o644))
 	}
 	fsys := &statDirFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+	_, dir := mountFS(t, fsys, Options{Immutable: true})
 	_, err := os.Stat(filepath.Join(dir, "d"))
 	require.NoError(t, err)
 	before := fsys.stats.Load()
@@ -438,7 +439,7 @@ func TestABrokenEntryFailsAlone(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, []byte(name), 0o644))
 	}
 	fsys := &brokenEntryFS{describedFS{content, mounts.Description{Type: "git", Immutable: true}}, "d/bad"}
-	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+	_, dir := mountFS(t, fsys, Options{Immutable: true})
 
 	ents, err := os.ReadDir(filepath.Join(dir, "d"))
 	require.NoError(t, err, "the directory lists")
@@ -454,4 +455,38 @@ func TestABrokenEntryFailsAlone(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, name, string(b))
 	}
+}
+
+// TestImmutableRoots moved here from the CLI, which computed the roots
+// itself before they came from the mount table.
+func TestImmutableRoots(t *testing.T) {
+	git := func() mounts.FS {
+		return describedFS{memfs.New(memfs.Options{}), mounts.Description{Type: "git", Immutable: true}}
+	}
+	mem := func() mounts.FS { return memfs.New(memfs.Options{}) }
+	for _, tc := range []struct {
+		name  string
+		table map[string]mounts.FS
+		want  []string
+	}{
+		{"default workspace", map[string]mounts.FS{"/repo": git(), "/memory": mem()}, []string{"repo"}},
+		{"two repositories, one nested deeper",
+			map[string]mounts.FS{"/repo": git(), "/src/lib": git(), "/memory": mem()}, []string{"repo", "src/lib"}},
+		{"a mount below a repository keeps it on the main connection",
+			map[string]mounts.FS{"/repo": git(), "/repo/node_modules": mem()}, nil},
+		{"everything immutable", map[string]mounts.FS{"/a": git(), "/b": git()}, []string{"."}},
+		{"nothing immutable", map[string]mounts.FS{"/memory": mem()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := union.New(tc.table)
+			require.NoError(t, err)
+			got := ImmutableRoots(u)
+			slices.Sort(got)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("a single mount", func(t *testing.T) {
+		assert.Equal(t, []string{"."}, ImmutableRoots(git()))
+		assert.Nil(t, ImmutableRoots(mem()))
+	})
 }

@@ -1,0 +1,332 @@
+package fusefs
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// This file is the immutable-connection mode, [Options.Immutable] (see "#
+// Immutable mounts" in the package doc): which directories get a
+// connection of their own, how one is mounted, and the two requests such
+// a connection serves differently, READ without a handle (through the
+// reader cache) and READDIR without a handle (noOpendir).
+
+// ImmutableRoots returns the directories [Options.Immutable] serves on
+// connections of their own, from fsys's mount table ([mounts.Mounts]): the
+// mount points of immutable mounts with no other mount below them, or "."
+// when every mount is immutable, or fsys is a single immutable mount.
+// A writable mount over an immutable one (a copy-on-write git mount)
+// describes itself as not immutable, and is none of them.
+func ImmutableRoots(fsys mounts.FS) []string {
+	table := mounts.Mounts(fsys)
+	if table == nil {
+		if mounts.Describe(fsys).Immutable {
+			return []string{"."}
+		}
+		return nil
+	}
+	var roots []string
+	all := true
+	for _, m := range table {
+		if !m.Immutable {
+			all = false
+			continue
+		}
+		name := strings.TrimPrefix(m.Prefix, "/")
+		if name == "" {
+			name = "."
+		}
+		nested := slices.ContainsFunc(table, func(o mounts.MountInfo) bool {
+			return o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/"))
+		})
+		if !nested && name != "." {
+			roots = append(roots, name)
+		}
+	}
+	if all && len(table) > 0 {
+		return []string{"."}
+	}
+	return roots
+}
+
+// immutableStart applies opts.Immutable to the main connection c before it
+// is mounted: with "." among the roots, c itself is an immutable
+// connection (and read-only). It returns the roots to stack on c once it
+// is mounted.
+func (c *conn) immutableStart(opts *Options, logger *slog.Logger) []string {
+	if !opts.Immutable {
+		return nil
+	}
+	all := opts.roots
+	if all == nil {
+		all = ImmutableRoots(c.fsys)
+	}
+	var roots []string
+	for _, root := range all {
+		switch {
+		case root != ".":
+			roots = append(roots, root)
+		case mounts.Describe(c.fsys).Immutable:
+			// Everything is immutable: the main connection is one.
+			c.setImmutable()
+			opts.ReadOnly = true
+		default:
+			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
+		}
+	}
+	return roots
+}
+
+// mountImmutable mounts root's subtree on a connection of its own, on top
+// of the directory the main connection shows there.
+func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
+	fsys := s.conn.fsys
+	if !mounts.ValidPath(root) || root == "." {
+		return nil, fmt.Errorf("not a directory name: %q", root)
+	}
+	if !mounts.DescribeAt(fsys, root).Immutable {
+		return nil, errors.New("its content is not immutable")
+	}
+	ctx := mountCtx()
+	parent, err := fsys.Stat(ctx, path.Dir(root))
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range s.subs {
+		if within(root, sub.conn.prefix) {
+			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
+		}
+	}
+	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
+	c.setImmutable()
+	opts.ReadOnly = true
+	opts.Passthrough = false
+	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
+	if err != nil {
+		c.ra.close()
+	}
+	return sub, err
+}
+
+// setImmutable makes t a connection of immutable content (see "# Immutable
+// mounts" in the package doc).
+func (c *conn) setImmutable() {
+	c.immutable = true
+	c.readers = newReaderCache(maxReaders)
+	c.ra = newReadahead(c)
+}
+
+// closed releases what t holds once its connection is gone.
+func (c *conn) closed() {
+	c.ra.close()
+	c.readers.clear()
+}
+
+// readImmutable serves a READ without a handle, which only an immutable
+// connection gets: through the connection's reader cache.
+func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
+	defer n.conn.rescue("read", &errno)
+	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
+		name, ok := n.name()
+		if !ok {
+			return nil, mounts.PathErr("read", ".", syscall.ENOENT)
+		}
+		return n.conn.fsys.Open(n.conn.ctx(ctx), name)
+	})
+	if err != nil {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	defer n.conn.readers.put(r)
+	k, err := r.f.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	if off == 0 {
+		n.conn.ra.read(n)
+	}
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+// readerCache holds the files that handle-less READs go through, one per
+// node, for the nodes read most recently. Opening the file for every READ
+// would cost a name walk each time and, for a blob larger than the git
+// mount's content cache, a decode each time; keeping every node's file
+// open would pin every blob ever read. A few dozen open files cover the
+// files programs read at once, and a large file read in many READs keeps
+// its one file while it is read.
+type readerCache struct {
+	max int
+
+	mu sync.Mutex
+	ll list.List // of *reader, most recently used at the front
+	m  map[*node]*list.Element
+}
+
+// reader is one cached open file. refs counts the READs using it; an
+// evicted reader is closed by the last of them.
+type reader struct {
+	n       *node
+	f       mounts.File
+	refs    int
+	evicted bool
+}
+
+// maxReaders bounds the reader cache.
+const maxReaders = 64
+
+func newReaderCache(max int) *readerCache {
+	return &readerCache{max: max, m: make(map[*node]*list.Element)}
+}
+
+// get returns n's reader, opening the file with open on a miss. Two READs
+// missing at once may both open; the second file is kept and the first
+// closed when its READ is done.
+func (c *readerCache) get(n *node, open func() (mounts.File, error)) (*reader, error) {
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		r := el.Value.(*reader)
+		r.refs++
+		c.ll.MoveToFront(el)
+		c.mu.Unlock()
+		return r, nil
+	}
+	c.mu.Unlock()
+
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{n: n, f: f, refs: 1}
+	var closeNow []*reader
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.m[n] = c.ll.PushFront(r)
+	for c.ll.Len() > c.max {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+	return r, nil
+}
+
+// put ends one READ's use of r.
+func (c *readerCache) put(r *reader) {
+	c.mu.Lock()
+	r.refs--
+	last := r.evicted && r.refs == 0
+	c.mu.Unlock()
+	if last {
+		r.f.Close()
+	}
+}
+
+// drop evicts n's reader, if any.
+func (c *readerCache) drop(n *node) {
+	c.mu.Lock()
+	var closeNow []*reader
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// clear closes every reader nothing uses, once the connection is gone.
+func (c *readerCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	for c.ll.Len() > 0 {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// evictLocked removes el and returns its reader when nothing uses it any
+// more (the caller closes it, outside the lock), nil otherwise.
+func (c *readerCache) evictLocked(el *list.Element) *reader {
+	r := c.ll.Remove(el).(*reader)
+	if c.m[r.n] == el {
+		delete(c.m, r.n)
+	}
+	r.evicted = true
+	if r.refs > 0 {
+		return nil
+	}
+	return r
+}
+
+// closeAll closes the files of rs, skipping nils. A read-only file's Close
+// has nothing to report.
+func closeAll(rs []*reader) {
+	for _, r := range rs {
+		if r != nil {
+			r.f.Close()
+		}
+	}
+}
+
+// noOpendir lets the kernel open the directories of an immutable
+// connection without asking, as it opens the files (see "# Immutable
+// mounts" in the package doc): OPENDIR answers ENOSYS, after which the
+// kernel sends no OPENDIR or RELEASEDIR on the connection again, caches
+// listings as if every open had asked for FOPEN_CACHE_DIR, and reads
+// directories with no handle. go-fuse's node layer lists a directory only
+// through a handle, so a handle-less READDIR(PLUS) is served through one
+// opened for that request alone and positioned at the request's offset
+// (the listing of an immutable directory is the same every time).
+type noOpendir struct {
+	fuse.RawFileSystem
+}
+
+func (r noOpendir) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	return fuse.ENOSYS
+}
+
+func (r noOpendir) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDir(cancel, in, out)
+	})
+}
+
+func (r noOpendir) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDirPlus(cancel, in, out)
+	})
+}
+
+// withHandle runs read with a handle of the directory in.NodeId, opened for
+// it when the request has none.
+func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func(*fuse.ReadIn) fuse.Status) fuse.Status {
+	if in.Fh != 0 {
+		return read(in)
+	}
+	open := fuse.OpenIn{InHeader: in.InHeader, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
+	var opened fuse.OpenOut
+	if st := r.RawFileSystem.OpenDir(cancel, &open, &opened); st != fuse.OK {
+		return st
+	}
+	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in.InHeader, Fh: opened.Fh})
+	with := *in
+	with.Fh = opened.Fh
+	return read(&with)
+}

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
@@ -12,8 +13,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -117,7 +121,7 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 	opts.Passthrough = false
 	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
 	if err != nil {
-		c.ra.close()
+		c.readers.clear()
 	}
 	return sub, err
 }
@@ -127,12 +131,11 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 func (c *conn) setImmutable() {
 	c.immutable = true
 	c.readers = newReaderCache(maxReaders)
-	c.ra = newReadahead(c)
 }
 
 // closed releases what t holds once its connection is gone.
 func (c *conn) closed() {
-	c.ra.close()
+	c.pages.stop()
 	c.readers.clear()
 }
 
@@ -140,6 +143,7 @@ func (c *conn) closed() {
 // connection gets: through the connection's reader cache.
 func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	defer n.conn.rescue("read", &errno)
+	n.served.Store(true)
 	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
 		name, ok := n.name()
 		if !ok {
@@ -154,9 +158,6 @@ func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res f
 	k, err := r.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, n.conn.errs.errno("read", err)
-	}
-	if off == 0 {
-		n.conn.ra.read(n)
 	}
 	return fuse.ReadResultData(dest[:k]), 0
 }
@@ -329,4 +330,132 @@ func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func
 	with := *in
 	with.Fh = opened.Fh
 	return read(&with)
+}
+
+// pageStore is the "store these pages" hook: the sink the main connection
+// registers with its tree ([mounts.PageOfferer]) once every connection is
+// mounted. A mount that reads ahead (a git mount during a scan) offers
+// whole files; the store hands each to the kernel with NOTIFY_STORE, into
+// the page cache of the node of an immutable connection that has it, so
+// the reads that follow are page cache hits instead of READs. Only those
+// connections: there the kernel keeps pages across opens, and nothing ever
+// changes them. An offer for a node the kernel does not know, or has read
+// already, is dropped; an offer that comes while the kernel is still
+// learning of the node (the mount offers from the listing that introduces
+// it) is tried again a moment later, a few times. Any failure only means the file
+// is read on demand.
+type pageStore struct {
+	fsys mounts.FS
+	log  *slog.Logger
+	// conns are the immutable connections, the stacked ones first.
+	conns   []*conn
+	stopped atomic.Bool
+	// stored counts the files handed to the kernel, for tests.
+	stored atomic.Int64
+}
+
+// An offer for a node the kernel is learning of is tried storeTries times
+// in all, retryAfter after the first, twice as long after each next.
+const (
+	storeTries = 4
+	retryAfter = 2 * time.Millisecond
+)
+
+// storePages registers the page store of s's immutable connections, if
+// it has any.
+func (s *Server) storePages() {
+	p := &pageStore{fsys: s.conn.fsys, log: s.conn.log}
+	for _, sub := range s.subs {
+		p.conns = append(p.conns, sub.conn)
+	}
+	if s.conn.immutable { // last: its root "." holds every name
+		p.conns = append(p.conns, s.conn)
+	}
+	if len(p.conns) == 0 {
+		return
+	}
+	s.conn.pages = p
+	mounts.OfferPages(p.fsys, p.offer)
+}
+
+// stop drops every later offer and unregisters the sink.
+func (p *pageStore) stop() {
+	if p == nil || p.stopped.Swap(true) {
+		return
+	}
+	mounts.OfferPages(p.fsys, nil)
+}
+
+// offer is the sink: name is fsys-relative.
+func (p *pageStore) offer(name string, data []byte) {
+	if p.stopped.Load() {
+		return
+	}
+	for _, c := range p.conns {
+		if within(name, c.prefix) || c.prefix == "." {
+			p.store(c, relTo(name, c.prefix), data, 1)
+			return
+		}
+	}
+}
+
+// store hands data to the kernel as the content of c's node rel, once per
+// node however often it is offered; try counts the tries.
+func (p *pageStore) store(c *conn, rel string, data []byte, try int) {
+	if p.stopped.Load() {
+		return
+	}
+	retry := func() {
+		if try >= storeTries {
+			return
+		}
+		buf := bytes.Clone(data) // data is the mount's only during the call
+		time.AfterFunc(retryAfter<<(try-1), func() { p.store(c, rel, buf, try+1) })
+	}
+	ch := c.lookup(rel)
+	if ch == nil {
+		retry() // not in the inode tree yet
+		return
+	}
+	n, ok := ch.Operations().(*node)
+	if !ok || ch.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || n.served.Load() ||
+		int64(len(data)) != n.lastSize() || !n.pushed.CompareAndSwap(false, true) {
+		return // read, stored (or being stored), or not what the kernel was told
+	}
+	switch errno := ch.WriteCache(0, data); errno {
+	case 0:
+		p.stored.Add(1)
+	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
+		n.pushed.Store(false)
+		retry()
+	default:
+		n.pushed.Store(false)
+		p.log.Debug("fusefs: storing offered pages failed", "name", rel, "errno", errno.Error())
+	}
+}
+
+// lookup returns the inode of c's node rel (relative to c's root), if
+// go-fuse has it.
+func (c *conn) lookup(rel string) *gofs.Inode {
+	in := c.root.EmbeddedInode()
+	if rel == "." {
+		return in
+	}
+	for elem := range strings.SplitSeq(rel, "/") {
+		if in = in.GetChild(elem); in == nil {
+			return nil
+		}
+	}
+	return in
+}
+
+// relTo returns name relative to its ancestor-or-self dir.
+func relTo(name, dir string) string {
+	switch {
+	case name == dir:
+		return "."
+	case dir == ".":
+		return name
+	}
+	return name[len(dir)+1:]
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/readpattern"
 	"github.com/vfsmount/vfsmount/union"
 )
 
@@ -236,8 +238,8 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 		want[name] = bytes.Repeat([]byte(name), 5000+len(want)*1000)
 		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, want[name], 0o644))
 	}
-	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readaheadFileMax+1), 0o644))
-	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readpattern.Default.FileMax+1), 0o644))
+	repo := newAheadFS(content)
 	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	ents, err := os.ReadDir(filepath.Join(dir, "d")) // READDIRPLUS: the kernel knows every node
 	require.NoError(t, err)
@@ -257,15 +259,16 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	}
 
 	read("a")
-	read("b") // a second file of d: c, d, e and f are pushed to the kernel
+	read("b") // a second file of d: c, d, e and f are offered and stored
 	assert.True(t, served("a") && served("b"))
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 },
-		10*time.Second, 5*time.Millisecond, "the read-ahead workers store the rest")
+	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 4 },
+		10*time.Second, 5*time.Millisecond, "the page store stores what the mount read ahead")
 	for _, name := range []string{"c", "d", "e", "f"} {
 		read(name)
 		assert.False(t, served(name), "%s came from the page cache, without a READ", name)
 	}
 	assert.Equal(t, int64(6), repo.opens.Load(), "the file over the size bound was left alone")
+	assert.Equal(t, int64(4), repo.offered.Load(), "offered once each")
 }
 
 func TestReadaheadStoresANodeOnce(t *testing.T) {
@@ -279,13 +282,16 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	ch := srv.conn.root.GetChild("a")
 	require.NotNil(t, ch)
 
-	// Queued twice (by a scan and by the listing that showed it), a file
-	// is decoded and handed to the kernel once.
-	buf := make([]byte, readaheadFileMax)
-	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
-	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
-	assert.Equal(t, int64(1), srv.conn.ra.stored.Load())
-	assert.Equal(t, int64(1), repo.opens.Load())
+	// Offered twice (by a scan and by the listing that showed it), a
+	// file is handed to the kernel once; the content comes with the
+	// offer, so the store opens nothing.
+	srv.conn.pages.offer("a", []byte("alpha"))
+	srv.conn.pages.offer("a", []byte("alpha"))
+	assert.Equal(t, int64(1), srv.conn.pages.stored.Load())
+	assert.Equal(t, int64(0), repo.opens.Load())
+	srv.conn.pages.offer("a", []byte("not alpha")) // not the size the kernel knows
+	srv.conn.pages.offer("nope", []byte("x"))      // no such node
+	assert.Equal(t, int64(1), srv.conn.pages.stored.Load())
 	b, err := os.ReadFile(filepath.Join(dir, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, "alpha", string(b))
@@ -337,7 +343,7 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 			require.NoError(t, mounts.WriteFile(ctx, content, name, want[name], 0o644))
 		}
 	}
-	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
+	repo := newAheadFS(content)
 	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	read := func(name string) {
 		t.Helper()
@@ -363,15 +369,86 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		"listing alone decodes nothing")
 	read("a/1")
 	read("a/2") // a scan: a/3 is stored, and directories listed next are too
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	_, err = os.ReadDir(filepath.Join(dir, "b"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
 		"b's three files stored as b is listed")
 	for _, name := range []string{"a/3", "b/1", "b/2", "b/3"} {
 		read(name)
 		assert.False(t, served(name), "%s came from the page cache", name)
 	}
+}
+
+// aheadFS is an immutable memory mount that reads ahead as a git mount
+// does, on the one detector (package readpattern): when a scan starts in a
+// directory it offers the small files after the one that started it, and
+// during a scan the small files of each directory listed. It reads them
+// through countingFS.Open, so that opens count what it decoded, and offers
+// from a goroutine of its own, as a mount's workers do, never from inside
+// the request.
+type aheadFS struct {
+	*countingFS
+	det     *readpattern.Detector
+	sink    atomic.Pointer[mounts.PageSink]
+	offered atomic.Int64
+}
+
+func newAheadFS(content *memfs.FS) *aheadFS {
+	return &aheadFS{
+		countingFS: &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}},
+		det:        readpattern.New(readpattern.Default, nil),
+	}
+}
+
+func (a *aheadFS) OfferPages(sink mounts.PageSink) bool {
+	if sink == nil {
+		a.sink.Store(nil)
+	} else {
+		a.sink.Store(&sink)
+	}
+	return true
+}
+
+func (a *aheadFS) Open(ctx context.Context, name string) (mounts.File, error) {
+	f, err := a.countingFS.Open(ctx, name)
+	if err == nil && a.det.Opened(name).Started {
+		a.ahead(path.Dir(name), path.Base(name))
+	}
+	return f, err
+}
+
+func (a *aheadFS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	ents, err := a.countingFS.ReadDir(ctx, name)
+	if err == nil && a.det.Scan() != 0 {
+		a.ahead(name, "")
+	}
+	return ents, err
+}
+
+// ahead offers the small files of dir after the name after.
+func (a *aheadFS) ahead(dir, after string) {
+	go func() {
+		ctx := context.Background()
+		ents, err := a.countingFS.ReadDir(ctx, dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			name := mounts.Join(dir, e.Name)
+			if e.Name <= after || e.Type != 0 {
+				continue
+			}
+			if at, err := a.Stat(ctx, name); err != nil || at.Size > readpattern.Default.FileMax {
+				continue
+			}
+			data, err := mounts.ReadFile(ctx, a.countingFS, name)
+			if sink := a.sink.Load(); err == nil && sink != nil {
+				(*sink)(name, data)
+				a.offered.Add(1)
+			}
+		}
+	}()
 }
 
 // statDirFS lists with attributes and counts the Stats it is asked for.

@@ -96,10 +96,12 @@ type conn struct {
 	// reads go through readers.
 	immutable bool
 	readers   *readerCache
-	ra        *readahead
-	log       *slog.Logger
-	errs      errLog
-	root      *node
+	// pages is the main connection's page store, nil until every
+	// connection is mounted, and when none is immutable.
+	pages *pageStore
+	log   *slog.Logger
+	errs  errLog
+	root  *node
 	// passthrough is set when Options.Passthrough asked for it and the
 	// kernel accepted a backing file at mount. It is set after the
 	// handshake, when requests may already be served, hence atomic;
@@ -128,7 +130,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	defer g.release()
 	s, err := mountConn(mountpoint, c, opts, g)
 	if err != nil {
-		c.ra.close()
+		c.readers.clear()
 		return nil, err
 	}
 	if hook := testHookMainMounted; hook != nil {
@@ -146,6 +148,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 		stacked = append(stacked, root)
 	}
 	s.gated.setStacked(stacked)
+	s.storePages()
 	return s, nil
 }
 

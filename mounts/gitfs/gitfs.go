@@ -85,6 +85,8 @@ var (
 	_ mounts.StatFSer  = (*FS)(nil)
 	_ mounts.Describer = (*FS)(nil)
 	_ mounts.StatDirFS = (*FS)(nil)
+
+	_ mounts.PageOfferer = (*FS)(nil)
 )
 
 // node is a resolved name.
@@ -469,7 +471,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 			return nil, nil, err
 		}
 	}
-	f.walk.listed(t)
+	f.walk.listed(name, t)
 	return ents, attrs, nil
 }
 

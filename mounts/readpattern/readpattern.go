@@ -1,6 +1,6 @@
 // Package readpattern is the one read-pattern detector of vfsmount: it is
-// told what programs do to a mount (a file opened for reading, a directory
-// listed) and says when they are scanning, so that a mount which must
+// told what programs do to a mount (a file opened for reading) and says
+// when they are scanning, so that a mount which must
 // decode content before it can serve it (a git commit) reads ahead of
 // them. It is modelled on gcsfuse's read-pattern detector: explicit inputs,
 // named thresholds, and nothing else (no goroutines, no I/O, no clock of
@@ -15,10 +15,11 @@
 // ([Pattern.Started]: read ahead the files after this one), and every sign
 // of a scan (such a file, or any later one in the same run) keeps the scan
 // going for [Thresholds.Window]. A file opened in another directory starts
-// that directory's run over; a single file read in a directory (an agent
-// looking at one file) is no scan, and neither is listing alone (find, ls
-// -R). While a scan is on ([Detector.Scan]), the small files of each
-// directory listed are worth reading ahead before the scanner reaches them.
+// that directory's run over, and so does the end of a scan's window; a
+// single file read in a directory (an agent looking at one file) is no
+// scan, and neither is listing alone (find, ls -R). While a scan is on
+// ([Detector.Scan]), the small files of each directory listed are worth
+// reading ahead before the scanner reaches them.
 //
 // Reads within a file are not an input: a whole file is what a mount
 // decodes, and the kernel's own read-ahead pipelines the READs of a large
@@ -107,7 +108,9 @@ func (d *Detector) Opened(name string) Pattern {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
-	case dir != d.dir:
+	case dir != d.dir, d.run >= d.th.ScanFiles && !now.Before(d.until):
+		// Another directory, or the scan of this one is over: a new
+		// run.
 		d.dir, d.run = dir, 1
 	case name != d.last:
 		d.run++

@@ -50,6 +50,12 @@ func TestDetector(t *testing.T) {
 			{"z/1", time.Second, Pattern{}, "the window is over"},
 			{"z/2", 0, Pattern{Scanning: true, Started: true, Scan: 2}, "a new scan"},
 		}},
+		{"after the window, the same directory starts over", []open{
+			{"a/1", 0, Pattern{}, ""},
+			{"a/2", 0, Pattern{Scanning: true, Started: true, Scan: 1}, ""},
+			{"a/3", time.Second, Pattern{}, "the window is over: a new run"},
+			{"a/4", 0, Pattern{Scanning: true, Started: true, Scan: 2}, "whose second file starts a new scan"},
+		}},
 		{"each sign extends the window", []open{
 			{"a/1", 0, Pattern{}, ""},
 			{"a/2", 0, Pattern{Scanning: true, Started: true, Scan: 1}, ""},

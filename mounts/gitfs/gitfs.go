@@ -59,8 +59,9 @@ type Options struct {
 }
 
 // FS is one commit of a repository, read-only. It implements mounts.FS,
-// mounts.XattrFS, mounts.StatFSer and mounts.Describer, and nothing that
-// writes. It is safe for concurrent use.
+// mounts.XattrFS, mounts.StatFSer, mounts.Describer, mounts.StatDirFS and
+// mounts.PageOfferer, and nothing that writes. It is safe for concurrent
+// use.
 type FS struct {
 	commit plumbing.Hash
 	root   node

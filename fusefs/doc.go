@@ -148,10 +148,13 @@
 // the sink: an offered file whose node an immutable connection knows, and
 // has not read yet, is handed to the kernel with NOTIFY_STORE, once per
 // node, so the reads that follow are page cache hits. An offer for a node
-// the kernel is still learning of (the listing that introduces it is on
-// its way) is tried again a few times over some milliseconds; anything
-// else that fails is dropped, and the file is read by READ as usual, as it
-// is when the kernel drops those pages like any others. The offers come
+// the kernel is still learning of (the mount offers from the listing that
+// introduces it, before the reply is out) is parked by directory, within
+// a bound, and tried again at the first READ in that directory (what a
+// scanner does next) or a couple of milliseconds later, whichever comes
+// first; anything that fails then is dropped, and the file is read by
+// READ as usual, as it is when the kernel drops those pages like any
+// others. The offers come
 // through the decorators, so the path rules drop the pages of denied files
 // before they reach the kernel. A single file read in a directory (an
 // agent looking at one file) triggers nothing, and neither does listing

@@ -135,7 +135,7 @@ func (c *conn) setImmutable() {
 
 // closed releases what t holds once its connection is gone.
 func (c *conn) closed() {
-	c.pages.stop()
+	c.pages.Load().stop(c)
 	c.readers.clear()
 }
 
@@ -144,6 +144,7 @@ func (c *conn) closed() {
 func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	defer n.conn.rescue("read", &errno)
 	n.served.Store(true)
+	n.conn.pages.Load().known(n)
 	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
 		name, ok := n.name()
 		if !ok {
@@ -339,32 +340,46 @@ func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func
 // the page cache of the node of an immutable connection that has it, so
 // the reads that follow are page cache hits instead of READs. Only those
 // connections: there the kernel keeps pages across opens, and nothing ever
-// changes them. An offer for a node the kernel does not know, or has read
-// already, is dropped; an offer that comes while the kernel is still
-// learning of the node (the mount offers from the listing that introduces
-// it) is tried again a moment later, a few times. Any failure only means the file
-// is read on demand.
+// changes them. An offer for a node the kernel has read already is
+// dropped. The kernel learns of the files of a directory from the listing
+// the mount offers them from, so an offer often comes before the kernel
+// (or go-fuse) knows the node: such a page is parked, by directory, and
+// stored when the kernel shows it knows the directory's entries, with the
+// first READ of a file in it (what a scanner does next). Parked pages are
+// bounded (parkMax); past that the oldest directory's go. Any failure only
+// means the file is read on demand.
 type pageStore struct {
-	fsys mounts.FS
-	log  *slog.Logger
+	fsys  mounts.FS
+	log   *slog.Logger
+	owner *conn // the main connection, which registered the sink
 	// conns are the immutable connections, the stacked ones first.
 	conns   []*conn
 	stopped atomic.Bool
 	// stored counts the files handed to the kernel, for tests.
 	stored atomic.Int64
+
+	// parked holds pages offered before the kernel knew their nodes, by
+	// fsys-relative directory; dirs is their order, oldest first.
+	mu      sync.Mutex
+	parked  map[string][]parkedPage
+	dirs    []string
+	bytes   int64
+	nParked atomic.Int64 // len(parked), for the READ path's fast check
 }
 
-// An offer for a node the kernel is learning of is tried storeTries times
-// in all, retryAfter after the first, twice as long after each next.
-const (
-	storeTries = 4
-	retryAfter = 2 * time.Millisecond
-)
+type parkedPage struct {
+	c    *conn
+	rel  string
+	data []byte
+}
+
+// parkMax bounds the bytes of parked pages.
+const parkMax = 16 << 20
 
 // storePages registers the page store of s's immutable connections, if
 // it has any.
 func (s *Server) storePages() {
-	p := &pageStore{fsys: s.conn.fsys, log: s.conn.log}
+	p := &pageStore{fsys: s.conn.fsys, log: s.conn.log, owner: s.conn, parked: make(map[string][]parkedPage)}
 	for _, sub := range s.subs {
 		p.conns = append(p.conns, sub.conn)
 	}
@@ -374,16 +389,25 @@ func (s *Server) storePages() {
 	if len(p.conns) == 0 {
 		return
 	}
-	s.conn.pages = p
+	for _, c := range p.conns {
+		c.pages.Store(p)
+	}
+	s.conn.pages.Store(p)
 	mounts.OfferPages(p.fsys, p.offer)
 }
 
-// stop drops every later offer and unregisters the sink.
-func (p *pageStore) stop() {
-	if p == nil || p.stopped.Swap(true) {
+// stop drops every later offer and unregisters the sink; c is the
+// connection that closed, and only the main one stops the store.
+func (p *pageStore) stop(c *conn) {
+	if p == nil || c != p.owner || p.stopped.Swap(true) {
 		return
 	}
 	mounts.OfferPages(p.fsys, nil)
+	p.mu.Lock()
+	clear(p.parked)
+	p.dirs, p.bytes = nil, 0
+	p.nParked.Store(0)
+	p.mu.Unlock()
 }
 
 // offer is the sink: name is fsys-relative.
@@ -393,46 +417,109 @@ func (p *pageStore) offer(name string, data []byte) {
 	}
 	for _, c := range p.conns {
 		if within(name, c.prefix) || c.prefix == "." {
-			p.store(c, relTo(name, c.prefix), data, 1)
+			if !p.store(c, relTo(name, c.prefix), data) {
+				p.park(name, parkedPage{c: c, rel: relTo(name, c.prefix), data: bytes.Clone(data)})
+			}
 			return
 		}
 	}
 }
 
 // store hands data to the kernel as the content of c's node rel, once per
-// node however often it is offered; try counts the tries.
-func (p *pageStore) store(c *conn, rel string, data []byte, try int) {
+// node however often it is offered. It reports false when the kernel (or
+// go-fuse) does not know the node yet: worth another try later.
+func (p *pageStore) store(c *conn, rel string, data []byte) bool {
 	if p.stopped.Load() {
-		return
-	}
-	retry := func() {
-		if try >= storeTries {
-			return
-		}
-		buf := bytes.Clone(data) // data is the mount's only during the call
-		time.AfterFunc(retryAfter<<(try-1), func() { p.store(c, rel, buf, try+1) })
+		return true
 	}
 	ch := c.lookup(rel)
 	if ch == nil {
-		retry() // not in the inode tree yet
-		return
+		return false // not in the inode tree yet
 	}
 	n, ok := ch.Operations().(*node)
 	if !ok || ch.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || n.served.Load() ||
 		int64(len(data)) != n.lastSize() || !n.pushed.CompareAndSwap(false, true) {
-		return // read, stored (or being stored), or not what the kernel was told
+		return true // read, stored (or being stored), or not what the kernel was told
 	}
 	switch errno := ch.WriteCache(0, data); errno {
 	case 0:
 		p.stored.Add(1)
 	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
 		n.pushed.Store(false)
-		retry()
+		return false
 	default:
 		n.pushed.Store(false)
 		p.log.Debug("fusefs: storing offered pages failed", "name", rel, "errno", errno.Error())
 	}
+	return true
 }
+
+// park keeps pg, the page of the fsys-relative name, for a later try.
+func (p *pageStore) park(name string, pg parkedPage) {
+	dir := path.Dir(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped.Load() || int64(len(pg.data)) > parkMax {
+		return
+	}
+	if _, ok := p.parked[dir]; !ok {
+		p.dirs = append(p.dirs, dir)
+		// Should no READ come soon (a listing nobody reads from yet),
+		// the parked pages are tried again anyway.
+		time.AfterFunc(retryAfter, func() { p.flush(dir) })
+	}
+	p.parked[dir] = append(p.parked[dir], pg)
+	p.bytes += int64(len(pg.data))
+	for p.bytes > parkMax && len(p.dirs) > 0 {
+		old := p.dirs[0]
+		p.dirs = p.dirs[1:]
+		for _, q := range p.parked[old] {
+			p.bytes -= int64(len(q.data))
+		}
+		delete(p.parked, old)
+	}
+	p.nParked.Store(int64(len(p.parked)))
+}
+
+// known is told of a READ of n: the kernel knows n, and so the entries of
+// the listing it learnt n from. The pages parked for n's directory are
+// tried again.
+func (p *pageStore) known(n *node) {
+	if p == nil || p.nParked.Load() == 0 {
+		return
+	}
+	if name, ok := n.name(); ok {
+		p.flush(path.Dir(name))
+	}
+}
+
+// flush tries the pages parked for the fsys-relative directory dir once
+// more, from a goroutine of its own (never inside a request); those that
+// fail again are dropped.
+func (p *pageStore) flush(dir string) {
+	p.mu.Lock()
+	pgs := p.parked[dir]
+	if pgs != nil {
+		delete(p.parked, dir)
+		p.dirs = slices.DeleteFunc(p.dirs, func(d string) bool { return d == dir })
+		for _, q := range pgs {
+			p.bytes -= int64(len(q.data))
+		}
+		p.nParked.Store(int64(len(p.parked)))
+	}
+	p.mu.Unlock()
+	if pgs != nil {
+		go func() {
+			for _, q := range pgs {
+				p.store(q.c, q.rel, q.data)
+			}
+		}()
+	}
+}
+
+// retryAfter is how long parked pages wait for a READ in their directory
+// before they are tried again without one.
+const retryAfter = 2 * time.Millisecond
 
 // lookup returns the inode of c's node rel (relative to c's root), if
 // go-fuse has it.

@@ -261,7 +261,7 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	read("a")
 	read("b") // a second file of d: c, d, e and f are offered and stored
 	assert.True(t, served("a") && served("b"))
-	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 4 },
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 4 },
 		10*time.Second, 5*time.Millisecond, "the page store stores what the mount read ahead")
 	for _, name := range []string{"c", "d", "e", "f"} {
 		read(name)
@@ -285,13 +285,13 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	// Offered twice (by a scan and by the listing that showed it), a
 	// file is handed to the kernel once; the content comes with the
 	// offer, so the store opens nothing.
-	srv.conn.pages.offer("a", []byte("alpha"))
-	srv.conn.pages.offer("a", []byte("alpha"))
-	assert.Equal(t, int64(1), srv.conn.pages.stored.Load())
+	srv.conn.pages.Load().offer("a", []byte("alpha"))
+	srv.conn.pages.Load().offer("a", []byte("alpha"))
+	assert.Equal(t, int64(1), srv.conn.pages.Load().stored.Load())
 	assert.Equal(t, int64(0), repo.opens.Load())
-	srv.conn.pages.offer("a", []byte("not alpha")) // not the size the kernel knows
-	srv.conn.pages.offer("nope", []byte("x"))      // no such node
-	assert.Equal(t, int64(1), srv.conn.pages.stored.Load())
+	srv.conn.pages.Load().offer("a", []byte("not alpha")) // not the size the kernel knows
+	srv.conn.pages.Load().offer("nope", []byte("x"))      // no such node
+	assert.Equal(t, int64(1), srv.conn.pages.Load().stored.Load())
 	b, err := os.ReadFile(filepath.Join(dir, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, "alpha", string(b))
@@ -369,10 +369,10 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		"listing alone decodes nothing")
 	read("a/1")
 	read("a/2") // a scan: a/3 is stored, and directories listed next are too
-	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	_, err = os.ReadDir(filepath.Join(dir, "b"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return srv.conn.pages.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
 		"b's three files stored as b is listed")
 	for _, name := range []string{"a/3", "b/1", "b/2", "b/3"} {
 		read(name)

@@ -96,9 +96,10 @@ type conn struct {
 	// reads go through readers.
 	immutable bool
 	readers   *readerCache
-	// pages is the main connection's page store, nil until every
+	// pages is the page store every immutable connection shares (the
+	// main connection's too, which stops it), nil until every
 	// connection is mounted, and when none is immutable.
-	pages *pageStore
+	pages atomic.Pointer[pageStore]
 	log   *slog.Logger
 	errs  errLog
 	root  *node

@@ -49,15 +49,19 @@ type walker struct {
 	warmed, decoded, offered atomic.Int64
 }
 
-// job is one directory to work on: t, the tree of the directory name.
-// With after set, it is the rest of a directory whose scan started at
-// the file after (whose files after it are decoded and offered, within
-// the thresholds' per-directory bounds); otherwise t is warmed, and during
-// a scan its small files are decoded and offered, once per scan.
+// job is one thing to do: a directory to warm, t the tree of the
+// directory name, whose small files are decoded ahead during a scan, once
+// per scan; or a file to decode ahead, e the entry of the file name, and
+// to offer when the directory is listed or its scan started (a page is
+// offered when the kernel knows its file: a directory warmed ahead is
+// offered when the scan lists it).
+// Files are jobs of their own so that the workers decode the files of one
+// directory side by side, in the order the scan reads them.
 type job struct {
 	t     *tree
+	e     *entry
 	name  string
-	after string
+	offer bool
 }
 
 // walkStack bounds the jobs queued; past it the oldest are dropped (the
@@ -67,9 +71,10 @@ const walkStack = 4096
 func newWalker(f *FS) *walker {
 	w := &walker{f: f, det: readpattern.New(readpattern.Default, nil), th: readpattern.Default}
 	w.cond.L = &w.mu
-	// A worker per CPU but one, which the walking program and the kernel
-	// need; at most four.
-	for range max(1, min(4, runtime.GOMAXPROCS(0)-1)) {
+	// A worker per CPU, at least two, at most four: during a scan they
+	// decode ahead of a reader that waits on each decode it meets
+	// first, and decoding is most of what a cold read costs.
+	for range max(4, runtime.GOMAXPROCS(0)) {
 		w.wg.Add(1)
 		go w.work()
 	}
@@ -108,8 +113,8 @@ func (w *walker) listed(name string, t *tree) {
 		t.walked.Store(true)
 		w.push(subs...)
 	}
-	if scan := w.det.Scan(); scan != 0 && t.offered.Load() != scan {
-		w.push(job{t: t, name: name})
+	if scan := w.det.Scan(); scan != 0 && t.offered.Swap(scan) != scan {
+		w.push(w.files(name, t, "", true)...)
 	}
 }
 
@@ -122,8 +127,37 @@ func (w *walker) opened(name string) {
 	}
 	dir := path.Dir(name)
 	if _, t, err := w.f.dir(context.Background(), dir); err == nil && t != nil {
-		w.push(job{t: t, name: dir, after: path.Base(name)})
+		w.push(w.files(dir, t, path.Base(name), true)...)
 	}
+}
+
+// files returns the jobs of the regular files of t (the directory name)
+// whose names sort after after, in name order: with after set, within the
+// thresholds' bounds of what one directory's scan reads ahead (sizes not
+// known yet count for nothing: a file job checks its size itself). offer
+// says the jobs offer the pages they decode: the kernel knows the files
+// (it listed them, or read one after which they come), or is about to.
+func (w *walker) files(name string, t *tree, after string, offer bool) []job {
+	var js []job
+	n, bytes := w.th.DirFiles, w.th.DirBytes
+	for i := range t.entries {
+		e := &t.entries[i]
+		if (e.kind != kindFile && e.kind != kindExec) || e.name <= after {
+			continue
+		}
+		size := e.loadSize()
+		if size > w.th.FileMax {
+			continue
+		}
+		if after != "" {
+			if n == 0 || size > bytes {
+				break
+			}
+			n, bytes = n-1, bytes-max(size, 0)
+		}
+		js = append(js, job{e: e, name: mounts.Join(name, e.name), offer: offer})
+	}
+	return js
 }
 
 // subdirs returns the jobs of t's subdirectories (t is the directory name)
@@ -154,7 +188,7 @@ func (w *walker) push(js ...job) {
 	}
 	for i := len(js) - 1; i >= 0; i-- {
 		j := js[i]
-		if j.after != "" || !j.t.warm.Load() || (scan != 0 && j.t.offered.Load() != scan) {
+		if j.e != nil || !j.t.warm.Load() || (scan != 0 && j.t.decoded.Load() != scan) {
 			w.stack = append(w.stack, j)
 		}
 	}
@@ -184,12 +218,36 @@ func (w *walker) work() {
 	}
 }
 
-// do is one job: it reads what StatDir of j.t needs and, while a scan is
-// on, decodes j's small files into the blob cache and offers them. Errors
+// do is one job: for a directory, it reads what StatDir of j.t needs and,
+// while a scan is on, queues its small files; for a file, while the scan
+// is on, it decodes the file into the blob cache and offers it. Errors
 // are left for StatDir and Open to meet and report.
 func (w *walker) do(j job, buf []byte) {
+	if w.f.closed.Load() {
+		return
+	}
+	if e := j.e; e != nil {
+		if w.det.Scan() == 0 {
+			return // the scan is over
+		}
+		size := e.loadSize()
+		if size < 0 {
+			// Not listed yet (a scan started by opens alone): the
+			// header says.
+			s, err := w.f.obj.Size(e.hash)
+			if err != nil {
+				return
+			}
+			e.storeSize(s)
+			size = s
+		}
+		if size <= w.th.FileMax {
+			w.ahead(j.name, e.hash, buf, j.offer)
+		}
+		return
+	}
 	t := j.t
-	if j.after == "" && !t.warm.Load() {
+	if !t.warm.Load() {
 		for i := range t.entries {
 			if w.f.closed.Load() {
 				return
@@ -208,52 +266,14 @@ func (w *walker) do(j job, buf []byte) {
 		t.warm.Store(true)
 		w.warmed.Add(1)
 	}
-	scan := w.det.Scan()
-	if scan == 0 || (j.after == "" && t.offered.Swap(scan) == scan) {
-		return
-	}
-	files, bytes := w.th.DirFiles, w.th.DirBytes
-	for i := range t.entries {
-		e := &t.entries[i]
-		if j.after != "" && e.name <= j.after {
-			continue
-		}
-		if w.f.closed.Load() || w.det.Scan() != scan {
-			if j.after == "" {
-				t.offered.CompareAndSwap(scan, 0) // not all of them: again
-			}
-			return
-		}
-		if e.kind != kindFile && e.kind != kindExec {
-			continue
-		}
-		size := e.loadSize()
-		if size < 0 {
-			// Not listed yet (a scan started by opens alone): the
-			// header says.
-			s, err := w.f.obj.Size(e.hash)
-			if err != nil {
-				continue
-			}
-			e.storeSize(s)
-			size = s
-		}
-		if size > w.th.FileMax {
-			continue
-		}
-		if j.after != "" {
-			if files == 0 || size > bytes {
-				return
-			}
-			files, bytes = files-1, bytes-size
-		}
-		w.ahead(mounts.Join(j.name, e.name), e.hash, buf)
+	if scan := w.det.Scan(); scan != 0 && t.decoded.Swap(scan) != scan {
+		w.push(w.files(j.name, t, "", false)...)
 	}
 }
 
 // ahead decodes the blob h of the file name into the blob cache, unless
-// it is there, and offers its content to the sink.
-func (w *walker) ahead(name string, h plumbing.Hash, buf []byte) {
+// it is there, and with offer set offers its content to the sink.
+func (w *walker) ahead(name string, h plumbing.Hash, buf []byte, offer bool) {
 	b, err := w.f.blobs.pin(h)
 	if b == nil && err == nil {
 		b, err = w.f.blobs.acquire(context.Background(), h, func(context.Context) (io.ReadCloser, int64, error) {
@@ -268,7 +288,7 @@ func (w *walker) ahead(name string, h plumbing.Hash, buf []byte) {
 	}
 	defer w.f.blobs.release(b)
 	sink := w.sink.Load()
-	if sink == nil {
+	if sink == nil || !offer {
 		return
 	}
 	data := b.mem

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"path"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -65,16 +64,21 @@ type job struct {
 }
 
 // walkStack bounds the jobs queued; past it the oldest are dropped (the
-// walk has moved on, or they are listed on demand).
-const walkStack = 4096
+// walk has moved on, or they are listed on demand). walkWorkers is how
+// many workers do them: during a scan they decode ahead of a reader that
+// waits on each decode it meets first, decoding is most of what a cold
+// read costs, and a cold pack is read from disk, so even on two CPUs four
+// beat one per CPU (the fusefs read-ahead this replaced had one per CPU
+// beside the walker's one).
+const (
+	walkStack   = 4096
+	walkWorkers = 4
+)
 
 func newWalker(f *FS) *walker {
 	w := &walker{f: f, det: readpattern.New(readpattern.Default, nil), th: readpattern.Default}
 	w.cond.L = &w.mu
-	// A worker per CPU, at least two, at most four: during a scan they
-	// decode ahead of a reader that waits on each decode it meets
-	// first, and decoding is most of what a cold read costs.
-	for range max(4, runtime.GOMAXPROCS(0)) {
+	for range walkWorkers {
 		w.wg.Add(1)
 		go w.work()
 	}

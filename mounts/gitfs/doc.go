@@ -36,8 +36,10 @@
 // tells (package readpattern: two files of one directory opened in a row,
 // counting for a second after the last sign). Then the small files (under
 // 1 MiB) after the one that started a directory's scan, and those of every
-// directory listed during the scan, are decoded into the blob cache before
-// they are opened, and offered whole to the page sink a face registered
+// directory listed or warmed during the scan, are decoded into the blob
+// cache before they are opened, by four workers side by side; those the
+// kernel knows of (after the file that started a scan, and of a directory
+// as it is listed) are offered whole to the page sink a face registered
 // ([FS.OfferPages], [mounts.PageOfferer]): the kernel face stores them in
 // the page cache, so the reads that follow never reach the mount. They are
 // offered once per scan, not once for the life of the mount: a later scan

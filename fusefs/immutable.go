@@ -126,14 +126,14 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 	return sub, err
 }
 
-// setImmutable makes t a connection of immutable content (see "# Immutable
+// setImmutable makes c a connection of immutable content (see "# Immutable
 // mounts" in the package doc).
 func (c *conn) setImmutable() {
 	c.immutable = true
 	c.readers = newReaderCache(maxReaders)
 }
 
-// closed releases what t holds once its connection is gone.
+// closed releases what c holds once its connection is gone.
 func (c *conn) closed() {
 	c.pages.Load().stop(c)
 	c.readers.clear()

@@ -150,9 +150,9 @@
 // node, so the reads that follow are page cache hits. An offer for a node
 // the kernel is still learning of (the mount offers from the listing that
 // introduces it, before the reply is out) is parked by directory, within
-// a bound, and tried again at the first READ in that directory (what a
-// scanner does next) or a couple of milliseconds later, whichever comes
-// first; anything that fails then is dropped, and the file is read by
+// a bound, and tried again as soon as the kernel shows it took the
+// listing in (the READDIR that finds its end, or the first READ in that
+// directory) or a couple of milliseconds later, whichever comes first; anything that fails then is dropped, and the file is read by
 // READ as usual, as it is when the kernel drops those pages like any
 // others. The offers come
 // through the decorators, so the path rules drop the pages of denied files

@@ -344,8 +344,9 @@ func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func
 // dropped. The kernel learns of the files of a directory from the listing
 // the mount offers them from, so an offer often comes before the kernel
 // (or go-fuse) knows the node: such a page is parked, by directory, and
-// stored when the kernel shows it knows the directory's entries, with the
-// first READ of a file in it (what a scanner does next). Parked pages are
+// stored when the kernel shows it knows the directory's entries: at the
+// READDIR that finds the end of the listing, or the first READ of a file
+// in it (what a scanner does next). Parked pages are
 // bounded (parkMax); past that the oldest directory's go. Any failure only
 // means the file is read on demand.
 type pageStore struct {
@@ -490,6 +491,20 @@ func (p *pageStore) known(n *node) {
 	}
 	if name, ok := n.name(); ok {
 		p.flush(path.Dir(name))
+	}
+}
+
+// listed is told that the kernel lists the directory n again after the
+// request that built its listing (a program reading a directory to its
+// end sends one more READDIR, which finds the end): the kernel took in
+// the entries of the first, so the pages parked for them are tried
+// again, ahead of the first READ among them.
+func (p *pageStore) listed(n *node) {
+	if p == nil || p.nParked.Load() == 0 {
+		return
+	}
+	if name, ok := n.name(); ok {
+		p.flush(name)
 	}
 }
 

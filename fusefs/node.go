@@ -706,6 +706,9 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 	listed := n.listing != nil
 	n.mu.Unlock()
 	if listed {
+		// A request after the one that built the listing (the one
+		// that finds its end, say): the kernel took in the entries.
+		n.conn.pages.Load().listed(n)
 		return n.Readdir(ctx)
 	}
 	defer n.conn.rescue("readdir", &errno)

@@ -37,7 +37,7 @@
 // counting for a second after the last sign). Then the small files (under
 // 1 MiB) after the one that started a directory's scan, and those of every
 // directory listed or warmed during the scan, are decoded into the blob
-// cache before they are opened, by four workers side by side; those the
+// cache before they are opened, by two workers side by side; those the
 // kernel knows of (after the file that started a scan, and of a directory
 // as it is listed) are offered whole to the page sink a face registered
 // ([FS.OfferPages], [mounts.PageOfferer]): the kernel face stores them in

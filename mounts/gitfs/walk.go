@@ -66,13 +66,13 @@ type job struct {
 // walkStack bounds the jobs queued; past it the oldest are dropped (the
 // walk has moved on, or they are listed on demand). walkWorkers is how
 // many workers do them: during a scan they decode ahead of a reader that
-// waits on each decode it meets first, decoding is most of what a cold
-// read costs, and a cold pack is read from disk, so even on two CPUs four
-// beat one per CPU (the fusefs read-ahead this replaced had one per CPU
-// beside the walker's one).
+// waits on each decode it meets first, and a cold pack is read from disk,
+// so one is too few even on two CPUs; four were measured faster on a cold
+// full read but slower (20 %) on a full read with the kernel cold and the
+// content decoded, where they only compete with the reader for the CPUs.
 const (
 	walkStack   = 4096
-	walkWorkers = 4
+	walkWorkers = 2
 )
 
 func newWalker(f *FS) *walker {

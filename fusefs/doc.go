@@ -79,8 +79,9 @@
 // FOPEN_KEEP_CACHE, and sends READs without a handle. That holds for the
 // whole connection, and writable mounts need their handles (unlink of an
 // open file, passthrough, the audit log's per-open accounting), so each
-// directory of [Options.ImmutableRoots] — a git mount with nothing mounted
-// below it — is served on a connection of its own, mounted read-only on
+// immutable mount of the mount table ([mounts.Mounts], a git mount with
+// nothing mounted below it) is served, with [Options.Immutable], on a
+// connection of its own, mounted read-only on
 // top of the directory the main connection shows at that name. Such a
 // connection answers OPEN with ENOSYS; a READ without a handle goes through
 // a small cache of open files, one per recently read node (readerCache),
@@ -105,7 +106,8 @@
 // Everything else is unchanged: the connection serves the same tree, by the
 // same names (conn.prefix), through the same decorators, with the same
 // inode numbers. When every mount is immutable the main connection itself
-// works this way ("." in ImmutableRoots).
+// works this way. [ImmutableRoots] says which directories qualify; the
+// whole mode lives in immutable.go.
 //
 // # Readiness
 //
@@ -134,22 +136,29 @@
 // is [StateIncomplete], not live. A probe from another process therefore
 // waits while the workspace mounts, and reports live only once it is whole.
 //
-// # Read-ahead
+// # Read-ahead: the page store
 //
 // On an immutable connection, reading a file whose content the mount must
 // decode first (a git blob) makes the reader wait for the decode, file
-// after file. When a second file of a directory is read — a scan, as tar,
-// cp -r or a build does — the regular files after it in name order (up to
-// 256 files and 16 MiB, each under 1 MiB) are read from the mount by one
-// worker per CPU and handed to the kernel with NOTIFY_STORE, so the reads
-// that follow are page cache hits. For a second after such a scan, the
-// small files of every directory the kernel lists are queued as it lists
-// them, so that the next directory's first files are not waited for
-// either. A single file read in a directory (an agent looking at one file)
-// triggers nothing, and neither does listing alone (find, ls -R). The
-// kernel may drop those
-// pages like any others; a file read later is then served by READ as
-// usual. The workers never block a request: a full queue drops the rest.
+// after file. This package does not guess what will be read next: the
+// mount does, on the one read-pattern detector (package readpattern; a
+// scan, as tar, cp -r or a build does, is two files of one directory read
+// in a row), and offers what it decoded ahead ([mounts.PageOfferer]). Once
+// every connection is mounted, the main one registers its page store as
+// the sink: an offered file whose node an immutable connection knows, and
+// has not read yet, is handed to the kernel with NOTIFY_STORE, once per
+// node, so the reads that follow are page cache hits. An offer for a node
+// the kernel is still learning of (the mount offers from the listing that
+// introduces it, before the reply is out) is parked by directory, within
+// a bound, and tried again as soon as the kernel shows it took the
+// listing in (the READDIR that finds its end, or the first READ in that
+// directory) or a couple of milliseconds later, whichever comes first; anything that fails then is dropped, and the file is read by
+// READ as usual, as it is when the kernel drops those pages like any
+// others. The offers come
+// through the decorators, so the path rules drop the pages of denied files
+// before they reach the kernel. A single file read in a directory (an
+// agent looking at one file) triggers nothing, and neither does listing
+// alone (find, ls -R).
 //
 // # Passthrough
 //
@@ -241,10 +250,12 @@
 // itself is small and guarded where it lives: per node, the open handles
 // and the attributes last reported (node.mu), and on an immutable
 // connection the directory's listing, built once; per connection, the
-// reader cache and the read-ahead's memory of directories, each under its
-// own mutex, and the readiness gate, one atomic load once open. Change
-// notices from the tool face arrive on other goroutines and only ask the
-// kernel to drop entries (see "# Caching").
+// reader cache, under its own mutex; the page store's flags per node
+// (served, pushed), atomic; and the readiness gate, one atomic load once
+// open. Change notices from the tool face and offered pages from the
+// mounts arrive on other goroutines: the first only ask the kernel to
+// drop entries (see "# Caching"), the second to store pages, never from
+// inside a request.
 //
 // # Interrupts
 //

@@ -139,7 +139,7 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 // live, although its main connection answers.
 func TestProbeIncomplete(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	_, dir := mountFS(t, u, Options{Immutable: true})
 	root := filepath.Join(dir, "repo")
 
 	v := make([]byte, 64)
@@ -177,7 +177,7 @@ func TestProbeWithoutStackedRoots(t *testing.T) {
 // the test ends.
 func mountStacked(t *testing.T, dir string, u mounts.FS) *Server {
 	t.Helper()
-	srv, err := Mount(dir, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, err := Mount(dir, u, Options{Immutable: true})
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +22,7 @@ import (
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/readpattern"
 	"github.com/vfsmount/vfsmount/union"
 )
 
@@ -68,7 +71,7 @@ func immutableWorkspace(t *testing.T) (*union.Union, *countingFS, []byte) {
 
 func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 	u, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	root := filepath.Join(dir, "repo")
 
 	below, err := MountsBelow(dir)
@@ -140,7 +143,7 @@ func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 // the server's own unmount must still succeed once it is idle.
 func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	busy, err := os.Open(filepath.Join(dir, "memory"))
 	require.NoError(t, err)
 	require.NoError(t, unix.Unmount(filepath.Join(dir, "repo"), 0))
@@ -155,7 +158,7 @@ func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 
 func TestImmutableRootForceUnmount(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	srv, dir := mountFS(t, u, Options{Immutable: true})
 	f, err := os.Open(filepath.Join(dir, "repo", "big")) // keeps the inner mount busy
 	require.NoError(t, err)
 	require.NoError(t, ForceUnmount(dir))
@@ -177,7 +180,7 @@ func TestImmutableRootForceUnmount(t *testing.T) {
 func TestImmutableRootsRefused(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"memory", "nope", "../x"},
+	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"memory", "nope", "../x"},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
@@ -193,7 +196,7 @@ func TestImmutableRootsRefused(t *testing.T) {
 func TestImmutableRootInsideAnother(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo", "repo/d"},
+	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"repo", "repo/d"},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
@@ -207,7 +210,7 @@ func TestImmutableRootInsideAnother(t *testing.T) {
 func TestWholeTreeImmutable(t *testing.T) {
 	fusetest.Need(t)
 	_, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "the main connection is the immutable one")
@@ -235,9 +238,9 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 		want[name] = bytes.Repeat([]byte(name), 5000+len(want)*1000)
 		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, want[name], 0o644))
 	}
-	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readaheadFileMax+1), 0o644))
-	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readpattern.Default.FileMax+1), 0o644))
+	repo := newAheadFS(content)
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	ents, err := os.ReadDir(filepath.Join(dir, "d")) // READDIRPLUS: the kernel knows every node
 	require.NoError(t, err)
 	require.Len(t, ents, 7)
@@ -256,15 +259,16 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	}
 
 	read("a")
-	read("b") // a second file of d: c, d, e and f are pushed to the kernel
+	read("b") // a second file of d: c, d, e and f are offered and stored
 	assert.True(t, served("a") && served("b"))
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 },
-		10*time.Second, 5*time.Millisecond, "the read-ahead workers store the rest")
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 4 },
+		10*time.Second, 5*time.Millisecond, "the page store stores what the mount read ahead")
 	for _, name := range []string{"c", "d", "e", "f"} {
 		read(name)
 		assert.False(t, served(name), "%s came from the page cache, without a READ", name)
 	}
 	assert.Equal(t, int64(6), repo.opens.Load(), "the file over the size bound was left alone")
+	assert.Equal(t, int64(4), repo.offered.Load(), "offered once each")
 }
 
 func TestReadaheadStoresANodeOnce(t *testing.T) {
@@ -272,19 +276,22 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	content := memfs.New(memfs.Options{})
 	require.NoError(t, mounts.WriteFile(ctx, content, "a", []byte("alpha"), 0o644))
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	_, err := os.Stat(filepath.Join(dir, "a")) // the kernel knows the node
 	require.NoError(t, err)
 	ch := srv.conn.root.GetChild("a")
 	require.NotNil(t, ch)
 
-	// Queued twice (by a scan and by the listing that showed it), a file
-	// is decoded and handed to the kernel once.
-	buf := make([]byte, readaheadFileMax)
-	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
-	require.Equal(t, syscall.Errno(0), srv.conn.ra.store(ch, buf))
-	assert.Equal(t, int64(1), srv.conn.ra.stored.Load())
-	assert.Equal(t, int64(1), repo.opens.Load())
+	// Offered twice (by a scan and by the listing that showed it), a
+	// file is handed to the kernel once; the content comes with the
+	// offer, so the store opens nothing.
+	srv.conn.pages.Load().offer("a", []byte("alpha"))
+	srv.conn.pages.Load().offer("a", []byte("alpha"))
+	assert.Equal(t, int64(1), srv.conn.pages.Load().stored.Load())
+	assert.Equal(t, int64(0), repo.opens.Load())
+	srv.conn.pages.Load().offer("a", []byte("not alpha")) // not the size the kernel knows
+	srv.conn.pages.Load().offer("nope", []byte("x"))      // no such node
+	assert.Equal(t, int64(1), srv.conn.pages.Load().stored.Load())
 	b, err := os.ReadFile(filepath.Join(dir, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, "alpha", string(b))
@@ -304,7 +311,7 @@ func TestImmutableListingsWithoutOpendir(t *testing.T) {
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
 	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{}), "/repo": repo})
 	require.NoError(t, err)
-	_, dir := mountFS(t, u, Options{ImmutableRoots: []string{"repo"}})
+	_, dir := mountFS(t, u, Options{Immutable: true})
 	big := filepath.Join(dir, "repo", "big")
 	for pass := range 2 {
 		f, err := os.Open(big)
@@ -336,8 +343,8 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 			require.NoError(t, mounts.WriteFile(ctx, content, name, want[name], 0o644))
 		}
 	}
-	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{ImmutableRoots: []string{"."}})
+	repo := newAheadFS(content)
+	srv, dir := mountFS(t, repo, Options{Immutable: true})
 	read := func(name string) {
 		t.Helper()
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -362,15 +369,86 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		"listing alone decodes nothing")
 	read("a/1")
 	read("a/2") // a scan: a/3 is stored, and directories listed next are too
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	_, err = os.ReadDir(filepath.Join(dir, "b"))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return srv.conn.ra.stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.conn.pages.Load().stored.Load() == 4 }, 10*time.Second, 5*time.Millisecond,
 		"b's three files stored as b is listed")
 	for _, name := range []string{"a/3", "b/1", "b/2", "b/3"} {
 		read(name)
 		assert.False(t, served(name), "%s came from the page cache", name)
 	}
+}
+
+// aheadFS is an immutable memory mount that reads ahead as a git mount
+// does, on the one detector (package readpattern): when a scan starts in a
+// directory it offers the small files after the one that started it, and
+// during a scan the small files of each directory listed. It reads them
+// through countingFS.Open, so that opens count what it decoded, and offers
+// from a goroutine of its own, as a mount's workers do, never from inside
+// the request.
+type aheadFS struct {
+	*countingFS
+	det     *readpattern.Detector
+	sink    atomic.Pointer[mounts.PageSink]
+	offered atomic.Int64
+}
+
+func newAheadFS(content *memfs.FS) *aheadFS {
+	return &aheadFS{
+		countingFS: &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}},
+		det:        readpattern.New(readpattern.Default, nil),
+	}
+}
+
+func (a *aheadFS) OfferPages(sink mounts.PageSink) bool {
+	if sink == nil {
+		a.sink.Store(nil)
+	} else {
+		a.sink.Store(&sink)
+	}
+	return true
+}
+
+func (a *aheadFS) Open(ctx context.Context, name string) (mounts.File, error) {
+	f, err := a.countingFS.Open(ctx, name)
+	if err == nil && a.det.Opened(name).Started {
+		a.ahead(path.Dir(name), path.Base(name))
+	}
+	return f, err
+}
+
+func (a *aheadFS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	ents, err := a.countingFS.ReadDir(ctx, name)
+	if err == nil && a.det.Scan() != 0 {
+		a.ahead(name, "")
+	}
+	return ents, err
+}
+
+// ahead offers the small files of dir after the name after.
+func (a *aheadFS) ahead(dir, after string) {
+	go func() {
+		ctx := context.Background()
+		ents, err := a.countingFS.ReadDir(ctx, dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			name := mounts.Join(dir, e.Name)
+			if e.Name <= after || e.Type != 0 {
+				continue
+			}
+			if at, err := a.Stat(ctx, name); err != nil || at.Size > readpattern.Default.FileMax {
+				continue
+			}
+			data, err := mounts.ReadFile(ctx, a.countingFS, name)
+			if sink := a.sink.Load(); err == nil && sink != nil {
+				(*sink)(name, data)
+				a.offered.Add(1)
+			}
+		}
+	}()
 }
 
 // statDirFS lists with attributes and counts the Stats it is asked for.
@@ -397,7 +475,7 @@ func TestReaddirplusUsesStatDir(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, fmt.Sprintf("d/f%02d", i), bytes.Repeat([]byte("x"), i), 0o644))
 	}
 	fsys := &statDirFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+	_, dir := mountFS(t, fsys, Options{Immutable: true})
 	_, err := os.Stat(filepath.Join(dir, "d"))
 	require.NoError(t, err)
 	before := fsys.stats.Load()
@@ -438,7 +516,7 @@ func TestABrokenEntryFailsAlone(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, []byte(name), 0o644))
 	}
 	fsys := &brokenEntryFS{describedFS{content, mounts.Description{Type: "git", Immutable: true}}, "d/bad"}
-	_, dir := mountFS(t, fsys, Options{ImmutableRoots: []string{"."}})
+	_, dir := mountFS(t, fsys, Options{Immutable: true})
 
 	ents, err := os.ReadDir(filepath.Join(dir, "d"))
 	require.NoError(t, err, "the directory lists")
@@ -454,4 +532,38 @@ func TestABrokenEntryFailsAlone(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, name, string(b))
 	}
+}
+
+// TestImmutableRoots moved here from the CLI, which computed the roots
+// itself before they came from the mount table.
+func TestImmutableRoots(t *testing.T) {
+	git := func() mounts.FS {
+		return describedFS{memfs.New(memfs.Options{}), mounts.Description{Type: "git", Immutable: true}}
+	}
+	mem := func() mounts.FS { return memfs.New(memfs.Options{}) }
+	for _, tc := range []struct {
+		name  string
+		table map[string]mounts.FS
+		want  []string
+	}{
+		{"default workspace", map[string]mounts.FS{"/repo": git(), "/memory": mem()}, []string{"repo"}},
+		{"two repositories, one nested deeper",
+			map[string]mounts.FS{"/repo": git(), "/src/lib": git(), "/memory": mem()}, []string{"repo", "src/lib"}},
+		{"a mount below a repository keeps it on the main connection",
+			map[string]mounts.FS{"/repo": git(), "/repo/node_modules": mem()}, nil},
+		{"everything immutable", map[string]mounts.FS{"/a": git(), "/b": git()}, []string{"."}},
+		{"nothing immutable", map[string]mounts.FS{"/memory": mem()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := union.New(tc.table)
+			require.NoError(t, err)
+			got := ImmutableRoots(u)
+			slices.Sort(got)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("a single mount", func(t *testing.T) {
+		assert.Equal(t, []string{"."}, ImmutableRoots(git()))
+		assert.Nil(t, ImmutableRoots(mem()))
+	})
 }

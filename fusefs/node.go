@@ -40,10 +40,10 @@ type node struct {
 	last mounts.Attr
 	// served is set once a READ without a handle reached the node: its
 	// content is in the kernel's page cache, or on its way there, and
-	// read-ahead leaves it alone.
+	// the page store leaves it alone (see pageStore).
 	served atomic.Bool
-	// pushed is set while read-ahead stores the node's content in the
-	// page cache, and stays set once it did.
+	// pushed is set while the page store hands the node's content to
+	// the kernel, and stays set once it did.
 	pushed atomic.Bool
 	// listing is a directory's listing on an immutable connection, kept
 	// once read. The stream hands out copies of its entries.
@@ -153,9 +153,6 @@ func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fu
 		gofs.StableAttr{Mode: mounts.TypeBits(a.Mode), Ino: ino, Gen: 1})
 	// With a hard link, ch is the existing node of the same number.
 	ch.Operations().(*node).remember(a)
-	if a.Mode.IsRegular() {
-		n.conn.ra.looked(ch, a.Size)
-	}
 	return ch
 }
 
@@ -709,6 +706,9 @@ func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.
 	listed := n.listing != nil
 	n.mu.Unlock()
 	if listed {
+		// A request after the one that built the listing (the one
+		// that finds its end, say): the kernel took in the entries.
+		n.conn.pages.Load().listed(n)
 		return n.Readdir(ctx)
 	}
 	defer n.conn.rescue("readdir", &errno)

@@ -2,12 +2,9 @@ package fusefs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -42,15 +39,19 @@ type Options struct {
 	// Where the kernel refuses (not root, a kernel before 6.9) the mount
 	// falls back to serving every read and write, and says so in the log.
 	Passthrough bool
-	// ImmutableRoots are fsys-relative directories whose whole subtree is
-	// immutable content — a git mount with no other mount below it —
-	// each served on a FUSE connection of its own, mounted read-only on
-	// top of the directory, where the kernel opens and closes files
-	// without asking (see "# Immutable mounts" in the package doc). A
-	// root that is not an immutable directory, or that cannot be mounted,
-	// is served through the main connection like the rest, with a log
-	// line saying why.
-	ImmutableRoots []string
+	// Immutable serves each immutable mount of fsys's mount table (a git
+	// commit, [mounts.Description.Immutable], with no other mount below
+	// it) on a FUSE connection of its own, mounted read-only on top of
+	// its directory, where the kernel opens and closes files without
+	// asking; a single immutable mount (no table) is served that way on
+	// the main connection. See "# Immutable mounts" in the package doc.
+	// A root that cannot be mounted is served through the main
+	// connection like the rest, with a log line saying why.
+	Immutable bool
+
+	// roots, when set (by tests), replaces the roots Immutable derives
+	// from the mount table, so a test can offer ones that do not qualify.
+	roots []string
 
 	// wrapRaw, when set (by tests), wraps the connection's raw file
 	// system, so a test can see requests as go-fuse hands them over.
@@ -74,7 +75,7 @@ type Server struct {
 	srv        *fuse.Server
 	mountpoint string
 	conn       *conn
-	// subs are the connections of Options.ImmutableRoots, mounted on
+	// subs are the connections of the immutable roots ([Options.Immutable]), mounted on
 	// top of this one.
 	subs []*Server
 	// gated is the main connection's request layer (see "# Readiness"
@@ -86,8 +87,8 @@ type Server struct {
 type conn struct {
 	fsys mounts.FS
 	// prefix is the fsys-relative name of the connection's root: "."
-	// for the main connection, the root's name for one of
-	// Options.ImmutableRoots. parentIno is then the inode number of the
+	// for the main connection, the root's name for a
+	// stacked immutable root. parentIno is then the inode number of the
 	// root's parent, for its ".." entry.
 	prefix    string
 	parentIno uint64
@@ -95,10 +96,13 @@ type conn struct {
 	// reads go through readers.
 	immutable bool
 	readers   *readerCache
-	ra        *readahead
-	log       *slog.Logger
-	errs      errLog
-	root      *node
+	// pages is the page store every immutable connection shares (the
+	// main connection's too, which stops it), nil until every
+	// connection is mounted, and when none is immutable.
+	pages atomic.Pointer[pageStore]
+	log   *slog.Logger
+	errs  errLog
+	root  *node
 	// passthrough is set when Options.Passthrough asked for it and the
 	// kernel accepted a backing file at mount. It is set after the
 	// handshake, when requests may already be served, hence atomic;
@@ -108,7 +112,7 @@ type conn struct {
 
 // Mount serves fsys at mountpoint (DirectMount, falling back to fusermount)
 // and returns once every connection is mounted: the main one and those of
-// Options.ImmutableRoots stacked on it. Until then no other process gets an
+// the immutable roots ([Options.Immutable]) stacked on it. Until then no other process gets an
 // answer through the main connection (see "# Readiness" in the package
 // doc), so whoever sees the mount answer sees it whole.
 func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
@@ -117,19 +121,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &conn{fsys: fsys, prefix: "."}
-	var roots []string
-	for _, root := range opts.ImmutableRoots {
-		switch {
-		case root != ".":
-			roots = append(roots, root)
-		case mounts.Describe(fsys).Immutable:
-			// Everything is immutable: the main connection is one.
-			c.setImmutable()
-			opts.ReadOnly = true
-		default:
-			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
-		}
-	}
+	roots := c.immutableStart(&opts, logger)
 	g := newGate()
 	if !g.procOK {
 		logger.Warn("fusefs: /proc does not show this process as the kernel names it; other processes may see the workspace before it is whole")
@@ -139,7 +131,7 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	defer g.release()
 	s, err := mountConn(mountpoint, c, opts, g)
 	if err != nil {
-		c.ra.close()
+		c.readers.clear()
 		return nil, err
 	}
 	if hook := testHookMainMounted; hook != nil {
@@ -157,52 +149,8 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 		stacked = append(stacked, root)
 	}
 	s.gated.setStacked(stacked)
+	s.storePages()
 	return s, nil
-}
-
-// mountImmutable mounts root's subtree on a connection of its own, on top
-// of the directory the main connection shows there.
-func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
-	fsys := s.conn.fsys
-	if !mounts.ValidPath(root) || root == "." {
-		return nil, fmt.Errorf("not a directory name: %q", root)
-	}
-	if !mounts.DescribeAt(fsys, root).Immutable {
-		return nil, errors.New("its content is not immutable")
-	}
-	ctx := mountCtx()
-	parent, err := fsys.Stat(ctx, path.Dir(root))
-	if err != nil {
-		return nil, err
-	}
-	for _, sub := range s.subs {
-		if within(root, sub.conn.prefix) {
-			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
-		}
-	}
-	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
-	c.setImmutable()
-	opts.ReadOnly = true
-	opts.Passthrough = false
-	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
-	if err != nil {
-		c.ra.close()
-	}
-	return sub, err
-}
-
-// setImmutable makes t a connection of immutable content (see "# Immutable
-// mounts" in the package doc).
-func (c *conn) setImmutable() {
-	c.immutable = true
-	c.readers = newReaderCache(maxReaders)
-	c.ra = newReadahead(c)
-}
-
-// closed releases what t holds once its connection is gone.
-func (c *conn) closed() {
-	c.ra.close()
-	c.readers.clear()
 }
 
 // within reports whether name is dir or below it.

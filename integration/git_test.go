@@ -142,7 +142,7 @@ func mountGit(t *testing.T, repo *gitRepo) *gitMount {
 	u, err := union.New(map[string]mounts.FS{"/repo": f, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{ImmutableRoots: []string{"repo"}})
+	srv, err := fusefs.Mount(dir, u, fusefs.Options{Immutable: true})
 	if err != nil {
 		f.Close()
 		fusetest.MountFailed(t, err)

@@ -72,6 +72,16 @@
 // the mounts it covers read-only), and the faces read it with [Mounts] from
 // the top of the stack they were given.
 //
+// # Pages offered up
+//
+// A mount that reads ahead of its callers (a git mount during a scan, on
+// the one detector of package readpattern) offers what it read, whole
+// files, to the sink a face registered ([PageOfferer], [OfferPages]). The
+// offers travel up the stack as the table does: the union translates their
+// names, the wrappers pass them on, each page first through the
+// interceptor as an [OpOffer] of its name, so policy's path rules drop the
+// pages of denied files. The kernel face stores them in the page cache.
+//
 // # Errors
 //
 // Every error a mount returns is a *fs.PathError whose Path is the name the

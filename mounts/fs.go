@@ -300,6 +300,26 @@ type SyncFS interface {
 	Sync(ctx context.Context, name string) error
 }
 
+// PageSink receives content a mount read ahead of its callers: all of the
+// regular file name (a name of the tree the sink was registered with),
+// from offset 0. data is the mount's and valid only during the call: a
+// sink copies what it keeps.
+type PageSink func(name string, data []byte)
+
+// PageOfferer is implemented by a mount that reads ahead (a git mount
+// decoding the files a scan is about to read, see package readpattern):
+// it offers what it read to the sink a face registered, so that the face
+// can put it where the next read finds it without asking (the kernel's
+// page cache, through fusefs's "store these pages" hook). OfferPages
+// registers sink, replacing the one before (nil: none), and reports
+// whether fsys offers pages at all. Offers are an optimisation only: a
+// sink may drop any, and a wrapper that decides about reads (policy's
+// path rules) drops those it would refuse, so a denied file's content
+// never reaches a face this way either.
+type PageOfferer interface {
+	OfferPages(sink PageSink) bool
+}
+
 // StatDirFS lists a directory together with the attributes of its entries,
 // for a caller that would otherwise Stat every entry (the kernel face
 // answering READDIRPLUS). attrs[i] is what Stat of entries[i] reports. It

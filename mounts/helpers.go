@@ -372,6 +372,15 @@ func Sync(ctx context.Context, fsys FS, name string) error {
 	return err
 }
 
+// OfferPages registers sink with fsys if it offers pages ([PageOfferer])
+// and reports whether it does.
+func OfferPages(fsys FS, sink PageSink) bool {
+	if o, ok := fsys.(PageOfferer); ok {
+		return o.OfferPages(sink)
+	}
+	return false
+}
+
 // StatDir lists name with the attributes of its entries: fsys's own
 // StatDir when it has one (StatDirFS), otherwise StatEach. Decorators
 // implement StatDirFS with it, so that the optimisation reaches through

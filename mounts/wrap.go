@@ -16,7 +16,9 @@ type Op uint8
 // The verbs. OpOpen is Open, and OpenFile with flags that ask for no
 // change (as [OpenFile] treats them); OpOpenFile is an OpenFile that asks
 // for one. The OpFile ones are calls on a file opened for writing through
-// a wrapper of [Watch], which only watchers see.
+// a wrapper of [Watch], which only watchers see. OpOffer is a page the
+// mount offers up ([PageOfferer]), which only interceptors see: one that
+// refuses it drops the page.
 const (
 	OpStat Op = iota + 1
 	OpReadDir
@@ -44,6 +46,7 @@ const (
 	OpFileTruncate
 	OpFileSync
 	OpFileClose
+	OpOffer
 )
 
 var opNames = [...]string{
@@ -54,7 +57,7 @@ var opNames = [...]string{
 	OpChown: "chown", OpChtimes: "chtimes", OpGetXattr: "getxattr",
 	OpListXattr: "listxattr", OpSetXattr: "setxattr", OpRemoveXattr: "removexattr",
 	OpStatFS: "statfs", OpSync: "sync", OpFileTruncate: "file truncate",
-	OpFileSync: "file sync", OpFileClose: "file close",
+	OpFileSync: "file sync", OpFileClose: "file close", OpOffer: "offer",
 }
 
 // String is the verb's lower-case name: "mkdir", "file close".
@@ -206,6 +209,7 @@ var (
 	_ PathDescriber      = (*wrapper)(nil)
 	_ MountTabler        = (*wrapper)(nil)
 	_ SearchFS           = (*wrapper)(nil)
+	_ PageOfferer        = (*wrapper)(nil)
 	_ WritableFile       = (*watchedFile)(nil)
 )
 
@@ -283,6 +287,26 @@ func (w *wrapper) Mounts() []MountInfo {
 	}
 	return t
 }
+
+// OfferPages forwards the pages fsys offers to sink, each first through
+// the interceptor as an OpOffer of its name: a page it refuses, or whose
+// name it rewrites (the names of a page go up, a rewrite maps them down),
+// is dropped. Watchers are not told: an offer is no call anybody made.
+func (w *wrapper) OfferPages(sink PageSink) bool {
+	if sink == nil || w.in.Call == nil {
+		return OfferPages(w.fsys, sink)
+	}
+	return OfferPages(w.fsys, func(name string, data []byte) {
+		c := Call{Op: OpOffer, Name: name}
+		if made, err := w.enter(offerCtx, c); err == nil && made.Name == name {
+			sink(name, data)
+		}
+	})
+}
+
+// offerCtx is the context an interceptor decides about an offered page
+// with: no caller made the offer.
+var offerCtx = context.Background()
 
 func (w *wrapper) Stat(ctx context.Context, name string) (Attr, error) {
 	var a Attr

@@ -207,6 +207,10 @@ func (g *guard) verdict(ctx context.Context, c mounts.Call) error {
 		return g.canRead("readdir", c.Name, true)
 	case mounts.OpOpen:
 		return g.canRead("open", c.Name, false)
+	case mounts.OpOffer:
+		// A page read ahead is content read: a denied file's must not
+		// reach the kernel's page cache, where any reader finds it.
+		return g.canRead("open", c.Name, false)
 	case mounts.OpReadLink:
 		return g.canRead("readlink", c.Name, false)
 	case mounts.OpOpenFile:

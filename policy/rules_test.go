@@ -269,3 +269,37 @@ func TestGuardCapabilities(t *testing.T) {
 	_, err = m.Stat(context.Background(), "x")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a frozen tree changes nothing")
 }
+
+// pagesFS offers pages when the test says so.
+type pagesFS struct {
+	*memfs.FS
+	sink mounts.PageSink
+}
+
+func (p *pagesFS) OfferPages(sink mounts.PageSink) bool { p.sink = sink; return true }
+
+// TestGuardDropsDeniedPages: a page read ahead of a denied file never
+// passes the guard (it would land in the kernel's page cache), the rest
+// does, and neither a read_only prefix nor Freeze stops a read.
+func TestGuardDropsDeniedPages(t *testing.T) {
+	rs, err := Compile(Rules{DenyRead: []string{"*.env", "/secrets/"}, ReadOnly: []string{"/frozen"}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		wrap func(mounts.FS) mounts.FS
+		want []string
+	}{
+		{"Guard", func(f mounts.FS) mounts.FS { return Guard(f, rs) }, []string{"a.go", "frozen/b"}},
+		{"Freeze", Freeze, []string{"a.go", "prod.env", "secrets/key", "frozen/b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := &pagesFS{FS: memfs.New(memfs.Options{})}
+			var got []string
+			require.True(t, mounts.OfferPages(tc.wrap(inner), func(name string, _ []byte) { got = append(got, name) }))
+			for _, name := range []string{"a.go", "prod.env", "secrets/key", "frozen/b"} {
+				inner.sink(name, []byte("x"))
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

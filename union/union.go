@@ -115,6 +115,7 @@ var (
 	_ mounts.Describer          = (*Union)(nil)
 	_ mounts.PathDescriber      = (*Union)(nil)
 	_ mounts.MountTabler        = (*Union)(nil)
+	_ mounts.PageOfferer        = (*Union)(nil)
 )
 
 // Union is a workspace namespace composed of mounts. It is immutable after
@@ -387,6 +388,34 @@ func (u *Union) Mounts() []mounts.MountInfo {
 		}
 	}
 	return out
+}
+
+// OfferPages registers sink with every mount that offers pages
+// (mounts.PageOfferer), each page's name translated into the union's: a
+// page offered under a name that another mount's mount point covers (the
+// mount's own file, hidden below a nested mount) names what the union
+// does not serve from that mount, and is dropped. It reports whether any
+// mount offers pages.
+func (u *Union) OfferPages(sink mounts.PageSink) bool {
+	offers := false
+	for _, m := range u.mounts {
+		var s mounts.PageSink
+		if sink != nil {
+			s = func(name string, data []byte) {
+				full := mounts.Join(m.name, name)
+				if !mounts.ValidPath(full) {
+					return
+				}
+				if t := u.locate(full); t.kind == inMount && t.m == m {
+					sink(full, data)
+				}
+			}
+		}
+		if mounts.OfferPages(m.fsys, s) {
+			offers = true
+		}
+	}
+	return offers
 }
 
 // Capabilities reports every verb family some mount offers.

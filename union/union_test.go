@@ -808,3 +808,32 @@ func TestStatDirIsReadDirAndStat(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "a/nope", pe.Path, "the caller's name")
 }
+
+// offeringFS is a memory mount that offers pages when the test says so.
+type offeringFS struct {
+	*memfs.FS
+	sink mounts.PageSink
+}
+
+func (o *offeringFS) OfferPages(sink mounts.PageSink) bool { o.sink = sink; return true }
+
+func TestOfferPagesTranslatesNames(t *testing.T) {
+	repo := &offeringFS{FS: memfs.New(memfs.Options{})}
+	root := &offeringFS{FS: memfs.New(memfs.Options{})}
+	ctx := context.Background()
+	require.NoError(t, mounts.Mkdir(ctx, repo.FS, "vendor", 0o755))
+	u, err := New(map[string]mounts.FS{"/": root, "/repo": repo, "/repo/vendor": memfs.New(memfs.Options{}), "/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	assert.False(t, mounts.OfferPages(mustNew(t, map[string]mounts.FS{"/memory": memfs.New(memfs.Options{})}), nil),
+		"no mount offers pages")
+
+	var got []string
+	require.True(t, mounts.OfferPages(u, func(name string, data []byte) { got = append(got, name+"="+string(data)) }))
+	repo.sink("a/b.go", []byte("b"))
+	repo.sink("vendor/x.go", []byte("hidden")) // below another mount's mount point
+	root.sink("top.txt", []byte("top"))
+	assert.Equal(t, []string{"repo/a/b.go=b", "top.txt=top"}, got)
+
+	require.True(t, mounts.OfferPages(u, nil))
+	assert.Nil(t, repo.sink, "a nil sink reaches every mount")
+}

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,39 +221,4 @@ func TestAuditAndApprovalCommand(t *testing.T) {
 	assert.Equal(t, "denied", lines[3]["outcome"])
 	assert.Equal(t, "not approved: deletes need a human", lines[3]["error"])
 	assert.Equal(t, lines[0]["call"], lines[2]["call"], "the write's mutations carry its call id")
-}
-
-// immutableMem is a memory mount that describes itself as immutable, as a
-// git mount does.
-type immutableMem struct{ *memfs.FS }
-
-func (immutableMem) Describe() mounts.Description {
-	return mounts.Description{Type: "git", Immutable: true}
-}
-
-func TestImmutableRoots(t *testing.T) {
-	git := func() mounts.FS { return immutableMem{memfs.New(memfs.Options{})} }
-	mem := func() mounts.FS { return memfs.New(memfs.Options{}) }
-	for _, tc := range []struct {
-		name  string
-		table map[string]mounts.FS
-		want  []string
-	}{
-		{"default workspace", map[string]mounts.FS{"/repo": git(), "/memory": mem()}, []string{"repo"}},
-		{"two repositories, one nested deeper",
-			map[string]mounts.FS{"/repo": git(), "/src/lib": git(), "/memory": mem()}, []string{"repo", "src/lib"}},
-		{"a mount below a repository keeps it on the main connection",
-			map[string]mounts.FS{"/repo": git(), "/repo/node_modules": mem()}, nil},
-		{"everything immutable", map[string]mounts.FS{"/a": git(), "/b": git()}, []string{"."}},
-		{"nothing immutable", map[string]mounts.FS{"/memory": mem()}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			u, err := union.New(tc.table)
-			require.NoError(t, err)
-			ws := &workspace{Union: u, FS: u}
-			got := ws.immutableRoots()
-			slices.Sort(got)
-			assert.Equal(t, tc.want, got)
-		})
-	}
 }

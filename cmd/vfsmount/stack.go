@@ -39,7 +39,8 @@ import (
 //   - The kernel face serves that tree. It is mounted read-only in a dry
 //     run, and when nothing in the workspace can change: the kernel then
 //     refuses writes itself (read-only twice). Immutable mounts are served
-//     on connections of their own ([workspace.immutableRoots]).
+//     on connections of their own (fusefs.Options.Immutable: the kernel
+//     face finds them in the mount table).
 //   - In a dry run the tool face gets [policy.Freeze] of the tree: every
 //     change is refused before it reaches Audit, while the capabilities
 //     still say what the tools would do, so the dry-run tool list keeps its
@@ -75,7 +76,6 @@ func (ws *workspace) stack() {
 
 	// The kernel face.
 	ws.Kernel.ReadOnly = dryRun || !mounts.Writable(fsys)
-	ws.Kernel.ImmutableRoots = ws.immutableRoots()
 
 	// The tool face.
 	tools := fsys
@@ -92,9 +92,6 @@ func (ws *workspace) stack() {
 type kernelFace struct {
 	// ReadOnly mounts it read-only (fusefs.Options.ReadOnly).
 	ReadOnly bool
-	// ImmutableRoots are served on connections of their own
-	// (fusefs.Options.ImmutableRoots).
-	ImmutableRoots []string
 	// changed carries the tool face's change notices to the kernel face
 	// once it is mounted: connect it to the server's Invalidate.
 	changed changeNotices

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/fusefs"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -52,7 +53,7 @@ func TestGitWritable(t *testing.T) {
 		assert.Equal(t, "git", m[0].Type)
 		assert.Equal(t, "copy-on-write over git@"+sha[:12], m[0].Source)
 		assert.False(t, m[0].Immutable, "the kernel face must not cache a writable mount as immutable")
-		assert.Empty(t, ws.Kernel.ImmutableRoots)
+		assert.Empty(t, fusefs.ImmutableRoots(ws.FS), "nor serve it on an immutable connection")
 		assert.False(t, ws.Kernel.ReadOnly)
 	})
 

@@ -63,8 +63,9 @@ type Options struct {
 }
 
 // FS is one commit of a repository, read-only. It implements mounts.FS,
-// mounts.XattrFS, mounts.StatFSer and mounts.Describer, and nothing that
-// writes. It is safe for concurrent use.
+// mounts.XattrFS, mounts.StatFSer, mounts.Describer, mounts.StatDirFS and
+// mounts.PageOfferer, and nothing that writes. It is safe for concurrent
+// use.
 type FS struct {
 	commit plumbing.Hash
 	root   node
@@ -90,6 +91,8 @@ var (
 	_ mounts.StatFSer  = (*FS)(nil)
 	_ mounts.Describer = (*FS)(nil)
 	_ mounts.StatDirFS = (*FS)(nil)
+
+	_ mounts.PageOfferer = (*FS)(nil)
 )
 
 // node is a resolved name.
@@ -478,7 +481,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 			return nil, nil, err
 		}
 	}
-	f.walk.listed(t)
+	f.walk.listed(name, t)
 	return ents, attrs, nil
 }
 

@@ -139,7 +139,7 @@ func (s *searcher) index() *codeindex.Index {
 	if s.mode != IndexEager || s.started {
 		// A search starts it, and scans now: the build keeps out of
 		// its way until the scan reads (and then while it reads).
-		s.quietUntil.Store(time.Now().Add(scanWindow).UnixNano())
+		s.quietUntil.Store(time.Now().Add(s.f.walk.th.Window).UnixNano())
 	}
 	s.started = true
 	s.building = true

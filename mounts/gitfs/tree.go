@@ -70,12 +70,15 @@ type tree struct {
 
 	// For the walker (walk.go): the directory last listed with this
 	// one in it, whether what StatDir needs of this one is read, whether
-	// its subdirectories were queued, and whether its small files were
-	// decoded ahead.
+	// its subdirectories were queued, and the scans (readpattern's
+	// numbers) its small files were decoded ahead for, as it was warmed,
+	// and offered for, as it was listed: once per scan, as a later scan
+	// may read them again after the kernel dropped its copy.
 	parent  atomic.Pointer[tree]
 	warm    atomic.Bool
 	walked  atomic.Bool
-	decoded atomic.Bool
+	decoded atomic.Uint64
+	offered atomic.Uint64
 }
 
 // find returns the entry called name, or nil. It reads the entries' names

@@ -4,113 +4,196 @@ import (
 	"context"
 	"io"
 	"path"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/readpattern"
 )
 
-// walker warms, in the background, what listing a directory with its
-// attributes costs (StatDir: the sizes of its blobs, from their headers,
-// and its subdirectories' trees, for their link counts) for the directories
-// a walk is about to list. See "Walks" in the package doc.
+// walker works ahead of the programs reading the mount, in the background
+// (see "Walks and scans" in the package doc). It warms what listing a
+// directory with its attributes costs (StatDir: the sizes of its blobs,
+// from their headers, and its subdirectories' trees, for their link
+// counts) for the directories a walk is about to list; and while a scan
+// is on, as the mount's read-pattern detector (package readpattern) tells,
+// it decodes the small files the scan reads next and offers them to the
+// page sink a face registered ([mounts.PageOfferer]).
 //
 // A walk is told from a lone listing by its shape: a directory listed with
 // StatDir right after its parent was (find, tar, ls -R, grep -r all do
 // this). The subdirectories of both are then queued, the newest listing's
-// on top, so the worker follows a depth-first walker one step ahead. Blob
-// content is read ahead only while a scan reads the files it walks (see
-// opened): a walk that only lists (find, ls -R) decodes nothing.
+// on top, so the worker follows a depth-first walker one step ahead. A walk
+// that only lists (find, ls -R) decodes nothing. During a scan, two more
+// kinds of work are queued on top: the files after the one that started a
+// directory's scan, and the files of each directory listed.
 type walker struct {
-	f *FS
+	f   *FS
+	det *readpattern.Detector
+	th  readpattern.Thresholds
+
+	// sink receives the pages decoded ahead; nil when no face asked.
+	sink atomic.Pointer[mounts.PageSink]
 
 	mu     sync.Mutex
 	cond   sync.Cond
-	stack  []*tree // to warm, the next at the end
+	stack  []job // to do, the next at the end
 	closed bool
 	wg     sync.WaitGroup
 
-	// lastDir is the directory of the file opened last; scanUntil (Unix
-	// nanoseconds) is when the last scan seen stops counting.
-	lastDir   atomic.Pointer[string]
-	scanUntil atomic.Int64
-
 	// warmed counts the trees the workers warmed, decoded the blobs they
-	// decoded ahead or found decoded, for tests.
-	warmed, decoded atomic.Int64
+	// decoded ahead, offered the pages they offered, for tests.
+	warmed, decoded, offered atomic.Int64
 }
 
-// walkStack bounds the trees queued; past it the oldest are dropped (the
-// walk has moved on, or they are listed on demand). During a scan, files
-// up to decodeAheadMax are decoded ahead; scanWindow is how long a scan
-// counts after its last sign.
+// job is one thing to do: a directory to warm, t the tree of the
+// directory name, whose small files are decoded ahead during a scan, once
+// per scan; or a file to decode ahead, e the entry of the file name, and
+// to offer when the directory is listed or its scan started (a page is
+// offered when the kernel knows its file: a directory warmed ahead is
+// offered when the scan lists it).
+// Files are jobs of their own so that the workers decode the files of one
+// directory side by side, in the order the scan reads them.
+type job struct {
+	t     *tree
+	e     *entry
+	name  string
+	offer bool
+}
+
+// walkStack bounds the jobs queued; past it the oldest are dropped (the
+// walk has moved on, or they are listed on demand). walkWorkers is how
+// many workers do them: during a scan they decode ahead of a reader that
+// waits on each decode it meets first, and a cold pack is read from disk,
+// so one is too few even on two CPUs; four were measured faster on a cold
+// full read but slower (20 %) on a full read with the kernel cold and the
+// content decoded, where they only compete with the reader for the CPUs.
 const (
-	walkStack      = 4096
-	decodeAheadMax = 1 << 20
-	scanWindow     = time.Second
+	walkStack   = 4096
+	walkWorkers = 2
 )
 
 func newWalker(f *FS) *walker {
-	w := &walker{f: f}
+	w := &walker{f: f, det: readpattern.New(readpattern.Default, nil), th: readpattern.Default}
 	w.cond.L = &w.mu
-	// A worker per CPU but one, which the walking program and the kernel
-	// need; at most four.
-	for range max(1, min(4, runtime.GOMAXPROCS(0)-1)) {
+	for range walkWorkers {
 		w.wg.Add(1)
 		go w.work()
 	}
 	return w
 }
 
-// listed is told that StatDir listed t (whose subdirectories' trees are
-// decoded, for their link counts). If t's parent was listed too, a walk is
-// under way: the subdirectories of the parent and of t are queued.
-func (w *walker) listed(t *tree) {
-	subs := w.subdirs(t)
-	for _, c := range subs {
-		c.parent.Store(t)
+// OfferPages registers the sink of the pages decoded ahead
+// (mounts.PageOfferer). A git mount always offers them.
+func (f *FS) OfferPages(sink mounts.PageSink) bool {
+	if sink == nil {
+		f.walk.sink.Store(nil)
+	} else {
+		f.walk.sink.Store(&sink)
 	}
-	t.warm.Store(true) // StatDir did the work
-	p := t.parent.Load()
-	if p == nil {
-		return
-	}
-	if !p.walked.Swap(true) {
-		w.push(w.subdirs(p)) // t's siblings, warmed after t's subdirectories
-	}
-	t.walked.Store(true)
-	w.push(subs)
+	return true
 }
 
-// subdirs returns the decoded trees of t's subdirectories that are in the
-// tree cache.
-func (w *walker) subdirs(t *tree) []*tree {
-	var subs []*tree
+// listed is told that StatDir listed t, the directory name (whose
+// subdirectories' trees are decoded, for their link counts). If t's parent
+// was listed too, a walk is under way: the subdirectories of the parent
+// and of t are queued. During a scan t's own files are queued on top: the
+// scan reads them next.
+func (w *walker) listed(name string, t *tree) {
+	subs := w.subdirs(name, t)
+	for _, c := range subs {
+		c.t.parent.Store(t)
+	}
+	t.warm.Store(true) // StatDir did the work
+	if p := t.parent.Load(); p != nil && name != "." {
+		// The parent's tree by name, not by the pointer (a tree can
+		// be at several names): its entries are offered by name.
+		dir := path.Dir(name)
+		if _, pt, err := w.f.dir(context.Background(), dir); err == nil && pt != nil && !pt.walked.Swap(true) {
+			w.push(w.subdirs(dir, pt)...) // t's siblings, warmed after t's subdirectories
+		}
+		t.walked.Store(true)
+		w.push(subs...)
+	}
+	if scan := w.det.Scan(); scan != 0 && t.offered.Swap(scan) != scan {
+		w.push(w.files(name, t, "", true)...)
+	}
+}
+
+// opened is told of every file opened. The detector decides whether it is
+// part of a scan; when it starts one in its directory, the files after it
+// there are queued on top.
+func (w *walker) opened(name string) {
+	if !w.det.Opened(name).Started {
+		return
+	}
+	dir := path.Dir(name)
+	if _, t, err := w.f.dir(context.Background(), dir); err == nil && t != nil {
+		w.push(w.files(dir, t, path.Base(name), true)...)
+	}
+}
+
+// files returns the jobs of the regular files of t (the directory name)
+// whose names sort after after, in name order: with after set, within the
+// thresholds' bounds of what one directory's scan reads ahead (sizes not
+// known yet count for nothing: a file job checks its size itself). offer
+// says the jobs offer the pages they decode: the kernel knows the files
+// (it listed them, or read one after which they come), or is about to.
+func (w *walker) files(name string, t *tree, after string, offer bool) []job {
+	var js []job
+	n, bytes := w.th.DirFiles, w.th.DirBytes
+	for i := range t.entries {
+		e := &t.entries[i]
+		if (e.kind != kindFile && e.kind != kindExec) || e.name <= after {
+			continue
+		}
+		size := e.loadSize()
+		if size > w.th.FileMax {
+			continue
+		}
+		if after != "" {
+			if n == 0 || size > bytes {
+				break
+			}
+			n, bytes = n-1, bytes-max(size, 0)
+		}
+		js = append(js, job{e: e, name: mounts.Join(name, e.name), offer: offer})
+	}
+	return js
+}
+
+// subdirs returns the jobs of t's subdirectories (t is the directory name)
+// whose trees are in the tree cache.
+func (w *walker) subdirs(name string, t *tree) []job {
+	var subs []job
 	for i := range t.entries {
 		if e := &t.entries[i]; e.kind == kindDir {
 			if c := w.f.trees.get(e.hash); c != nil {
-				subs = append(subs, c)
+				subs = append(subs, job{t: c, name: mounts.Join(name, e.name)})
 			}
 		}
 	}
 	return subs
 }
 
-// push queues ts so that ts[0] is warmed first.
-func (w *walker) push(ts []*tree) {
-	if len(ts) == 0 {
+// push queues js so that js[0] is done first. A tree that is warm is
+// queued only when a scan is on that has not had its files.
+func (w *walker) push(js ...job) {
+	if len(js) == 0 {
 		return
 	}
+	scan := w.det.Scan()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	for i := len(ts) - 1; i >= 0; i-- {
-		if !ts[i].warm.Load() {
-			w.stack = append(w.stack, ts[i])
+	for i := len(js) - 1; i >= 0; i-- {
+		j := js[i]
+		if j.e != nil || !j.t.warm.Load() || (scan != 0 && j.t.decoded.Load() != scan) {
+			w.stack = append(w.stack, j)
 		}
 	}
 	if over := len(w.stack) - walkStack; over > 0 {
@@ -121,6 +204,7 @@ func (w *walker) push(ts []*tree) {
 
 func (w *walker) work() {
 	defer w.wg.Done()
+	buf := make([]byte, w.th.FileMax)
 	for {
 		w.mu.Lock()
 		for len(w.stack) == 0 && !w.closed {
@@ -130,18 +214,43 @@ func (w *walker) work() {
 			w.mu.Unlock()
 			return
 		}
-		t := w.stack[len(w.stack)-1]
-		w.stack[len(w.stack)-1] = nil
+		j := w.stack[len(w.stack)-1]
+		w.stack[len(w.stack)-1] = job{}
 		w.stack = w.stack[:len(w.stack)-1]
 		w.mu.Unlock()
-		w.warm(t)
+		w.do(j, buf)
 	}
 }
 
-// warm reads what StatDir of t needs and, while files are being read in
-// a scan, decodes t's small files into the blob cache. Errors are left
-// for StatDir and Open to meet and report.
-func (w *walker) warm(t *tree) {
+// do is one job: for a directory, it reads what StatDir of j.t needs and,
+// while a scan is on, queues its small files; for a file, while the scan
+// is on, it decodes the file into the blob cache and offers it. Errors
+// are left for StatDir and Open to meet and report.
+func (w *walker) do(j job, buf []byte) {
+	if w.f.closed.Load() {
+		return
+	}
+	if e := j.e; e != nil {
+		if w.det.Scan() == 0 {
+			return // the scan is over
+		}
+		size := e.loadSize()
+		if size < 0 {
+			// Not listed yet (a scan started by opens alone): the
+			// header says.
+			s, err := w.f.obj.Size(e.hash)
+			if err != nil {
+				return
+			}
+			e.storeSize(s)
+			size = s
+		}
+		if size <= w.th.FileMax {
+			w.ahead(j.name, e.hash, buf, j.offer)
+		}
+		return
+	}
+	t := j.t
 	if !t.warm.Load() {
 		for i := range t.entries {
 			if w.f.closed.Load() {
@@ -161,40 +270,45 @@ func (w *walker) warm(t *tree) {
 		t.warm.Store(true)
 		w.warmed.Add(1)
 	}
-	if !w.scanning() || t.decoded.Swap(true) {
-		return
+	if scan := w.det.Scan(); scan != 0 && t.decoded.Swap(scan) != scan {
+		w.push(w.files(j.name, t, "", false)...)
 	}
-	for i := range t.entries {
-		if w.f.closed.Load() || !w.scanning() {
-			t.decoded.Store(false)
-			return
-		}
-		e := &t.entries[i]
-		if (e.kind != kindFile && e.kind != kindExec) || e.loadSize() < 0 || e.loadSize() > decodeAheadMax {
-			continue
-		}
-		h := e.hash
-		b, err := w.f.blobs.acquire(context.Background(), h, func(context.Context) (io.ReadCloser, int64, error) {
+}
+
+// ahead decodes the blob h of the file name into the blob cache, unless
+// it is there, and with offer set offers its content to the sink.
+func (w *walker) ahead(name string, h plumbing.Hash, buf []byte, offer bool) {
+	b, err := w.f.blobs.pin(h)
+	if b == nil && err == nil {
+		b, err = w.f.blobs.acquire(context.Background(), h, func(context.Context) (io.ReadCloser, int64, error) {
 			return w.f.obj.Reader(plumbing.BlobObject, h)
 		})
 		if err == nil {
-			w.f.blobs.release(b)
 			w.decoded.Add(1)
 		}
 	}
-}
-
-// opened is told of every file opened. A file opened in the directory of
-// the one opened before it is a scan (tar, cp -r, a build reading its
-// sources): for scanWindow after it, the walk decodes ahead too.
-func (w *walker) opened(name string) {
-	dir := path.Dir(name)
-	if prev := w.lastDir.Swap(&dir); prev != nil && *prev == dir {
-		w.scanUntil.Store(time.Now().Add(scanWindow).UnixNano())
+	if err != nil {
+		return
 	}
+	defer w.f.blobs.release(b)
+	sink := w.sink.Load()
+	if sink == nil || !offer {
+		return
+	}
+	data := b.mem
+	if b.file != nil || int64(len(data)) != b.size {
+		n, err := b.readAt(buf[:b.size], 0)
+		if err != nil && err != io.EOF {
+			return
+		}
+		data = buf[:n]
+	}
+	(*sink)(name, data)
+	w.offered.Add(1)
 }
 
-func (w *walker) scanning() bool { return time.Now().UnixNano() < w.scanUntil.Load() }
+// scanning reports whether a scan is on.
+func (w *walker) scanning() bool { return w.det.Scan() != 0 }
 
 // close stops the workers and waits for them; what is queued is dropped.
 func (w *walker) close() {

@@ -35,6 +35,17 @@ type core struct {
 
 	mu    sync.Mutex
 	calls []string
+	sink  mounts.PageSink // registered through offerVerb
+}
+
+// offer hands the registered sink, if any, the page of name.
+func (c *core) offer(name string) {
+	c.mu.Lock()
+	sink := c.sink
+	c.mu.Unlock()
+	if sink != nil {
+		sink(name, []byte("pages of "+name))
+	}
 }
 
 func (c *core) record(ctx context.Context, format string, args ...any) {
@@ -376,6 +387,17 @@ func (v mountsVerb) Mounts() []mounts.MountInfo {
 	}
 }
 
+// offerVerb offers pages ([mounts.PageOfferer]) when the test says so
+// (core.offer).
+type offerVerb struct{ c *core }
+
+func (v offerVerb) OfferPages(sink mounts.PageSink) bool {
+	v.c.mu.Lock()
+	defer v.c.mu.Unlock()
+	v.c.sink = sink
+	return true
+}
+
 type reportsVerb struct{ c *core }
 
 func (v reportsVerb) Capabilities() mounts.Capability { return *v.c.reported }
@@ -395,6 +417,7 @@ var fakeParts = []fakePart{
 	{"chown", mounts.CapChown}, {"chtimes", mounts.CapChtimes}, {"xattr", mounts.CapXattr},
 	{"setxattr", mounts.CapSetXattr}, {"statfs", mounts.CapStatFS}, {"search", mounts.CapSearch},
 	{"sync", 0}, {"statdir", 0}, {"describe", 0}, {"describeat", 0}, {"mounts", 0},
+	{"offer", 0},
 }
 
 // newPartFake returns a fake with the read side and the one part named
@@ -505,6 +528,11 @@ func newPartFake(c *core, part string) mounts.FS {
 			base
 			mountsVerb
 		}{b, mountsVerb{c}}
+	case "offer":
+		return struct {
+			base
+			offerVerb
+		}{b, offerVerb{c}}
 	}
 	panic("mountstest: no fake part " + part)
 }
@@ -532,13 +560,14 @@ type fullFake struct {
 	describeVerb
 	describeAtVerb
 	mountsVerb
+	offerVerb
 }
 
 func newFullFake(c *core) fullFake {
 	return fullFake{base{c}, writeVerb{c}, truncateVerb{c}, mkdirVerb{c}, removeVerbs{c},
 		renameVerb{c}, symlinkVerb{c}, linkVerb{c}, mknodVerb{c}, chmodVerb{c}, chownVerb{c},
 		chtimesVerb{c}, xattrVerbs{c}, setXattrVerbs{c}, statFSVerb{c}, searchVerb{c}, syncVerb{c},
-		statDirVerb{c}, describeVerb{c}, describeAtVerb{c}, mountsVerb{c}}
+		statDirVerb{c}, describeVerb{c}, describeAtVerb{c}, mountsVerb{c}, offerVerb{c}}
 }
 
 // reportingFake has every part and reports the capabilities of c.reported.

@@ -139,6 +139,7 @@ func RunWrapper(t *testing.T, wrap func(mounts.FS) mounts.FS, opts ...WrapperOpt
 				assert.Equalf(t, mounts.DescribeAt(f.fsys, name), mounts.DescribeAt(w, name), "DescribeAt(%q)", name)
 			}
 			assert.Equal(t, mounts.Mounts(f.fsys), mounts.Mounts(w), "mount table")
+			checkOffers(t, f.c, f.fsys, w)
 			caps := mounts.Capabilities(f.fsys)
 			for _, s := range wrapperSteps {
 				refused := cfg.refusal != nil && s.cap != 0 && cfg.refused.Has(s.cap)
@@ -173,6 +174,26 @@ func RunWrapper(t *testing.T, wrap func(mounts.FS) mounts.FS, opts ...WrapperOpt
 			}
 		})
 	}
+}
+
+// checkOffers checks that w forwards the pages fsys offers
+// ([mounts.PageOfferer]) and the sink's removal. The names offered are
+// ones no rule of RunWrapper's callers denies.
+func checkOffers(t *testing.T, c *core, fsys, w mounts.FS) {
+	t.Helper()
+	var got []string
+	offers := mounts.OfferPages(w, func(name string, data []byte) { got = append(got, name+": "+string(data)) })
+	_, has := fsys.(mounts.PageOfferer)
+	assert.Equal(t, has, offers, "OfferPages: the wrapper offers pages exactly when the mount does")
+	if !has {
+		return
+	}
+	c.offer("a")
+	c.offer("d/x")
+	assert.Equal(t, []string{"a: pages of a", "d/x: pages of d/x"}, got, "offered pages reach the sink")
+	assert.True(t, mounts.OfferPages(w, nil))
+	c.offer("a")
+	assert.Len(t, got, 2, "no page reaches a sink once it is removed")
 }
 
 // probeCtx is the context every call of RunWrapper carries: the fakes

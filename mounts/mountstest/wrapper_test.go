@@ -51,6 +51,7 @@ type withoutStatDir interface {
 	mounts.Describer
 	mounts.PathDescriber
 	mounts.MountTabler
+	mounts.PageOfferer
 }
 
 func forwarder(f mounts.FS) contract { return mounts.Intercept(f, mounts.Interceptor{}).(contract) }
@@ -79,6 +80,15 @@ var wrapperMutants = map[string]wrapperMutant{
 	"hides-fd": {"full", "Open: host descriptors", func(f mounts.FS) mounts.FS { return mounts.Watch(f, mounts.Watcher{}) }},
 	// The mount table not forwarded.
 	"no-table": {"only-mounts", "mount table", func(f mounts.FS) mounts.FS { return noTable{forwarder(f)} }},
+	// Pages offered up not passed on (a forwarder written before
+	// PageOfferer would not even say it offers them).
+	"drops-offers": {"only-offer", "offered pages reach the sink", func(f mounts.FS) mounts.FS { return dropsOffers{forwarder(f)} }},
+}
+
+type dropsOffers struct{ contract }
+
+func (m dropsOffers) OfferPages(sink mounts.PageSink) bool {
+	return m.contract.OfferPages(func(string, []byte) {})
 }
 
 type dropsStatDir struct{ withoutStatDir }
@@ -163,7 +173,7 @@ func TestRunWrapperRefuses(t *testing.T) {
 		return mounts.Intercept(f, mounts.Interceptor{Call: func(_ context.Context, c mounts.Call) (mounts.Call, error) {
 			switch c.Op {
 			case mounts.OpStat, mounts.OpReadDir, mounts.OpStatDir, mounts.OpOpen, mounts.OpReadLink,
-				mounts.OpGetXattr, mounts.OpListXattr, mounts.OpStatFS, mounts.OpSync:
+				mounts.OpGetXattr, mounts.OpListXattr, mounts.OpStatFS, mounts.OpSync, mounts.OpOffer:
 				return c, nil
 			}
 			return c, mounts.PathErr(c.Op.String(), c.Name, mounts.ErrReadOnly)

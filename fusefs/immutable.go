@@ -1,0 +1,563 @@
+package fusefs
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// This file is the immutable-connection mode, [Options.Immutable] (see "#
+// Immutable mounts" in the package doc): which directories get a
+// connection of their own, how one is mounted, and the two requests such
+// a connection serves differently, READ without a handle (through the
+// reader cache) and READDIR without a handle (noOpendir).
+
+// ImmutableRoots returns the directories [Options.Immutable] serves on
+// connections of their own, from fsys's mount table ([mounts.Mounts]): the
+// mount points of immutable mounts with no other mount below them, or "."
+// when every mount is immutable, or fsys is a single immutable mount.
+// A writable mount over an immutable one (a copy-on-write git mount)
+// describes itself as not immutable, and is none of them.
+func ImmutableRoots(fsys mounts.FS) []string {
+	table := mounts.Mounts(fsys)
+	if table == nil {
+		if mounts.Describe(fsys).Immutable {
+			return []string{"."}
+		}
+		return nil
+	}
+	var roots []string
+	all := true
+	for _, m := range table {
+		if !m.Immutable {
+			all = false
+			continue
+		}
+		name := strings.TrimPrefix(m.Prefix, "/")
+		if name == "" {
+			name = "."
+		}
+		nested := slices.ContainsFunc(table, func(o mounts.MountInfo) bool {
+			return o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/"))
+		})
+		if !nested && name != "." {
+			roots = append(roots, name)
+		}
+	}
+	if all && len(table) > 0 {
+		return []string{"."}
+	}
+	return roots
+}
+
+// immutableStart applies opts.Immutable to the main connection c before it
+// is mounted: with "." among the roots, c itself is an immutable
+// connection (and read-only). It returns the roots to stack on c once it
+// is mounted.
+func (c *conn) immutableStart(opts *Options, logger *slog.Logger) []string {
+	if !opts.Immutable {
+		return nil
+	}
+	all := opts.roots
+	if all == nil {
+		all = ImmutableRoots(c.fsys)
+	}
+	var roots []string
+	for _, root := range all {
+		switch {
+		case root != ".":
+			roots = append(roots, root)
+		case mounts.Describe(c.fsys).Immutable:
+			// Everything is immutable: the main connection is one.
+			c.setImmutable()
+			opts.ReadOnly = true
+		default:
+			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
+		}
+	}
+	return roots
+}
+
+// mountImmutable mounts root's subtree on a connection of its own, on top
+// of the directory the main connection shows there.
+func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
+	fsys := s.conn.fsys
+	if !mounts.ValidPath(root) || root == "." {
+		return nil, fmt.Errorf("not a directory name: %q", root)
+	}
+	if !mounts.DescribeAt(fsys, root).Immutable {
+		return nil, errors.New("its content is not immutable")
+	}
+	ctx := mountCtx()
+	parent, err := fsys.Stat(ctx, path.Dir(root))
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range s.subs {
+		if within(root, sub.conn.prefix) {
+			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
+		}
+	}
+	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
+	c.setImmutable()
+	opts.ReadOnly = true
+	opts.Passthrough = false
+	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
+	if err != nil {
+		c.readers.clear()
+	}
+	return sub, err
+}
+
+// setImmutable makes c a connection of immutable content (see "# Immutable
+// mounts" in the package doc).
+func (c *conn) setImmutable() {
+	c.immutable = true
+	c.readers = newReaderCache(maxReaders)
+}
+
+// closed releases what c holds once its connection is gone.
+func (c *conn) closed() {
+	c.pages.Load().stop(c)
+	c.readers.clear()
+}
+
+// readImmutable serves a READ without a handle, which only an immutable
+// connection gets: through the connection's reader cache.
+func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
+	defer n.conn.rescue("read", &errno)
+	n.served.Store(true)
+	n.conn.pages.Load().known(n)
+	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
+		name, ok := n.name()
+		if !ok {
+			return nil, mounts.PathErr("read", ".", syscall.ENOENT)
+		}
+		return n.conn.fsys.Open(n.conn.ctx(ctx), name)
+	})
+	if err != nil {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	defer n.conn.readers.put(r)
+	k, err := r.f.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+// readerCache holds the files that handle-less READs go through, one per
+// node, for the nodes read most recently. Opening the file for every READ
+// would cost a name walk each time and, for a blob larger than the git
+// mount's content cache, a decode each time; keeping every node's file
+// open would pin every blob ever read. A few dozen open files cover the
+// files programs read at once, and a large file read in many READs keeps
+// its one file while it is read.
+type readerCache struct {
+	max int
+
+	mu sync.Mutex
+	ll list.List // of *reader, most recently used at the front
+	m  map[*node]*list.Element
+}
+
+// reader is one cached open file. refs counts the READs using it; an
+// evicted reader is closed by the last of them.
+type reader struct {
+	n       *node
+	f       mounts.File
+	refs    int
+	evicted bool
+}
+
+// maxReaders bounds the reader cache.
+const maxReaders = 64
+
+func newReaderCache(max int) *readerCache {
+	return &readerCache{max: max, m: make(map[*node]*list.Element)}
+}
+
+// get returns n's reader, opening the file with open on a miss. Two READs
+// missing at once may both open; the second file is kept and the first
+// closed when its READ is done.
+func (c *readerCache) get(n *node, open func() (mounts.File, error)) (*reader, error) {
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		r := el.Value.(*reader)
+		r.refs++
+		c.ll.MoveToFront(el)
+		c.mu.Unlock()
+		return r, nil
+	}
+	c.mu.Unlock()
+
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{n: n, f: f, refs: 1}
+	var closeNow []*reader
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.m[n] = c.ll.PushFront(r)
+	for c.ll.Len() > c.max {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+	return r, nil
+}
+
+// put ends one READ's use of r.
+func (c *readerCache) put(r *reader) {
+	c.mu.Lock()
+	r.refs--
+	last := r.evicted && r.refs == 0
+	c.mu.Unlock()
+	if last {
+		r.f.Close()
+	}
+}
+
+// drop evicts n's reader, if any.
+func (c *readerCache) drop(n *node) {
+	c.mu.Lock()
+	var closeNow []*reader
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// clear closes every reader nothing uses, once the connection is gone.
+func (c *readerCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	for c.ll.Len() > 0 {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// evictLocked removes el and returns its reader when nothing uses it any
+// more (the caller closes it, outside the lock), nil otherwise.
+func (c *readerCache) evictLocked(el *list.Element) *reader {
+	r := c.ll.Remove(el).(*reader)
+	if c.m[r.n] == el {
+		delete(c.m, r.n)
+	}
+	r.evicted = true
+	if r.refs > 0 {
+		return nil
+	}
+	return r
+}
+
+// closeAll closes the files of rs, skipping nils. A read-only file's Close
+// has nothing to report.
+func closeAll(rs []*reader) {
+	for _, r := range rs {
+		if r != nil {
+			r.f.Close()
+		}
+	}
+}
+
+// noOpendir lets the kernel open the directories of an immutable
+// connection without asking, as it opens the files (see "# Immutable
+// mounts" in the package doc): OPENDIR answers ENOSYS, after which the
+// kernel sends no OPENDIR or RELEASEDIR on the connection again, caches
+// listings as if every open had asked for FOPEN_CACHE_DIR, and reads
+// directories with no handle. go-fuse's node layer lists a directory only
+// through a handle, so a handle-less READDIR(PLUS) is served through one
+// opened for that request alone and positioned at the request's offset
+// (the listing of an immutable directory is the same every time).
+type noOpendir struct {
+	fuse.RawFileSystem
+}
+
+func (r noOpendir) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	return fuse.ENOSYS
+}
+
+func (r noOpendir) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDir(cancel, in, out)
+	})
+}
+
+func (r noOpendir) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDirPlus(cancel, in, out)
+	})
+}
+
+// withHandle runs read with a handle of the directory in.NodeId, opened for
+// it when the request has none.
+func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func(*fuse.ReadIn) fuse.Status) fuse.Status {
+	if in.Fh != 0 {
+		return read(in)
+	}
+	open := fuse.OpenIn{InHeader: in.InHeader, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
+	var opened fuse.OpenOut
+	if st := r.RawFileSystem.OpenDir(cancel, &open, &opened); st != fuse.OK {
+		return st
+	}
+	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in.InHeader, Fh: opened.Fh})
+	with := *in
+	with.Fh = opened.Fh
+	return read(&with)
+}
+
+// pageStore is the "store these pages" hook: the sink the main connection
+// registers with its tree ([mounts.PageOfferer]) once every connection is
+// mounted. A mount that reads ahead (a git mount during a scan) offers
+// whole files; the store hands each to the kernel with NOTIFY_STORE, into
+// the page cache of the node of an immutable connection that has it, so
+// the reads that follow are page cache hits instead of READs. Only those
+// connections: there the kernel keeps pages across opens, and nothing ever
+// changes them. An offer for a node the kernel has read already is
+// dropped. The kernel learns of the files of a directory from the listing
+// the mount offers them from, so an offer often comes before the kernel
+// (or go-fuse) knows the node: such a page is parked, by directory, and
+// stored when the kernel shows it knows the directory's entries: at the
+// READDIR that finds the end of the listing, or the first READ of a file
+// in it (what a scanner does next). Parked pages are
+// bounded (parkMax); past that the oldest directory's go. Any failure only
+// means the file is read on demand.
+type pageStore struct {
+	fsys  mounts.FS
+	log   *slog.Logger
+	owner *conn // the main connection, which registered the sink
+	// conns are the immutable connections, the stacked ones first.
+	conns   []*conn
+	stopped atomic.Bool
+	// stored counts the files handed to the kernel, for tests.
+	stored atomic.Int64
+
+	// parked holds pages offered before the kernel knew their nodes, by
+	// fsys-relative directory; dirs is their order, oldest first.
+	mu      sync.Mutex
+	parked  map[string][]parkedPage
+	dirs    []string
+	bytes   int64
+	nParked atomic.Int64 // len(parked), for the READ path's fast check
+}
+
+type parkedPage struct {
+	c    *conn
+	rel  string
+	data []byte
+}
+
+// parkMax bounds the bytes of parked pages.
+const parkMax = 16 << 20
+
+// storePages registers the page store of s's immutable connections, if
+// it has any.
+func (s *Server) storePages() {
+	p := &pageStore{fsys: s.conn.fsys, log: s.conn.log, owner: s.conn, parked: make(map[string][]parkedPage)}
+	for _, sub := range s.subs {
+		p.conns = append(p.conns, sub.conn)
+	}
+	if s.conn.immutable { // last: its root "." holds every name
+		p.conns = append(p.conns, s.conn)
+	}
+	if len(p.conns) == 0 {
+		return
+	}
+	for _, c := range p.conns {
+		c.pages.Store(p)
+	}
+	s.conn.pages.Store(p)
+	mounts.OfferPages(p.fsys, p.offer)
+}
+
+// stop drops every later offer and unregisters the sink; c is the
+// connection that closed, and only the main one stops the store.
+func (p *pageStore) stop(c *conn) {
+	if p == nil || c != p.owner || p.stopped.Swap(true) {
+		return
+	}
+	mounts.OfferPages(p.fsys, nil)
+	p.mu.Lock()
+	clear(p.parked)
+	p.dirs, p.bytes = nil, 0
+	p.nParked.Store(0)
+	p.mu.Unlock()
+}
+
+// offer is the sink: name is fsys-relative.
+func (p *pageStore) offer(name string, data []byte) {
+	if p.stopped.Load() {
+		return
+	}
+	for _, c := range p.conns {
+		if within(name, c.prefix) || c.prefix == "." {
+			if !p.store(c, relTo(name, c.prefix), data) {
+				p.park(name, parkedPage{c: c, rel: relTo(name, c.prefix), data: bytes.Clone(data)})
+			}
+			return
+		}
+	}
+}
+
+// store hands data to the kernel as the content of c's node rel, once per
+// node however often it is offered. It reports false when the kernel (or
+// go-fuse) does not know the node yet: worth another try later.
+func (p *pageStore) store(c *conn, rel string, data []byte) bool {
+	if p.stopped.Load() {
+		return true
+	}
+	ch := c.lookup(rel)
+	if ch == nil {
+		return false // not in the inode tree yet
+	}
+	n, ok := ch.Operations().(*node)
+	if !ok || ch.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG || n.served.Load() ||
+		int64(len(data)) != n.lastSize() || !n.pushed.CompareAndSwap(false, true) {
+		return true // read, stored (or being stored), or not what the kernel was told
+	}
+	switch errno := ch.WriteCache(0, data); errno {
+	case 0:
+		p.stored.Add(1)
+	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
+		n.pushed.Store(false)
+		return false
+	default:
+		n.pushed.Store(false)
+		p.log.Debug("fusefs: storing offered pages failed", "name", rel, "errno", errno.Error())
+	}
+	return true
+}
+
+// park keeps pg, the page of the fsys-relative name, for a later try.
+func (p *pageStore) park(name string, pg parkedPage) {
+	dir := path.Dir(name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped.Load() || int64(len(pg.data)) > parkMax {
+		return
+	}
+	if _, ok := p.parked[dir]; !ok {
+		p.dirs = append(p.dirs, dir)
+		// Should no READ come soon (a listing nobody reads from yet),
+		// the parked pages are tried again anyway.
+		time.AfterFunc(retryAfter, func() { p.flush(dir) })
+	}
+	p.parked[dir] = append(p.parked[dir], pg)
+	p.bytes += int64(len(pg.data))
+	for p.bytes > parkMax && len(p.dirs) > 0 {
+		old := p.dirs[0]
+		p.dirs = p.dirs[1:]
+		for _, q := range p.parked[old] {
+			p.bytes -= int64(len(q.data))
+		}
+		delete(p.parked, old)
+	}
+	p.nParked.Store(int64(len(p.parked)))
+}
+
+// known is told of a READ of n: the kernel knows n, and so the entries of
+// the listing it learnt n from. The pages parked for n's directory are
+// tried again.
+func (p *pageStore) known(n *node) {
+	if p == nil || p.nParked.Load() == 0 {
+		return
+	}
+	if name, ok := n.name(); ok {
+		p.flush(path.Dir(name))
+	}
+}
+
+// listed is told that the kernel lists the directory n again after the
+// request that built its listing (a program reading a directory to its
+// end sends one more READDIR, which finds the end): the kernel took in
+// the entries of the first, so the pages parked for them are tried
+// again, ahead of the first READ among them.
+func (p *pageStore) listed(n *node) {
+	if p == nil || p.nParked.Load() == 0 {
+		return
+	}
+	if name, ok := n.name(); ok {
+		p.flush(name)
+	}
+}
+
+// flush tries the pages parked for the fsys-relative directory dir once
+// more, from a goroutine of its own (never inside a request); those that
+// fail again are dropped.
+func (p *pageStore) flush(dir string) {
+	p.mu.Lock()
+	pgs := p.parked[dir]
+	if pgs != nil {
+		delete(p.parked, dir)
+		p.dirs = slices.DeleteFunc(p.dirs, func(d string) bool { return d == dir })
+		for _, q := range pgs {
+			p.bytes -= int64(len(q.data))
+		}
+		p.nParked.Store(int64(len(p.parked)))
+	}
+	p.mu.Unlock()
+	if pgs != nil {
+		go func() {
+			for _, q := range pgs {
+				p.store(q.c, q.rel, q.data)
+			}
+		}()
+	}
+}
+
+// retryAfter is how long parked pages wait for a READ in their directory
+// before they are tried again without one.
+const retryAfter = 2 * time.Millisecond
+
+// lookup returns the inode of c's node rel (relative to c's root), if
+// go-fuse has it.
+func (c *conn) lookup(rel string) *gofs.Inode {
+	in := c.root.EmbeddedInode()
+	if rel == "." {
+		return in
+	}
+	for elem := range strings.SplitSeq(rel, "/") {
+		if in = in.GetChild(elem); in == nil {
+			return nil
+		}
+	}
+	return in
+}
+
+// relTo returns name relative to its ancestor-or-self dir.
+func relTo(name, dir string) string {
+	switch {
+	case name == dir:
+		return "."
+	case dir == ".":
+		return name
+	}
+	return name[len(dir)+1:]
+}

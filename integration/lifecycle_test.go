@@ -375,8 +375,15 @@ func TestQuotaThroughKernel(t *testing.T) {
 	assert.ErrorIs(t, os.Mkdir(mem("d"), 0o755), syscall.ENOSPC)
 	assert.ErrorIs(t, os.Symlink("x", mem("l")), syscall.ENOSPC)
 
-	// Freeing space makes room again, and the tree is whole.
+	// Freeing space makes room again, and the tree is whole. The
+	// kernel sends the RELEASE of the ReadFile above after close(2) has
+	// returned, and an unlinked file keeps its bytes until its last
+	// handle goes (POSIX), so wait until df shows them freed.
 	require.NoError(t, os.Remove(mem("big")))
+	require.Eventually(t, func() bool {
+		var st syscall.Statfs_t
+		return syscall.Statfs(mem("."), &st) == nil && st.Bfree*uint64(st.Bsize) >= 1<<19
+	}, 10*time.Second, time.Millisecond, "the space of the removed file is freed once its last handle is released")
 	require.NoError(t, os.WriteFile(mem("after"), payload(2, 1000), 0o644))
 	entries, err := os.ReadDir(mem("."))
 	require.NoError(t, err)

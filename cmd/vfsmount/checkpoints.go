@@ -134,16 +134,9 @@ func (c *checkpoints) CheckpointDelete(ctx context.Context, p jsonrpc.Checkpoint
 // repository's). A memory mount's is git's too, over trees written into a
 // scratch repository (names under the mount's prefix: memory/notes.md).
 func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDiffParams) (jsonrpc.DiffResult, error) {
-	var format gitfs.DiffFormat
-	switch p.Format {
-	case "", "patch":
-		format = gitfs.Patch
-	case "stat":
-		format = gitfs.Stat
-	case "name-status":
-		format = gitfs.NameStatus
-	default:
-		return jsonrpc.DiffResult{}, fmt.Errorf("%w: format %q: want patch, stat or name-status", jsonrpc.ErrInvalidParams, p.Format)
+	format, err := gitfs.ParseDiffFormat(p.Format)
+	if err != nil {
+		return jsonrpc.DiffResult{}, fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
 	}
 	if p.From == "" {
 		return jsonrpc.DiffResult{}, fmt.Errorf("%w: a checkpoint to diff from is required", jsonrpc.ErrInvalidParams)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,15 +130,9 @@ them. No change prints "no changes" on stderr.` + checkpointLong,
 		Args:              minArgs(2),
 		ValidArgsFunction: completeMountpoint,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if stat && nameStatus {
-				return usageErrorf("--stat and --name-status exclude each other")
-			}
-			format := "patch"
-			switch {
-			case stat:
-				format = "stat"
-			case nameStatus:
-				format = "name-status"
+			format, err := diffFormatOf(stat, nameStatus)
+			if err != nil {
+				return err
 			}
 			id := args[1]
 			var res jsonrpc.DiffResult
@@ -148,12 +141,7 @@ them. No change prints "no changes" on stderr.` + checkpointLong,
 			}, &res); err != nil {
 				return err
 			}
-			if res.Text == "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no changes")
-				return nil
-			}
-			_, err := io.WriteString(cmd.OutOrStdout(), res.Text)
-			return err
+			return printDiff(cmd, res.Text)
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "diff to checkpoint `ID2` rather than to now")

@@ -38,15 +38,9 @@ exits 0, with nothing on stdout.` + exportLong,
 		Args:              minArgs(1),
 		ValidArgsFunction: completeMountpoint,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if stat && nameStatus {
-				return usageErrorf("--stat and --name-status exclude each other")
-			}
-			format := "patch"
-			switch {
-			case stat:
-				format = "stat"
-			case nameStatus:
-				format = "name-status"
+			format, err := diffFormatOf(stat, nameStatus)
+			if err != nil {
+				return err
 			}
 			var res jsonrpc.DiffResult
 			if err := controlCall(cmd.Context(), args, "workspace.diff", func(paths []string) any {
@@ -54,12 +48,7 @@ exits 0, with nothing on stdout.` + exportLong,
 			}, &res); err != nil {
 				return err
 			}
-			if res.Text == "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no changes")
-				return nil
-			}
-			_, err := io.WriteString(cmd.OutOrStdout(), res.Text)
-			return err
+			return printDiff(cmd, res.Text)
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "print a diffstat, as git diff --stat")
@@ -186,4 +175,28 @@ func workspacePaths(mountpoint string, args []string) ([]string, error) {
 		out = append(out, filepath.ToSlash(filepath.Clean(a)))
 	}
 	return out, nil
+}
+
+// diffFormatOf is the diff format the --stat and --name-status flags ask
+// for, as the export methods name it.
+func diffFormatOf(stat, nameStatus bool) (string, error) {
+	switch {
+	case stat && nameStatus:
+		return "", usageErrorf("--stat and --name-status exclude each other")
+	case stat:
+		return "stat", nil
+	case nameStatus:
+		return "name-status", nil
+	}
+	return "patch", nil
+}
+
+// printDiff prints a diff, or "no changes" on stderr when it is empty.
+func printDiff(cmd *cobra.Command, text string) error {
+	if text == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no changes")
+		return nil
+	}
+	_, err := io.WriteString(cmd.OutOrStdout(), text)
+	return err
 }

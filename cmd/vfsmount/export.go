@@ -95,16 +95,9 @@ func (e *exporter) prefixes() string {
 }
 
 func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffResult, error) {
-	var format gitfs.DiffFormat
-	switch p.Format {
-	case "", "patch":
-		format = gitfs.Patch
-	case "stat":
-		format = gitfs.Stat
-	case "name-status":
-		format = gitfs.NameStatus
-	default:
-		return jsonrpc.DiffResult{}, fmt.Errorf("%w: format %q: want patch, stat or name-status", jsonrpc.ErrInvalidParams, p.Format)
+	format, err := gitfs.ParseDiffFormat(p.Format)
+	if err != nil {
+		return jsonrpc.DiffResult{}, fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
 	}
 	picked, err := e.pick(p.Paths)
 	if err != nil {

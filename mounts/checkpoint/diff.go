@@ -127,20 +127,11 @@ func memoryDiff(ctx context.Context, prefix string, from, to mounts.FS, format g
 	if _, err := run(&stream, "fast-import", "--quiet"); err != nil {
 		return "", err
 	}
-	args := []string{"diff-tree", "-r", "-M", "--no-color"}
-	switch format {
-	case gitfs.Stat:
-		args = append(args, "--stat")
-	case gitfs.NameStatus:
-		args = append(args, "--name-status")
-	default:
-		args = append(args, "-p", "--binary", "--full-index")
-	}
-	args = append(args, "refs/heads/from", "refs/heads/to", "--")
+	var full []string
 	for _, n := range names {
-		args = append(args, path.Join(base, n))
+		full = append(full, path.Join(base, n))
 	}
-	return run(nil, args...)
+	return run(nil, gitfs.DiffTreeArgs(format, "refs/heads/from", "refs/heads/to", full...)...)
 }
 
 // importTree writes the files and symlinks at and below name as

@@ -148,6 +148,15 @@ func (f *FS) full(name string) string {
 	return f.subdir + "/" + name
 }
 
+// fullAll is full of each name.
+func (f *FS) fullAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = f.full(n)
+	}
+	return out
+}
+
 // add writes the entry name of src, and everything below it, as index
 // lines.
 func (t *Tree) add(ctx context.Context, src mounts.FS, name string, info *bytes.Buffer) error {
@@ -239,12 +248,24 @@ const (
 	NameStatus
 )
 
-// Diff writes the difference from the pinned commit to the tree, limited
-// to paths (names in the mount; none means all), renames detected. The
-// names in it are the repository's (the subdir included), so the patch
-// applies at the top of a checkout of the commit. Empty output means no
-// change.
-func (t *Tree) Diff(ctx context.Context, format DiffFormat, paths []string) (string, error) {
+// ParseDiffFormat reads a format by its name in the CLI and JSON-RPC:
+// "patch" (or ""), "stat", "name-status".
+func ParseDiffFormat(name string) (DiffFormat, error) {
+	switch name {
+	case "", "patch":
+		return Patch, nil
+	case "stat":
+		return Stat, nil
+	case "name-status":
+		return NameStatus, nil
+	}
+	return Patch, fmt.Errorf("format %q: want patch, stat or name-status", name)
+}
+
+// DiffTreeArgs are the arguments of git diff-tree that print the
+// difference from tree-ish from to tree-ish to in format, renames found,
+// limited to paths (the repository's names; none means all).
+func DiffTreeArgs(format DiffFormat, from, to string, paths ...string) []string {
 	args := []string{"diff-tree", "-r", "-M", "--no-color"}
 	switch format {
 	case Stat:
@@ -254,11 +275,16 @@ func (t *Tree) Diff(ctx context.Context, format DiffFormat, paths []string) (str
 	default:
 		args = append(args, "-p", "--binary", "--full-index")
 	}
-	args = append(args, t.f.commit.String(), t.ID, "--")
-	for _, p := range paths {
-		args = append(args, t.f.full(p))
-	}
-	return t.git(ctx, nil, args...)
+	return append(append(args, from, to, "--"), paths...)
+}
+
+// Diff writes the difference from the pinned commit to the tree, limited
+// to paths (names in the mount; none means all), renames detected. The
+// names in it are the repository's (the subdir included), so the patch
+// applies at the top of a checkout of the commit. Empty output means no
+// change.
+func (t *Tree) Diff(ctx context.Context, format DiffFormat, paths []string) (string, error) {
+	return t.git(ctx, nil, DiffTreeArgs(format, t.f.commit.String(), t.ID, t.f.fullAll(paths)...)...)
 }
 
 // Commit writes the tree as a commit whose parent is the pinned commit, with

@@ -30,18 +30,5 @@ func (t *Tree) DiffFrom(ctx context.Context, from *Tree, format DiffFormat, path
 	if !found {
 		env = append(env, alt+filepath.Join(from.tmp, "objects"))
 	}
-	args := []string{"diff-tree", "-r", "-M", "--no-color"}
-	switch format {
-	case Stat:
-		args = append(args, "--stat")
-	case NameStatus:
-		args = append(args, "--name-status")
-	default:
-		args = append(args, "-p", "--binary", "--full-index")
-	}
-	args = append(args, from.ID, t.ID, "--")
-	for _, p := range paths {
-		args = append(args, t.f.full(p))
-	}
-	return t.gitEnv(ctx, env, nil, args...)
+	return t.gitEnv(ctx, env, nil, DiffTreeArgs(format, from.ID, t.ID, t.f.fullAll(paths)...)...)
 }

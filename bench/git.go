@@ -308,9 +308,14 @@ func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) 
 }
 
 // timeTar times `tar -cf - -C dir .` into a pipe (tar skips reading the
-// files when its archive is /dev/null).
-func timeTar(dir string) (float64, error) {
-	cmd := exec.Command("tar", "-cf", "-", "-C", dir, ".")
+// files when its archive is /dev/null), leaving out the top-level names
+// in exclude.
+func timeTar(dir string, exclude ...string) (float64, error) {
+	args := []string{"-cf", "-"}
+	for _, x := range exclude {
+		args = append(args, "--exclude=./"+x)
+	}
+	cmd := exec.Command("tar", append(args, "-C", dir, ".")...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -331,10 +336,16 @@ func timeTar(dir string) (float64, error) {
 	return ms(time.Since(start)), nil
 }
 
-// timeFind times `find dir -type f` and checks it saw want files.
-func timeFind(dir string, want int) (float64, error) {
+// timeFind times `find dir -type f` and checks it saw want files, leaving
+// out the top-level names in exclude.
+func timeFind(dir string, want int, exclude ...string) (float64, error) {
+	args := []string{dir}
+	for _, x := range exclude {
+		args = append(args, "-path", filepath.Join(dir, x), "-prune", "-o")
+	}
+	args = append(args, "-type", "f", "-print")
 	start := time.Now()
-	out, err := exec.Command("find", dir, "-type", "f").Output()
+	out, err := exec.Command("find", args...).Output()
 	elapsed := time.Since(start)
 	if err != nil {
 		return 0, fmt.Errorf("find: %w", err)

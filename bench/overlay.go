@@ -28,7 +28,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,10 +103,10 @@ func runOverlay(o *options, bin string, verbose bool) error {
 			ready, err := withMount(bin, verbose, []string{side.spec}, "repo", func(mnt string, pid int) error {
 				dropCaches(o)
 				var err error
-				if cold, err = timeTarExcl(filepath.Join(mnt, "repo")); err != nil {
+				if cold, err = timeTar(filepath.Join(mnt, "repo"), ".git"); err != nil {
 					return err
 				}
-				if warm, err = timeTarExcl(filepath.Join(mnt, "repo")); err != nil {
+				if warm, err = timeTar(filepath.Join(mnt, "repo"), ".git"); err != nil {
 					return err
 				}
 				rss, err = vmRSS(pid)
@@ -119,7 +118,7 @@ func runOverlay(o *options, bin string, verbose bool) error {
 			if _, err := withMount(bin, verbose, []string{side.spec}, "repo", func(mnt string, _ int) error {
 				dropCaches(o)
 				var err error
-				find, err = timeFindExcl(filepath.Join(mnt, "repo"), files)
+				find, err = timeFind(filepath.Join(mnt, "repo"), files, ".git")
 				return err
 			}); err != nil {
 				return err
@@ -311,43 +310,6 @@ func withMount(bin string, verbose bool, specs []string, sub string, fn func(mnt
 		ferr = fmt.Errorf("unmount: %w", err)
 	}
 	return ready, ferr
-}
-
-// timeTarExcl is timeTar without the .git directory.
-func timeTarExcl(dir string) (float64, error) {
-	cmd := exec.Command("tar", "-cf", "-", "--exclude=./.git", "-C", dir, ".")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	n, cerr := io.Copy(io.Discard, out)
-	if err := cmd.Wait(); err != nil {
-		return 0, fmt.Errorf("tar: %w: %s", err, errb.String())
-	}
-	if cerr != nil || n == 0 {
-		return 0, fmt.Errorf("tar wrote %d bytes: %v", n, cerr)
-	}
-	return ms(time.Since(start)), nil
-}
-
-// timeFindExcl is timeFind without the .git directory.
-func timeFindExcl(dir string, want int) (float64, error) {
-	start := time.Now()
-	out, err := exec.Command("find", dir, "-path", filepath.Join(dir, ".git"), "-prune", "-o", "-type", "f", "-print").Output()
-	elapsed := time.Since(start)
-	if err != nil {
-		return 0, fmt.Errorf("find: %w", err)
-	}
-	if n := bytes.Count(out, []byte("\n")); n != want {
-		return 0, fmt.Errorf("find saw %d files, want %d", n, want)
-	}
-	return ms(elapsed), nil
 }
 
 // timeSmallFiles times writing 1,000 files of 4 KiB into a new directory.

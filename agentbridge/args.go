@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,9 @@ type args struct {
 	// rename is the dialect's key map (dialect -> canonical), also used
 	// for the keys of nested objects (edits[]).
 	rename map[string]string
+	// schemaKeys are the keys the tool's schema names: of two dialect
+	// keys for one canonical key, a message names the schema's.
+	schemaKeys map[string]bool
 	// dialect is the caller's dialect; nil in tests that build args by
 	// hand (canonical).
 	dialect *dialect
@@ -31,12 +35,17 @@ type args struct {
 	// sess is the caller's session (session.go); nil only in tests that
 	// build args by hand.
 	sess *Session
+	// content, when a tool sets it, is the result's content parts (an
+	// image Read returns); the text returned stays its description.
+	content []Content
 }
 
 // parseArgs decodes raw as a JSON object and renames the dialect's keys to
-// canonical ones. Unknown keys are kept and ignored.
+// canonical ones. A key the tool's schema does not have is refused by
+// name (after the tool's reshape, which may refuse it more precisely):
+// dropped, it could change what the call does without the caller knowing.
 func parseArgs(t *dialectTool, raw json.RawMessage) (*args, error) {
-	a := &args{tool: t.name, m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: t.rename}
+	a := &args{tool: t.name, m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: t.rename, schemaKeys: t.keys()}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
@@ -45,7 +54,12 @@ func parseArgs(t *dialectTool, raw json.RawMessage) (*args, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("%s: arguments must be a JSON object: %v", t.name, jsonErr(err))
 	}
+	known := t.keys()
+	var unknown []string
 	for k, v := range in {
+		if _, alias := t.rename[k]; !known[k] && !alias {
+			unknown = append(unknown, k)
+		}
 		c := k
 		if r, ok := t.rename[k]; ok {
 			c = r
@@ -58,7 +72,25 @@ func parseArgs(t *dialectTool, raw json.RawMessage) (*args, error) {
 			return nil, err
 		}
 	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		names := make([]string, 0, len(known))
+		for k := range known {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return nil, a.errf("unknown %s %s; %s takes %s", plural(len(unknown), "argument", "arguments"),
+			quoteList(unknown), t.name, strings.Join(names, ", "))
+	}
 	return a, nil
+}
+
+func quoteList(ks []string) string {
+	q := make([]string, len(ks))
+	for i, k := range ks {
+		q[i] = strconv.Quote(k)
+	}
+	return strings.Join(q, ", ")
 }
 
 func jsonErr(err error) string {
@@ -70,12 +102,28 @@ func (a *args) key(k string) string {
 	if d, ok := a.alias[k]; ok {
 		return d
 	}
-	for d, c := range a.rename {
-		if c == k {
+	return dialectArg(a.rename, a.schemaKeys, k)
+}
+
+// dialectArg is what a tool calls canonical key k: the rename to k its
+// schema lists, else k itself, else any rename to k (an alias).
+func dialectArg(rename map[string]string, schema map[string]bool, k string) string {
+	alias := ""
+	for d, c := range rename {
+		if c != k {
+			continue
+		}
+		if schema[d] {
 			return d
 		}
+		if alias == "" || d < alias {
+			alias = d
+		}
 	}
-	return k
+	if alias == "" || schema[k] {
+		return k
+	}
+	return alias
 }
 
 func (a *args) errf(format string, v ...any) error {

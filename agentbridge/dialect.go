@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Dialect names.
@@ -40,9 +41,33 @@ type dialectTool struct {
 	// hidden tools are served when called but not listed: the legacy
 	// names a dialect still answers to (codex's argv shell).
 	hidden bool
+	// ann, when set, are the tool's MCP hints instead of its verb's: a
+	// tool of the shell verb that only reads (Claude Code's TaskOutput).
+	ann *Annotations
 	// patchResult, when set, shapes the result of an apply_patch typed
 	// into this shell tool (patch_shell.go), as the harness shows it.
 	patchResult func(text string) string
+
+	keysOnce sync.Once
+	keySet   map[string]bool
+}
+
+// keys is the set of argument names the tool's schema has: what parseArgs
+// accepts, with the aliases its rename adds.
+func (t *dialectTool) keys() map[string]bool {
+	t.keysOnce.Do(func() {
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
+			panic(fmt.Sprintf("tool %s: bad schema: %v", t.name, err)) // static data
+		}
+		t.keySet = map[string]bool{}
+		for k := range s.Properties {
+			t.keySet[k] = true
+		}
+	})
+	return t.keySet
 }
 
 func (d *dialect) find(name string) *dialectTool {
@@ -75,6 +100,12 @@ func ShellTool(dialect, tool string) bool {
 	return t != nil && t.verb == VerbShell
 }
 
+// canonical is the canonical dialect, set once the registry is built (a
+// tool's run reaches argName, so the registry cannot be named there).
+var canonical *dialect
+
+func init() { canonical = dialects[DialectCursor] }
+
 type dialectKey struct{}
 
 // withDialect gives the call's dialect to the code below it, so a hint
@@ -97,6 +128,21 @@ func toolName(ctx context.Context, verb string) string {
 	return verb
 }
 
+// listHint is how the calling dialect lists a directory, for "is a
+// directory" errors: its ls tool, or ls in its shell when it lists none
+// (Claude Code has no LS any more).
+func listHint(ctx context.Context) string {
+	if d, ok := ctx.Value(dialectKey{}).(*dialect); ok && d != nil {
+		for _, t := range d.tools {
+			if t.verb == VerbLs && !t.hidden {
+				return "use " + t.name + " to list it"
+			}
+		}
+		return "list it with ls in " + toolName(ctx, VerbShell)
+	}
+	return "use " + VerbLs + " to list it"
+}
+
 // argName is what the calling dialect names verb's tool and its argument
 // key (a canonical key), for a hint that tells the caller what to pass
 // next ("call read_file with offset=…"); ok is false when that tool has no
@@ -105,26 +151,14 @@ func toolName(ctx context.Context, verb string) string {
 func argName(ctx context.Context, verb, key string) (tool, arg string, ok bool) {
 	d, _ := ctx.Value(dialectKey{}).(*dialect)
 	if d == nil {
-		d = dialects[DialectCursor]
+		d = canonical
 	}
 	for _, t := range d.tools {
 		if t.verb != verb || t.hidden {
 			continue
 		}
-		arg = key
-		for dk, ck := range t.rename {
-			if ck == key {
-				arg = dk
-			}
-		}
-		var s struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
-			return t.name, arg, false
-		}
-		_, ok = s.Properties[arg]
-		return t.name, arg, ok
+		arg = dialectArg(t.rename, t.keys(), key)
+		return t.name, arg, t.keys()[arg]
 	}
 	return verb, key, false
 }

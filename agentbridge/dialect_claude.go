@@ -1,73 +1,189 @@
 package agentbridge
 
-import "encoding/json"
+import (
+	"encoding/json"
+)
 
-// claudeTools are Claude Code's and the Agent SDK's names: Read, LS, Glob,
-// Grep, Write, Edit, MultiEdit and Bash, with their argument names.
+// claudeReference says what the claude dialect was matched to.
+const claudeReference = "@anthropic-ai/claude-code 2.1.197 (npm): schemas from sdk-tools.d.ts, " +
+	"tool texts and result shapes from the linux-x64 binary's embedded JavaScript"
+
+// claudeTools are Claude Code's tools as its current release gives them to
+// the model: Read, Write, Edit, Glob, Grep, Bash, and the background-task
+// tools TaskOutput and TaskStop, with sdk-tools.d.ts's argument names and
+// types. LS and MultiEdit, which Claude Code no longer ships, are served
+// when called but not listed, for models trained on them.
+//
+// Results are Claude Code's (claude.go): Read numbers lines "N<tab>text"
+// and returns images, PDF pages and notebooks as content parts; Glob lists
+// oldest first, at most 100, relative to the session's directory; Grep
+// heads its lists "Found N files" and sorts them newest first; a failed
+// Bash command is an error result that starts "Exit code N".
+//
+// What the workspace cannot do is refused by name: Bash's
+// dangerouslyDisableSandbox (every command runs in the workspace
+// namespace, there is no outside to reach), Grep's -o.
 func claudeTools() []*dialectTool {
-	grepModes := func(a *args) error {
-		if !a.present("outputMode") {
-			return nil
-		}
-		var m string
-		if err := json.Unmarshal(a.m["outputMode"], &m); err == nil && m == "files_with_matches" {
-			a.set("outputMode", "files")
-		} else if m == "files" {
-			return a.errf("argument %q must be content, files_with_matches or count, got %q", a.key("outputMode"), m)
+	editRename := map[string]string{"file_path": "path", "old_string": "oldText", "new_string": "newText", "replace_all": "replaceAll"}
+	// The aliases Claude Code coerces before it validates an Edit.
+	editAliases := map[string]string{"path": "path", "old_str": "oldText", "new_str": "newText", "replace_name": "replaceAll"}
+	for k, v := range editRename {
+		editAliases[k] = v
+	}
+	cwdDefault := func(a *args) error {
+		// Claude Code's Glob and Grep search the current directory
+		// when no path is given.
+		if !a.present("path") {
+			a.set("path", ".")
 		}
 		return nil
 	}
-	editRename := map[string]string{"file_path": "path", "old_string": "oldText", "new_string": "newText", "replace_all": "replaceAll"}
 	return []*dialectTool{
-		{name: "Read", verb: VerbRead, desc: descRead, rename: map[string]string{"file_path": "path"}, schema: schema(
-			prop{"file_path", "string", "Absolute workspace path of the file", true},
-			prop{"offset", "integer", "1-based line to start at", false},
-			prop{"limit", "integer", "Number of lines to read (default 2000)", false},
-		)},
-		{name: "LS", verb: VerbLs, desc: descLs, schema: schema(
+		{name: "Read", verb: VerbRead, run: (*Workspace).claudeRead, rename: map[string]string{"file_path": "path", "length": "limit"},
+			desc: "Reads a file from the workspace. The file_path parameter must be an absolute path (a relative one resolves against the session's directory).\n" +
+				"- By default, it reads up to 2000 lines starting from the beginning of the file\n" +
+				"- You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters\n" +
+				"- Results are returned using cat -n format, with line numbers starting at 1\n" +
+				"- This tool can read images (PNG, JPG, GIF, WebP): the image is returned as an image\n" +
+				"- This tool can read PDF files (.pdf): pass pages (e.g. \"1-5\") for large PDFs; at most 20 pages per request, each returned as an image\n" +
+				"- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs\n" +
+				"- This tool can only read files, not directories.",
+			schema: schema(
+				prop{"file_path", "string", "The absolute path to the file to read", true},
+				prop{"offset", "number", "The line number to start reading from. Only provide if the file is too large to read at once", false},
+				prop{"limit", "number", "The number of lines to read. Only provide if the file is too large to read at once.", false},
+				prop{"pages", "string", "Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request.", false},
+			)},
+		{name: "Write", verb: VerbWrite, rename: map[string]string{"file_path": "path", "content": "fileText"},
+			desc: "Writes a file to the workspace.\n" +
+				"- This tool will overwrite the existing file if there is one at the provided path.\n" +
+				"- Missing parent directories are created.",
+			schema: schema(
+				prop{"file_path", "string", "The absolute path to the file to write (must be absolute, not relative)", true},
+				prop{"content", "string", "The content to write to the file", true},
+			)},
+		{name: "Edit", verb: VerbEdit, rename: editAliases, reshape: needKey("oldText"),
+			desc: "Performs exact string replacements in files.\n" +
+				"- The edit will FAIL if old_string is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use replace_all to change every instance of old_string.\n" +
+				"- Use replace_all for replacing and renaming strings across the file.\n" +
+				"- An empty old_string on a file that does not exist creates it with new_string.",
+			schema: schema(
+				prop{"file_path", "string", "The absolute path to the file to modify", true},
+				prop{"old_string", "string", "The text to replace", true},
+				prop{"new_string", "string", "The text to replace it with (must be different from old_string)", true},
+				prop{"replace_all", "boolean", "Replace all occurrences of old_string (default false)", false},
+			)},
+		{name: "Glob", verb: VerbGlob, run: (*Workspace).claudeGlob, reshape: cwdDefault,
+			desc: "- Fast file pattern matching tool that works with any codebase size\n" +
+				"- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"\n" +
+				"- Returns matching file paths sorted by modification time (oldest first), at most 100\n" +
+				"- Use this tool when you need to find files by name patterns",
+			schema: schema(
+				prop{"pattern", "string", "The glob pattern to match files against", true},
+				prop{"path", "string", "The directory to search in. If not specified, the current working directory will be used. IMPORTANT: Omit this field to use the default directory. DO NOT enter \"undefined\" or \"null\" - simply omit it for the default behavior. Must be a valid directory path if provided.", false},
+			)},
+		{name: "Grep", verb: VerbGrep, run: (*Workspace).claudeGrep, reshape: claudeGrepArgs, rename: map[string]string{
+			"output_mode": "outputMode", "-i": "caseInsensitive", "-n": "lineNumbers", "-A": "after", "-B": "before",
+			"-C": "context", "head_limit": "headLimit",
+		},
+			desc: "A powerful search tool over the workspace's file contents, like ripgrep.\n" +
+				"- Supports regex syntax (RE2: \"log.*Error\", \"function\\\\s+\\\\w+\")\n" +
+				"- Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")\n" +
+				"- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default, newest first), \"count\" shows match counts\n" +
+				"- Multiline matching: by default patterns match within single lines only. For cross-line patterns, use multiline: true",
+			schema: schema(
+				prop{"pattern", "string", "The regular expression pattern to search for in file contents", true},
+				prop{"path", "string", "File or directory to search in (rg PATH). Defaults to current working directory.", false},
+				prop{"glob", "string", "Glob pattern to filter files (e.g. \"*.js\", \"*.{ts,tsx}\") - maps to rg --glob", false},
+				prop{"output_mode", map[string]any{"type": "string", "enum": []string{"content", "files_with_matches", "count"}}, "Output mode: \"content\" shows matching lines (supports -A/-B/-C context, -n line numbers, head_limit), \"files_with_matches\" shows file paths (supports head_limit), \"count\" shows match counts (supports head_limit). Defaults to \"files_with_matches\".", false},
+				prop{"-B", "number", "Number of lines to show before each match (rg -B). Requires output_mode: \"content\", ignored otherwise.", false},
+				prop{"-A", "number", "Number of lines to show after each match (rg -A). Requires output_mode: \"content\", ignored otherwise.", false},
+				prop{"-C", "number", "Alias for context.", false},
+				prop{"context", "number", "Number of lines to show before and after each match (rg -C). Requires output_mode: \"content\", ignored otherwise.", false},
+				prop{"-n", "boolean", "Show line numbers in output (rg -n). Requires output_mode: \"content\", ignored otherwise. Defaults to true.", false},
+				prop{"-i", "boolean", "Case insensitive search (rg -i)", false},
+				prop{"-o", "boolean", "Print only the matched (non-empty) parts of each matching line, one match per output line (rg -o / --only-matching). Requires output_mode: \"content\", ignored otherwise. Defaults to false.", false},
+				prop{"type", "string", "File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than include for standard file types.", false},
+				prop{"head_limit", "number", "Limit output to first N lines/entries, equivalent to \"| head -N\". Works across all output modes: content (limits output lines), files_with_matches (limits file paths), count (limits count entries). Defaults to 250 when unspecified. Pass 0 for unlimited (use sparingly — large result sets waste context).", false},
+				prop{"offset", "number", "Skip first N lines/entries before applying head_limit, equivalent to \"| tail -n +N | head -N\". Works across all output modes. Defaults to 0.", false},
+				prop{"multiline", "boolean", "Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false.", false},
+			)},
+		{name: "Bash", verb: VerbShell, run: (*Workspace).claudeBash, rename: map[string]string{"run_in_background": "background", "timeout_ms": "timeout"},
+			desc: "Executes a given bash command and returns its output.\n\n" +
+				"The working directory persists between commands (cd carries to the next call), but shell state does not. " +
+				"The command runs in the workspace namespace: the same files at the same paths as the other tools.\n" +
+				"- Output is stdout and stderr merged; a command that exits non-zero is an error result that starts with \"Exit code N\".\n" +
+				"- You can specify an optional timeout in milliseconds (up to 600000ms / 10 minutes). By default, the command will timeout after 120000ms (2 minutes).\n" +
+				"- You can use the run_in_background parameter to run the command in the background; the result gives its task ID: read what it printed with TaskOutput and stop it with TaskStop.",
+			schema: schema(
+				prop{"command", "string", "The command to execute", true},
+				prop{"timeout", "number", "Optional timeout in milliseconds (max 600000)", false},
+				prop{"description", "string", "Clear, concise description of what this command does in active voice.", false},
+				prop{"run_in_background", "boolean", "Set to true to run this command in the background.", false},
+				prop{"dangerouslyDisableSandbox", "boolean", "Set this to true to dangerously override sandbox mode and run commands without sandboxing.", false},
+			)},
+		{name: "TaskOutput", verb: VerbShell, run: (*Workspace).claudeTaskOutput, ann: &Annotations{ReadOnly: true},
+			desc: "- Retrieves output from a running or completed background task (a Bash command run with run_in_background)\n" +
+				"- Takes a task_id parameter identifying the task\n" +
+				"- Returns the task output along with status information\n" +
+				"- Use block=true (default) to wait for task completion\n" +
+				"- Use block=false for non-blocking check of current status",
+			schema: schema(
+				prop{"task_id", "string", "The task ID to get output from", true},
+				prop{"block", "boolean", "Whether to wait for completion", true},
+				prop{"timeout", "number", "Max wait time in ms", true},
+			)},
+		{name: "TaskStop", verb: VerbShell, run: (*Workspace).claudeTaskStop,
+			desc: "- Stops a running background task by its ID\n" +
+				"- Takes a task_id parameter identifying the task to stop\n" +
+				"- Returns a success or failure status\n" +
+				"- Use this tool when you need to terminate a long-running task",
+			schema: schema(
+				prop{"task_id", "string", "The ID of the background task to stop", false},
+				prop{"shell_id", "string", "Deprecated: use task_id instead", false},
+			)},
+		// Served when called, not listed: the tools of earlier releases.
+		{name: "LS", verb: VerbLs, hidden: true, desc: descLs, schema: schema(
 			prop{"path", "string", "Absolute workspace path of the directory", true},
 			prop{"ignore", strList, "Glob patterns of names to leave out", false},
 		)},
-		{name: "Glob", verb: VerbGlob, desc: descGlob, schema: schema(
-			prop{"pattern", "string", "Glob pattern, e.g. **/*.go", true},
-			prop{"path", "string", "Directory to search (default /)", false},
-		)},
-		{name: "Grep", verb: VerbGrep, desc: descGrep, reshape: grepModes, rename: map[string]string{
-			"output_mode": "outputMode", "-i": "caseInsensitive", "-n": "lineNumbers", "-A": "after", "-B": "before",
-			"-C": "context", "head_limit": "headLimit",
-		}, schema: schema(
-			prop{"pattern", "string", "Regular expression (RE2)", true},
-			prop{"path", "string", "File or directory to search (default /)", false},
-			prop{"glob", "string", "Only files matching this glob, e.g. *.go", false},
-			prop{"type", "string", "Only files of this ripgrep type: go, py, js, ts, rust, …", false},
-			prop{"output_mode", map[string]any{"type": "string", "enum": []string{"content", "files_with_matches", "count"}}, "Output mode (default files_with_matches)", false},
-			prop{"-i", "boolean", "Ignore case", false},
-			prop{"-n", "boolean", "Show line numbers in content mode (default true)", false},
-			prop{"-A", "integer", "Lines after each match", false},
-			prop{"-B", "integer", "Lines before each match", false},
-			prop{"-C", "integer", "Lines before and after each match", false},
-			prop{"multiline", "boolean", "Let patterns span lines", false},
-			prop{"head_limit", "integer", "Show at most this many output lines (default 250, 0 = all)", false},
-			prop{"offset", "integer", "Skip this many output lines first", false},
-		)},
-		{name: "Write", verb: VerbWrite, desc: descWrite, rename: map[string]string{"file_path": "path", "content": "fileText"}, schema: schema(
-			prop{"file_path", "string", "Absolute workspace path of the file", true},
-			prop{"content", "string", "The full new content", true},
-		)},
-		{name: "Edit", verb: VerbEdit, desc: descEdit, rename: editRename, reshape: noKeys("edits", "patchContent"), schema: schema(
-			prop{"file_path", "string", "Absolute workspace path of the file", true},
-			prop{"old_string", "string", "Exact text to replace", true},
-			prop{"new_string", "string", "Replacement text", true},
-			prop{"replace_all", "boolean", "Replace every occurrence", false},
-		)},
-		{name: "MultiEdit", verb: VerbEdit, desc: descEdit, rename: editRename, reshape: needKey("edits"), schema: schema(
-			prop{"file_path", "string", "Absolute workspace path of the file", true},
-			prop{"edits", editsSchema("old_string", "new_string", "replace_all"), "Replacements, applied in order, all or nothing", true},
-		)},
-		{name: "Bash", verb: VerbShell, desc: descShell, schema: schema(
-			prop{"command", "string", "The command line, run with bash -c", true},
-			prop{"timeout", "integer", "Timeout in milliseconds (default 120000, max 600000)", false},
-			prop{"description", "string", "What the command does, in a few words", false},
-		)},
+		{name: "MultiEdit", verb: VerbEdit, hidden: true, rename: editRename, reshape: needKey("edits"),
+			desc: "Several exact string replacements in one file, applied in order, all or nothing; each edit's old_string must be unique unless its replace_all is set.",
+			schema: schema(
+				prop{"file_path", "string", "The absolute path to the file to modify", true},
+				prop{"edits", editsSchema("old_string", "new_string", "replace_all"), "Replacements, applied in order, all or nothing", true},
+			)},
 	}
+}
+
+// claudeGrepArgs maps Claude Code's Grep onto the canonical grep: its
+// files_with_matches mode, its default of the current directory, its
+// "context" beside -C. -o is refused: the canonical grep prints lines.
+func claudeGrepArgs(a *args) error {
+	if !a.present("path") {
+		a.set("path", ".")
+	}
+	if a.present("outputMode") {
+		var m string
+		if err := json.Unmarshal(a.m["outputMode"], &m); err == nil {
+			switch m {
+			case "files_with_matches":
+				a.set("outputMode", "files")
+			case "content", "count":
+			default:
+				return a.errf("argument %q must be content, files_with_matches or count, got %q", a.key("outputMode"), m)
+			}
+		}
+	}
+	if a.present("-o") {
+		on, err := a.boolean("-o", false)
+		if err != nil {
+			return err
+		}
+		if on {
+			return a.errf("argument %q (only the matched parts) is not supported here; search with output_mode \"content\" for whole lines", "-o")
+		}
+	}
+	delete(a.m, "-o")
+	return nil
 }

@@ -1,7 +1,20 @@
 package agentbridge
 
-// cursorTools are the canonical dialect: the verbs under their own names
-// and argument names (TOOLS.md, runtime-abstraction §1).
+import "encoding/json"
+
+// cursorReference says what the cursor dialect was matched to.
+const cursorReference = "@cursor/sdk 1.0.18 (npm): argument names and types from its tool-call types " +
+	"(vendor/cursor-sdk-shared/tool-call-types.d.ts), behaviour from its local executors (dist/cjs/429.index.js); " +
+	"the canonical dialect adds read offset/limit, ls depth/offset/limit, glob limit, grep lineNumbers/noIgnore, edit replaceAll, delete recursive"
+
+// cursorTools are the canonical dialect: the verbs under their own names,
+// with the Cursor SDK's argument names (glob globPattern/targetDirectory,
+// grep contextBefore/contextAfter/sort/sortAscending and outputMode
+// files_with_matches with content as the default, shell
+// workingDirectory) and its ls, a tree of the directory within a size
+// budget as its directoryTreeRoot. The names this dialect had before
+// (glob pattern/path, grep before/after and outputMode files, shell cwd)
+// are still accepted, not listed.
 func cursorTools() []*dialectTool {
 	return []*dialectTool{
 		{name: "read", verb: VerbRead, desc: descRead, schema: schema(
@@ -9,33 +22,51 @@ func cursorTools() []*dialectTool {
 			prop{"offset", "integer", "1-based line to start at", false},
 			prop{"limit", "integer", "Number of lines to read (default 2000)", false},
 		)},
-		{name: "ls", verb: VerbLs, desc: descLs, schema: schema(
-			prop{"path", "string", "Absolute workspace path of the directory", true},
-			prop{"ignore", strList, "Glob patterns of names to leave out", false},
-		)},
-		{name: "glob", verb: VerbGlob, desc: descGlob, schema: schema(
-			prop{"pattern", "string", "Glob pattern, e.g. **/*.go", true},
-			prop{"path", "string", "Directory to search (default /)", false},
-		)},
-		{name: "grep", verb: VerbGrep, desc: descGrep, schema: schema(
-			prop{"pattern", "string", "Regular expression (RE2)", true},
-			prop{"path", "string", "File or directory to search (default /)", false},
-			prop{"glob", "string", "Only files matching this glob, e.g. *.go or src/**/*.ts", false},
-			prop{"type", "string", "Only files of this ripgrep type: go, py, js, ts, rust, java, c, cpp, md, …", false},
-			prop{"outputMode", map[string]any{"type": "string", "enum": []string{"content", "files", "count"}}, "content: matching lines; files: paths (default); count: matches per file", false},
-			prop{"caseInsensitive", "boolean", "Ignore case", false},
-			prop{"lineNumbers", "boolean", "Show line numbers in content mode (default true)", false},
-			prop{"before", "integer", "Lines of context before each match (content mode)", false},
-			prop{"after", "integer", "Lines of context after each match (content mode)", false},
-			prop{"context", "integer", "Lines of context before and after each match (content mode)", false},
-			prop{"multiline", "boolean", "Let patterns span lines; . matches newlines", false},
-			prop{"headLimit", "integer", "Show at most this many output lines (default 250, 0 = all)", false},
-			prop{"offset", "integer", "Skip this many output lines first", false},
-			prop{"noIgnore", "boolean", "Also search files .gitignore excludes", false},
-		)},
-		{name: "write", verb: VerbWrite, desc: descWrite, schema: schema(
+		{name: "ls", verb: VerbLs, run: (*Workspace).cursorLs,
+			desc: "List a directory of the workspace as a tree, sorted by name: every file and directory below it while the names fit in a budget of " +
+				"2500 characters, then per directory the count of files not shown by extension. Directories end in /, symlinks show -> target, " +
+				"mount points show their mount and whether it is writable.",
+			schema: schema(
+				prop{"path", "string", "Absolute workspace path of the directory", true},
+				prop{"ignore", strList, "Glob patterns of names to leave out", false},
+				prop{"depth", "integer", "List only this many levels (1: the directory's own entries); default: as deep as the budget allows", false},
+				prop{"offset", "integer", "1-based entry to start at", false},
+				prop{"limit", "integer", "Number of entries to show (default 1000)", false},
+			)},
+		{name: "glob", verb: VerbGlob, rename: map[string]string{"globPattern": "pattern", "targetDirectory": "path", "pattern": "pattern", "path": "path"},
+			reshape: needKey("pattern"),
+			desc:    descGlob,
+			schema: schema(
+				prop{"globPattern", "string", "Glob pattern, e.g. **/*.go", true},
+				prop{"targetDirectory", "string", "Directory to search (default /)", false},
+				prop{"limit", "integer", "Show at most this many paths (default 1000)", false},
+			)},
+		{name: "grep", verb: VerbGrep, run: (*Workspace).cursorGrep, reshape: cursorGrepArgs,
+			rename: map[string]string{"contextBefore": "before", "contextAfter": "after", "before": "before", "after": "after"},
+			desc: "Search file contents with a regular expression (RE2 syntax), like ripgrep. Binary files and .git are skipped; " +
+				"hidden files are searched; .gitignore is honoured in host mounts. Files are ordered newest first unless sort says otherwise.",
+			schema: schema(
+				prop{"pattern", "string", "Regular expression (RE2)", true},
+				prop{"path", "string", "File or directory to search (default /)", false},
+				prop{"glob", "string", "Only files matching this glob, e.g. *.go or src/**/*.ts", false},
+				prop{"outputMode", map[string]any{"type": "string", "enum": []string{"content", "files_with_matches", "count"}}, "content: matching lines (default); files_with_matches: paths; count: matches per file", false},
+				prop{"contextBefore", "integer", "Lines of context before each match (content mode)", false},
+				prop{"contextAfter", "integer", "Lines of context after each match (content mode)", false},
+				prop{"context", "integer", "Lines of context before and after each match (content mode)", false},
+				prop{"caseInsensitive", "boolean", "Ignore case", false},
+				prop{"type", "string", "Only files of this ripgrep type: go, py, js, ts, rust, java, c, cpp, md, …", false},
+				prop{"headLimit", "integer", "Show at most this many output lines (default 250, 0 = all)", false},
+				prop{"offset", "integer", "Skip this many output lines first", false},
+				prop{"multiline", "boolean", "Let patterns span lines; . matches newlines", false},
+				prop{"sort", map[string]any{"type": "string", "enum": []string{"modified", "path", "none"}}, "Order of the files: modified (default), path, or none (path order here)", false},
+				prop{"sortAscending", "boolean", "Sort ascending (oldest first, A to Z); default descending", false},
+				prop{"lineNumbers", "boolean", "Show line numbers in content mode (default true)", false},
+				prop{"noIgnore", "boolean", "Also search files .gitignore excludes", false},
+			)},
+		{name: "write", verb: VerbWrite, run: (*Workspace).cursorWrite, desc: descWrite, schema: schema(
 			prop{"path", "string", "Absolute workspace path of the file", true},
 			prop{"fileText", "string", "The full new content", true},
+			prop{"returnFileContentAfterWrite", "boolean", "Also return the file's content as written", false},
 		)},
 		{name: "edit", verb: VerbEdit, desc: descEdit + " Alternatively pass patchContent in the apply_patch format.", schema: schema(
 			prop{"path", "string", "Absolute workspace path of the file (not needed with patchContent)", false},
@@ -49,10 +80,22 @@ func cursorTools() []*dialectTool {
 			prop{"path", "string", "Absolute workspace path to delete", true},
 			prop{"recursive", "boolean", "Delete a directory with its contents", false},
 		)},
-		{name: "shell", verb: VerbShell, desc: descShell, schema: schema(
+		{name: "shell", verb: VerbShell, desc: descShell, rename: map[string]string{"workingDirectory": "cwd", "cwd": "cwd"}, schema: schema(
 			prop{"command", "string", "The command line, run with bash -c", true},
+			prop{"workingDirectory", "string", "Working directory (default the session's: at first the first writable mount; cd moves it)", false},
 			prop{"timeout", "integer", "Timeout in milliseconds (default 120000, max 600000)", false},
-			prop{"cwd", "string", "Working directory (default the first writable mount)", false},
 		)},
 	}
+}
+
+// cursorGrepArgs takes the SDK's outputMode files_with_matches (and this
+// dialect's former "files") and checks sort.
+func cursorGrepArgs(a *args) error {
+	if a.present("outputMode") {
+		var m string
+		if err := json.Unmarshal(a.m["outputMode"], &m); err == nil && m == "files_with_matches" {
+			a.set("outputMode", "files")
+		}
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ func TestDialectToolLists(t *testing.T) {
 	want := map[string][]string{
 		"":       {"read", "ls", "glob", "grep", "write", "edit", "delete"},
 		"cursor": {"read", "ls", "glob", "grep", "write", "edit", "delete"},
-		"claude": {"Read", "LS", "Glob", "Grep", "Write", "Edit", "MultiEdit"},
+		"claude": {"Read", "Write", "Edit", "Glob", "Grep"},
 		"codex":  {"read_file", "list_dir", "grep_files", "apply_patch"},
 	}
 	for d, names := range want {
@@ -50,15 +50,19 @@ func TestEveryVerbInEveryDialect(t *testing.T) {
 		want          string
 	}{
 		{"cursor", "read", obj{"path": "/memory/f.txt", "limit": 1}, "     1\tone\n… 1 more lines; call read with offset=2\n"},
-		{"claude", "Read", obj{"file_path": "/memory/f.txt", "limit": 1}, "     1\tone\n… 1 more lines; call read with offset=2\n"},
-		{"codex", "read_file", obj{"file_path": "/memory/f.txt", "limit": 1}, "     1\tone\n… 1 more lines; call read with offset=2\n"},
+		{"claude", "Read", obj{"file_path": "/memory/f.txt", "limit": 1}, "1\tone\n… 1 more lines; call Read with offset=2\n"},
+		{"codex", "read_file", obj{"file_path": "/memory/f.txt", "limit": 1}, "     1\tone\n… 1 more lines; call read_file with offset=2\n"},
 		{"cursor", "ls", obj{"path": "/memory"}, "f.txt\n"},
 		{"claude", "LS", obj{"path": "/memory"}, "f.txt\n"},
 		{"codex", "list_dir", obj{"dir_path": "/memory"}, "f.txt\n"},
-		{"cursor", "glob", obj{"pattern": "**/*.go"}, "/repo/r.go\n"},
-		{"claude", "Glob", obj{"pattern": "**/*.go"}, "/repo/r.go\n"},
-		{"cursor", "grep", obj{"pattern": "two"}, "/memory/f.txt\n"},
-		{"claude", "Grep", obj{"pattern": "two"}, "/memory/f.txt\n"},
+		{"cursor", "glob", obj{"globPattern": "**/*.go"}, "/repo/r.go\n"},
+		{"cursor", "glob", obj{"globPattern": "*.go", "targetDirectory": "/repo"}, "/repo/r.go\n"},
+		{"cursor", "glob", obj{"pattern": "*.go", "path": "/repo"}, "/repo/r.go\n"},
+		{"claude", "Glob", obj{"pattern": "**/*.go", "path": "/"}, "/repo/r.go"},
+		{"claude", "Glob", obj{"pattern": "*.txt"}, "f.txt"},
+		{"cursor", "grep", obj{"pattern": "two"}, "/memory/f.txt:2:two\n"},
+		{"cursor", "grep", obj{"pattern": "two", "outputMode": "files_with_matches"}, "/memory/f.txt\n"},
+		{"claude", "Grep", obj{"pattern": "two"}, "Found 1 file\nf.txt"},
 		{"codex", "grep_files", obj{"pattern": "two"}, "/memory/f.txt\n"},
 		{"cursor", "write", obj{"path": "/memory/w.txt", "fileText": "w"}, "created /memory/w.txt (1 bytes)"},
 		{"claude", "Write", obj{"file_path": "/memory/w.txt", "content": "w"}, "created /memory/w.txt (1 bytes)"},

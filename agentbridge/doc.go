@@ -25,17 +25,27 @@
 //
 // # Dialects
 //
-// The canonical dialect is "cursor" (the verb names above). "claude" and
-// "codex" rename and reshape arguments for Claude Code and Codex harnesses
-// (see TOOLS.md); behaviour, limits and errors are the canonical ones,
-// except where the harness's own tool behaves otherwise and a model
-// relies on it. The codex dialect is @openai/codex 0.171.0's tool set
-// (dialect_codex.go says which tools and why, testdata/golden/codex.json
-// pins them): its shell is exec_command, which keeps a command running
-// past yield_time_ms in the caller's session for write_stdin, and answers
-// in codex-rs's words ("Process exited with code N", "Success. Updated
-// the following files:"); hints name the dialect's tools (toolName,
-// argName).
+// Each dialect is one harness's tools as its current release has them,
+// pinned by testdata/golden/NAME.json: "cursor", the canonical one (the
+// verb names above, with @cursor/sdk 1.0.18's argument names: glob
+// globPattern, grep's content default and contextBefore/sort, shell
+// workingDirectory, ls as a tree within a budget of names); "claude",
+// @anthropic-ai/claude-code 2.1.197's Read, Write, Edit, Glob, Grep, Bash,
+// TaskOutput and TaskStop with its result shapes (claude.go); and
+// "codex", @openai/codex 0.171.0's tool set (dialect_codex.go says which
+// tools and why): its shell is exec_command, which keeps a command
+// running past yield_time_ms in the caller's session for write_stdin, and
+// answers in codex-rs's words ("Process exited with code N", "Success.
+// Updated the following files:").
+//
+// A dialect tool is one row of its table (dialectTool): a name, a schema,
+// renames onto the canonical keys (aliases included), a reshape, and,
+// where the harness's tool does the work differently, its own run; which
+// verb it is still decides whether it is offered, what policy sees and
+// its hints. An argument the tool's schema does not name is refused by
+// name, never dropped. Errors and hints name the caller's tool and keys
+// (toolName, argName, args.key): "Read /x: …", "call read_file with
+// offset=…", "old_string occurs 2 times".
 //
 // # Sessions
 //

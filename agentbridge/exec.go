@@ -149,6 +149,9 @@ func (w *Workspace) writeStdin(ctx context.Context, a *args) (string, error) {
 	if a.sess != nil {
 		p, _ = a.sess.proc(id)
 	}
+	if p != nil && p.buf == nil {
+		p = nil // another dialect's background task, not an exec session
+	}
 	if p == nil {
 		msg := fmt.Sprintf("write_stdin failed: Unknown process id %d", id)
 		if a.sess != nil {

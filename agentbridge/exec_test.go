@@ -271,8 +271,8 @@ func TestSessionDir(t *testing.T) {
 	// Every verb resolves against it: write, read, ls, the patch's paths.
 	require.False(t, sessionCall(t, w, s, "", "write", obj{"path": "f.txt", "fileText": "in d\n"}).IsError)
 	assert.Equal(t, "     1\tin d\n", sessionCall(t, w, s, "", "read", obj{"path": "f.txt"}).Text)
-	assert.Equal(t, "e/\nf.txt\n", sessionCall(t, w, s, "", "ls", obj{"path": "."}).Text)
-	assert.Equal(t, "     1\trepo readme\n", sessionCall(t, w, s, "claude", "Read", obj{"file_path": "../../repo/README.md"}).Text)
+	assert.Equal(t, "e/\nf.txt\n", sessionCall(t, w, s, "", "ls", obj{"depth": 1, "path": "."}).Text)
+	assert.Equal(t, "1\trepo readme\n", sessionCall(t, w, s, "claude", "Read", obj{"file_path": "../../repo/README.md"}).Text)
 	r := sessionCall(t, w, s, "codex", "apply_patch", obj{"input": "*** Begin Patch\n*** Update File: f.txt\n-in d\n+patched\n*** End Patch"})
 	require.False(t, r.IsError, r.Text)
 	assert.Equal(t, "Success. Updated the following files:\nM /memory/d/f.txt\n", r.Text)
@@ -290,7 +290,7 @@ func TestSessionDir(t *testing.T) {
 	assert.Equal(t, "/repo/src", s.Dir())
 	// Claude's Bash and codex's exec_command share the session's directory.
 	r = sessionCall(t, w, s, "claude", "Bash", obj{"command": "pwd; cd /memory"})
-	assert.Equal(t, "exit code: 0\n--- stdout ---\n/repo/src\n", r.Text)
+	assert.Equal(t, "/repo/src", r.Text)
 	r = sessionCall(t, w, s, "codex", "exec_command", obj{"cmd": "pwd"})
 	_, out := execOut(t, r.Text)
 	assert.Equal(t, "/memory\n", out)

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -66,6 +68,7 @@ var rgTypes = map[string][]string{
 type grepQuery struct {
 	re          *regexp.Regexp
 	literal     []byte // a string every match contains, for the prefilter
+	foldLit     []byte // or one every match contains in some ASCII case, lower-cased
 	mode        string
 	lineNumbers bool
 	before      int
@@ -85,73 +88,143 @@ type grepResult struct {
 
 // grepHit is a file with at least one match.
 type grepHit struct {
+	name  string // FS name
 	shown string
 	r     grepResult
 }
 
+// grepRun is one search done: the hits in ripgrep's (path) order and the
+// paging the caller asked for, for each dialect to lay out.
+type grepRun struct {
+	q          grepQuery
+	hits       []grepHit
+	head, skip int
+}
+
 func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
-	pattern, err := a.str("pattern", true)
+	g, err := w.grepSearch(ctx, a, "files")
 	if err != nil {
 		return "", err
 	}
-	p, err := a.path("grep", "path", false, "/")
+	return grepText(a, g)
+}
+
+// grepText is the canonical layout of a search: paths, path:count, or
+// ripgrep's content lines, paged by offset and headLimit.
+func grepText(a *args, g *grepRun) (string, error) {
+	var out []string
+	for _, h := range g.hits {
+		switch g.q.mode {
+		case "files":
+			out = append(out, h.shown)
+		case "count":
+			out = append(out, h.shown+":"+strconv.Itoa(h.r.count))
+		case "content":
+			if (g.q.before > 0 || g.q.after > 0) && len(out) > 0 {
+				out = append(out, "--")
+			}
+			out = append(out, h.r.lines...)
+		}
+	}
+	if len(out) == 0 {
+		return "No matches found", nil
+	}
+	if g.skip >= len(out) {
+		return "", fmt.Errorf("%s: offset %d is past the end of the output (%d lines)", a.tool, g.skip, len(out))
+	}
+	out = out[g.skip:]
+	more := 0
+	if g.head > 0 && len(out) > g.head {
+		more = len(out) - g.head
+		out = out[:g.head]
+	}
+	text := strings.Join(out, "\n") + "\n"
+	if more > 0 {
+		text += fmt.Sprintf("… %d more lines; %s\n", more, callWith(a, VerbGrep, "offset", g.skip+g.head, "narrow the pattern, path or glob"))
+	}
+	return text, nil
+}
+
+// callWith is the hint that tells the caller how to go on: "call TOOL with
+// ARG=N" in the caller's dialect, or other when its tool has no such
+// argument.
+func callWith(a *args, verb, key string, n int, other string) string {
+	ctx := context.Background()
+	if a.dialect != nil {
+		ctx = withDialect(ctx, a.dialect)
+	}
+	tool, arg, ok := argName(ctx, verb, key)
+	if !ok {
+		return other
+	}
+	return fmt.Sprintf("call %s with %s=%d", tool, arg, n)
+}
+
+// grepSearch decodes grep's arguments and searches; defMode is the output
+// mode when none is given.
+func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*grepRun, error) {
+	pattern, err := a.str("pattern", true)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	p, err := a.path(a.tool, "path", false, "/")
+	if err != nil {
+		return nil, err
 	}
 	var q grepQuery
 	if q.mode, err = a.str("outputMode", false); err != nil {
-		return "", err
+		return nil, err
 	}
 	switch q.mode {
 	case "":
-		q.mode = "files"
+		q.mode = defMode
 	case "content", "files", "count":
 	default:
-		return "", a.errf("argument %q must be content, files or count, got %q", a.key("outputMode"), q.mode)
+		return nil, a.errf("argument %q must be content, files_with_matches or count, got %q", a.key("outputMode"), q.mode)
 	}
 	fold, err := a.boolean("caseInsensitive", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.lineNumbers, err = a.boolean("lineNumbers", true); err != nil {
-		return "", err
+		return nil, err
 	}
 	ctxLines, err := a.integer("context", 0, 0, grepMaxContext)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.before, err = a.integer("before", ctxLines, 0, grepMaxContext); err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.after, err = a.integer("after", ctxLines, 0, grepMaxContext); err != nil {
-		return "", err
+		return nil, err
 	}
 	if q.multiline, err = a.boolean("multiline", false); err != nil {
-		return "", err
+		return nil, err
 	}
 	head, err := a.integer("headLimit", grepDefaultHead, 0, maxInt)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	skip, err := a.integer("offset", 0, 0, maxInt)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	noIgnore, err := a.boolean("noIgnore", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	glob, err := a.str("glob", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	typ, err := a.str("type", false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	filter, err := newFileFilter(glob, typ)
 	if err != nil {
-		return "", a.errf("%v", err)
+		return nil, a.errf("%v", err)
 	}
 	// Lines are the unit, as in ripgrep: ^ and $ match at line
 	// boundaries; multiline lets . cross them too.
@@ -163,62 +236,43 @@ func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
 		flags += "(?s)"
 	}
 	if q.re, err = regexp.Compile(flags + pattern); err != nil {
-		return "", fmt.Errorf("grep: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return nil, fmt.Errorf("%s: the pattern does not compile (RE2 syntax): %s; escape literal ( [ { . * + ? | with a backslash", a.tool, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	q.literal = requiredLiteral(flags + pattern)
+	if q.literal == nil {
+		q.foldLit = requiredFoldLiteral(flags + pattern)
+	}
 
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
-		return "", w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 	var files []grepFile
 	if attr.IsDir() {
-		files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore)
+		// The mounts that can name the files that may match replace
+		// their part of the walk: all of it, or those mounted below.
+		narrow := func(dir string) ([]grepFile, bool) {
+			return w.grepCandidates(ctx, dir, real, p.name, flags+pattern, filter, noIgnore)
+		}
+		var narrowed bool
+		if files, narrowed = narrow(real); !narrowed {
+			files, err = w.grepFiles(ctx, real, p.name, filter, noIgnore, narrow)
+		}
 		if err != nil {
-			return "", w.explain(ctx, "grep", p, err)
+			return nil, w.explain(ctx, a.tool, p, err)
 		}
 	} else if mounts.IsSpecial(attr.Mode) {
 		// Never opened: a FIFO would wait for a writer.
-		return "", notRegular("grep", p, attr.Mode)
+		return nil, notRegular(a.tool, p, attr.Mode)
 	} else {
 		files = []grepFile{{name: real, shown: p.abs()}}
 	}
 	hits, err := w.searchAll(ctx, files, &q)
 	if err != nil {
-		return "", w.explain(ctx, "grep", p, err)
+		return nil, w.explain(ctx, a.tool, p, err)
 	}
 
-	var out []string
-	for _, h := range hits {
-		switch q.mode {
-		case "files":
-			out = append(out, h.shown)
-		case "count":
-			out = append(out, h.shown+":"+strconv.Itoa(h.r.count))
-		case "content":
-			if (q.before > 0 || q.after > 0) && len(out) > 0 {
-				out = append(out, "--")
-			}
-			out = append(out, h.r.lines...)
-		}
-	}
-	if len(out) == 0 {
-		return "No matches found", nil
-	}
-	if skip >= len(out) {
-		return "", fmt.Errorf("grep: offset %d is past the end of the output (%d lines)", skip, len(out))
-	}
-	out = out[skip:]
-	more := 0
-	if head > 0 && len(out) > head {
-		more = len(out) - head
-		out = out[:head]
-	}
-	text := strings.Join(out, "\n") + "\n"
-	if more > 0 {
-		text += fmt.Sprintf("… %d more lines; call grep with offset=%d\n", more, skip+head)
-	}
-	return text, nil
+	return &grepRun{q: q, hits: hits, head: head, skip: skip}, nil
 }
 
 // fileFilter selects files by glob (ripgrep -g: a glob without "/"
@@ -279,8 +333,9 @@ func (f *fileFilter) match(base, rel string) bool {
 
 // grepFiles lists the regular files below root in ripgrep's order,
 // honouring .gitignore files inside mounts whose description says so
-// (host mounts) unless noIgnore.
-func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool) ([]grepFile, error) {
+// (host mounts) unless noIgnore. A mount point the walk enters is given to
+// narrow, when not nil: what it lists when it can stands for the walk below.
+func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filter *fileFilter, noIgnore bool, narrow func(dir string) ([]grepFile, bool)) ([]grepFile, error) {
 	var files []grepFile
 	// scopes holds the ignore rules in force in each directory walked,
 	// each made from its parent's when the walk reaches it.
@@ -316,6 +371,12 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		}
 		switch {
 		case e.Type.IsDir():
+			if _, isMount := w.mountAt(name); isMount && narrow != nil {
+				if more, ok := narrow(name); ok {
+					files = append(files, more...)
+					return fs.SkipDir
+				}
+			}
 			enter(name, s.ps)
 		case e.Type.IsRegular():
 			if filter.match(e.Name, rel) {
@@ -327,6 +388,51 @@ func (w *Workspace) grepFiles(ctx context.Context, root, shownRoot string, filte
 		return nil
 	})
 	return files, err
+}
+
+// grepCandidates lists the files grepFiles would below dir (root, or a
+// mount point below it), narrowed to those the mounts say may match
+// pattern (mounts.Candidates: an index of an immutable tree); each is
+// still searched with the real regexp, so the result is the scan's. ok is
+// false when the mounts cannot narrow, or when .gitignore files would
+// apply (the walk decides those): grep then walks.
+func (w *Workspace) grepCandidates(ctx context.Context, dir, root, shownRoot, pattern string, filter *fileFilter, noIgnore bool) (files []grepFile, ok bool) {
+	if !noIgnore {
+		// The ignore files of the mount serving dir, and of those below:
+		// a mount point starts afresh (grepFiles).
+		if m, _ := w.mountFor(dir); m.IgnoreFiles {
+			return nil, false
+		}
+		p := mounts.PathOf(dir)
+		for _, m := range w.mounts {
+			if m.IgnoreFiles && (p == "/" || strings.HasPrefix(m.Prefix, p+"/")) {
+				return nil, false
+			}
+		}
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	names, complete, err := mounts.Candidates(ctx, w.fsys, dir, re)
+	if err != nil || !complete {
+		return nil, false
+	}
+	files = make([]grepFile, 0, len(names))
+	for _, name := range names {
+		rel := name
+		if root != "." {
+			rel = strings.TrimPrefix(name, root+"/")
+		}
+		if strings.Contains("/"+rel+"/", "/.git/") {
+			continue // the walk leaves .git directories out
+		}
+		_, base := mounts.Split(rel)
+		if filter.match(base, rel) {
+			files = append(files, grepFile{name: name, shown: mounts.PathOf(mounts.Join(shownRoot, rel))})
+		}
+	}
+	return files, true
 }
 
 // ignoreScope is what grep ignores in one directory: the .gitignore
@@ -400,7 +506,7 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 	var hits []grepHit
 	for i, r := range results {
 		if r.count > 0 {
-			hits = append(hits, grepHit{shown: files[i].shown, r: r})
+			hits = append(hits, grepHit{name: files[i].name, shown: files[i].shown, r: r})
 		}
 	}
 	return hits, firstErr
@@ -447,9 +553,20 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	if q.literal != nil && !bytes.Contains(data, q.literal) {
 		return grepResult{}
 	}
+	if q.foldLit != nil && !containsFold(data, q.foldLit) {
+		return grepResult{} // Go's regexp is slow under (?i): look first
+	}
+	if q.mode == "files" && !q.multiline && (q.literal != nil || q.foldLit != nil) {
+		// Only the lines with the literal can match: no need to run
+		// the regexp over the rest (slow under (?i)).
+		return grepResult{count: q.anyLine(data)}
+	}
 	if !q.re.Match(data) {
 		// Every line match is a buffer match: no buffer match, no line.
 		return grepResult{}
+	}
+	if q.mode == "files" && !q.multiline {
+		return grepResult{count: q.anyLine(data)}
 	}
 	var matched []int // 0-based line numbers, ascending, distinct
 	starts := lineStarts(data)
@@ -537,6 +654,55 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	return r
 }
 
+// anyLine is 1 if a line of data matches, else 0: the loop of search for
+// one line, with each line's bounds found around a match rather than
+// from every line start of the file (files mode stops at the first).
+// With a literal every match holds, only the lines holding it are tried:
+// a line's match lies in the line, and so does the literal in it.
+func (q *grepQuery) anyLine(data []byte) int {
+	lit, fold := q.literal, false
+	if lit == nil {
+		lit, fold = q.foldLit, true
+	}
+	for off := 0; off <= len(data); {
+		var at int
+		if lit != nil {
+			i := -1
+			if fold {
+				i = indexFold(data[off:], lit)
+			} else {
+				i = bytes.Index(data[off:], lit)
+			}
+			if i < 0 {
+				return 0
+			}
+			at = off + i
+		} else {
+			loc := q.re.FindIndex(data[off:])
+			if loc == nil {
+				return 0
+			}
+			at = off + loc[0]
+		}
+		start := bytes.LastIndexByte(data[:at], '\n') + 1
+		if start == len(data) && (len(data) == 0 || data[len(data)-1] == '\n') {
+			return 0 // the empty tail after a final newline is not a line
+		}
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		if q.re.Match(data[start:end]) {
+			return 1
+		}
+		if end == len(data) {
+			return 0
+		}
+		off = end + 1
+	}
+	return 0
+}
+
 func lineStarts(data []byte) []int {
 	starts := make([]int, 1, 1+bytes.Count(data, []byte{'\n'}))
 	for off := 0; ; {
@@ -575,4 +741,83 @@ func requiredLiteral(pattern string) []byte {
 		return nil
 	}
 	return []byte(best)
+}
+
+// requiredFoldLiteral returns, lower-cased, the longest run of literal
+// characters of a top-level concatenation that are all ASCII with only
+// ASCII case variants (not k or s, which fold to the Kelvin sign and the
+// long s), so that every match contains it in some ASCII case; or nil.
+func requiredFoldLiteral(pattern string) []byte {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	var best, cur []byte
+	for _, sub := range subs {
+		if sub.Op != syntax.OpLiteral {
+			cur = nil
+			continue
+		}
+		for _, r := range sub.Rune {
+			l := unicode.ToLower(r)
+			if r >= utf8.RuneSelf || l == 'k' || l == 's' {
+				cur = nil
+				continue
+			}
+			cur = append(cur, byte(l))
+			if len(cur) > len(best) {
+				best = append(best[:0:0], cur...)
+			}
+		}
+	}
+	if len(best) < 2 {
+		return nil
+	}
+	return best
+}
+
+// containsFold reports whether data contains lit (lower-case ASCII) in any
+// ASCII case.
+func containsFold(data, lit []byte) bool { return indexFold(data, lit) >= 0 }
+
+// indexFold is the index of the first instance of lit (lower-case ASCII)
+// in data in any ASCII case, or -1. It looks for a byte of lit that has
+// no case (a digit, a symbol) with IndexByte, or else compares a
+// lower-cased copy.
+func indexFold(data, lit []byte) int {
+	anchor := -1
+	for i, c := range lit {
+		if c < 'a' || c > 'z' {
+			anchor = i
+			break
+		}
+	}
+	if anchor < 0 {
+		// ASCII only, so that offsets stay those of data.
+		lower := make([]byte, len(data))
+		for i, c := range data {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		return bytes.Index(lower, lit)
+	}
+	for off := anchor; off < len(data); {
+		i := bytes.IndexByte(data[off:], lit[anchor])
+		if i < 0 {
+			return -1
+		}
+		start := off + i - anchor
+		if start >= 0 && start+len(lit) <= len(data) && bytes.EqualFold(data[start:start+len(lit)], lit) {
+			return start
+		}
+		off += i + 1
+	}
+	return -1
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestGrep(t *testing.T) {
 		args obj
 		want string
 	}{
-		{"files mode default, hidden searched, .git and binary skipped", obj{"pattern": "Foo", "path": "/repo"},
+		{"files mode, hidden searched, .git and binary skipped", obj{"pattern": "Foo", "path": "/repo"},
 			"/repo/.hidden.go\n/repo/a.go\n/repo/sub/c.go\n"},
 		{"count", obj{"pattern": "Foo", "path": "/repo", "outputMode": "count"},
 			"/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\n"},
@@ -73,22 +74,53 @@ func TestGrep(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ok(t, w, "grep", tc.args))
+			// The fixture's files are made in map order, so their
+			// mtimes (the default order) are not known: sort by path.
+			args := obj{"sort": "path", "sortAscending": true, "outputMode": "files_with_matches"}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			assert.Equal(t, tc.want, ok(t, w, "grep", args))
 		})
 	}
+	t.Run("cursor defaults: content, newest file first, sort and sortAscending", func(t *testing.T) {
+		w := fixture(t, nil, Options{})
+		for _, f := range []string{"b.txt", "a.txt", "c.txt"} { // made in this order
+			ok(t, w, "write", obj{"path": "/memory/" + f, "fileText": "x\nhit " + f + "\n"})
+		}
+		assert.Equal(t, "/memory/c.txt:2:hit c.txt\n/memory/a.txt:2:hit a.txt\n/memory/b.txt:2:hit b.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory"}))
+		assert.Equal(t, "/memory/b.txt\n/memory/a.txt\n/memory/c.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "files_with_matches", "sortAscending": true}))
+		assert.Equal(t, "/memory/c.txt\n/memory/b.txt\n/memory/a.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "files_with_matches", "sort": "path"}))
+		assert.Equal(t, "/memory/a.txt:1\n/memory/b.txt:1\n/memory/c.txt:1\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "count", "sort": "path", "sortAscending": true}))
+		assert.Equal(t, "/memory/a.txt-1-x\n/memory/a.txt:2:hit a.txt\n", ok(t, w, "grep", obj{"pattern": "hit a", "path": "/memory", "contextBefore": 1}))
+		assert.Equal(t, `grep: argument "sort" must be modified, path or none, got "accessed" (this workspace keeps no access or creation times to sort by)`,
+			fail(t, w, "grep", obj{"pattern": "hit", "sort": "accessed"}))
+		assert.Equal(t, `grep: unknown argument "-i"; grep takes caseInsensitive, context, contextAfter, contextBefore, glob, headLimit, lineNumbers, multiline, noIgnore, offset, outputMode, path, pattern, sort, sortAscending, type`,
+			fail(t, w, "grep", obj{"pattern": "hit", "-i": true}), "another dialect's key is refused by name, not dropped")
+	})
 	t.Run("errors", func(t *testing.T) {
 		assert.Equal(t, "grep: the pattern does not compile (RE2 syntax): missing closing ): `(?m)(foo`; escape literal ( [ { . * + ? | with a backslash",
 			fail(t, w, "grep", obj{"pattern": "(foo"}))
 		assert.Contains(t, fail(t, w, "grep", obj{"pattern": "x", "type": "cobol"}), `grep: unknown file type "cobol" (known: c, cpp`)
-		assert.Equal(t, `grep: argument "outputMode" must be content, files or count, got "lines"`, fail(t, w, "grep", obj{"pattern": "x", "outputMode": "lines"}))
+		assert.Equal(t, `grep: argument "outputMode" must be content, files_with_matches or count, got "lines"`, fail(t, w, "grep", obj{"pattern": "x", "outputMode": "lines"}))
 	})
 	t.Run("claude names", func(t *testing.T) {
 		r := call(t, w, "claude", "Grep", obj{"pattern": "foo", "path": "/repo/sub", "-i": true, "output_mode": "files_with_matches"})
-		assert.Equal(t, Result{Text: "/repo/sub/c.go\n"}, r)
+		assert.Equal(t, Result{Text: "Found 1 file\n/repo/sub/c.go"}, r)
 		r = call(t, w, "claude", "Grep", obj{"pattern": "var y", "path": "/repo/sub", "-C": 1, "-n": true, "output_mode": "content"})
-		assert.Equal(t, "/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3\n", r.Text)
+		assert.Equal(t, "/repo/sub/c.go-3-var x = 1\n/repo/sub/c.go:4:var y = 2\n/repo/sub/c.go-5-var z = 3", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "var", "path": "/repo/sub", "context": 0, "output_mode": "content", "head_limit": 1, "offset": 1})
+		assert.Equal(t, "/repo/sub/c.go:4:var y = 2\n[Showing results with pagination = limit: 1, offset: 1]", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "path": "/repo", "output_mode": "count", "glob": "*.go"})
+		assert.Equal(t, "/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\nFound 4 total occurrences across 3 files.", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "nothing-matches", "path": "/repo"})
+		assert.Equal(t, "No files found", r.Text)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "path": "/repo", "-o": true})
+		assert.Equal(t, `Grep: argument "-o" (only the matched parts) is not supported here; search with output_mode "content" for whole lines`, r.Text)
+		assert.True(t, r.IsError)
+		// codex's grep_files has no offset: the hint says what it can do.
 		r = call(t, w, "codex", "grep_files", obj{"pattern": "Foo", "path": "/repo", "include": "*.go", "limit": 2})
-		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; call grep with offset=2\n", r.Text)
+		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; narrow the pattern, path or glob\n", r.Text)
 	})
 }
 
@@ -108,6 +140,21 @@ func TestRequiredLiteral(t *testing.T) {
 // memory mount, and checks grep's file lists against rg --hidden
 // --no-ignore -l for a set of patterns.
 func TestGrepMatchesRipgrep(t *testing.T) {
+	rg := needRipgrep(t)
+	ctx := context.Background()
+	dir, files := ripgrepTree(t)
+	mem := memfs.New(memfs.Options{})
+	for rel, content := range files {
+		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
+		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+	}
+	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
+	require.NoError(t, err)
+	checkRipgrep(t, rg, dir, w, "/t")
+}
+
+func needRipgrep(t *testing.T) string {
+	t.Helper()
 	rg, err := exec.LookPath("rg")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -115,9 +162,14 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		}
 		t.Skip("ripgrep not installed")
 	}
-	ctx := context.Background()
+	return rg
+}
+
+// ripgrepTree writes a random tree to a directory and returns both.
+func ripgrepTree(t *testing.T) (string, map[string]string) {
+	t.Helper()
 	dir := t.TempDir()
-	mem := memfs.New(memfs.Options{})
+	files := map[string]string{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	words := []string{"alpha", "beta", "Gamma", "delta", "func", "return", "TODO", "fixme", "x := 1", "(paren)", "日本語", "tab\there", "  indent"}
 	for i := range 400 {
@@ -138,12 +190,18 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 		content := b.String()
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644))
-		require.NoError(t, mounts.MkdirAll(ctx, mem, filepath.Dir(rel), 0o755))
-		require.NoError(t, mounts.WriteFile(ctx, mem, rel, []byte(content), 0o644))
+		files[rel] = content
 	}
-	w, err := New(&testUnion{m: map[string]mounts.FS{"t": mem}, table: memoryAt("/t")}, Options{})
-	require.NoError(t, err)
-	for _, pat := range []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t"} {
+	return dir, files
+}
+
+// ripgrepPatterns are the patterns checkRipgrep compares.
+var ripgrepPatterns = []string{"alpha", "^func", "return\\s+$", "TODO|fixme", "(?i)gamma", "\\(paren\\)", "日本", "x := \\d", "^$", "a.*b.*c", "\\bdel", "tab\\t", "(?i)ALPHA|BETA", "Gam+a", "."}
+
+// checkRipgrep compares grep of the tree at prefix in w with rg -l in dir.
+func checkRipgrep(t *testing.T, rg, dir string, w *Workspace, prefix string) {
+	t.Helper()
+	for _, pat := range ripgrepPatterns {
 		t.Run(pat, func(t *testing.T) {
 			cmd := exec.Command(rg, "--hidden", "--no-ignore", "-l", "--", pat, ".")
 			cmd.Dir = dir
@@ -155,11 +213,11 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			var want []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if l != "" {
-					want = append(want, "/t/"+strings.TrimPrefix(l, "./"))
+					want = append(want, prefix+"/"+strings.TrimPrefix(l, "./"))
 				}
 			}
 			sort.Strings(want)
-			got := ok(t, w, "grep", obj{"pattern": pat, "path": "/t", "headLimit": 0})
+			got := ok(t, w, "grep", obj{"pattern": pat, "path": prefix, "headLimit": 0, "outputMode": "files_with_matches"})
 			var have []string
 			if got != "No matches found" {
 				have = strings.Split(strings.TrimSuffix(got, "\n"), "\n")
@@ -167,5 +225,69 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			sort.Strings(have)
 			assert.Equal(t, want, have)
 		})
+	}
+}
+
+func TestRequiredFoldLiteral(t *testing.T) {
+	for pat, want := range map[string]string{
+		"(?i)IDENT4242":     "ident4242",
+		"(?i)foo(bar)+Quux": "quux",
+		"(?i)task":          "ta", // k and s fold past ASCII
+		"(?i)a":             "",
+		"(?i)日本語abc":        "abc",
+		"(?i)x|y":           "",
+	} {
+		got := requiredFoldLiteral(pat)
+		assert.Equal(t, want, string(got), pat)
+		if want == "" {
+			assert.Nil(t, got, pat)
+		}
+	}
+	assert.True(t, containsFold([]byte("xx IdEnT4242 yy"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("4242ident4242"), []byte("ident4242")))
+	assert.False(t, containsFold([]byte("ident424 ident4243"), []byte("ident4242")))
+	assert.True(t, containsFold([]byte("xHELLO"), []byte("hello")))
+	assert.False(t, containsFold([]byte("hell"), []byte("hello")))
+}
+
+// TestAnyLineIsSearch: files mode's one-line check agrees with the full
+// search on random texts, final newlines and empty lines included.
+func TestAnyLineIsSearch(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 9))
+	pieces := []string{"a", "b", "\n", "\n\n", " ", "ab", "\r\n", "A", "AB"}
+	for _, pat := range []string{"a", "^$", "a$", "^b", "\\s+", "a\\s*b", "\\n", "b\\na", "^", "$", "(?s)a.b", "ab", "ab$", "^ab", "b\\r", "a b"} {
+		re, err := regexp.Compile("(?m)" + pat)
+		require.NoError(t, err)
+		for range 300 {
+			var b strings.Builder
+			for range rnd.IntN(8) {
+				b.WriteString(pieces[rnd.IntN(len(pieces))])
+			}
+			data := []byte(b.String())
+			full := (&grepQuery{re: re, mode: "count"}).search("f", data)
+			files := (&grepQuery{re: re, mode: "files"}).search("f", data)
+			assert.Equalf(t, full.count > 0, files.count > 0, "%q in %q", pat, data)
+			lit := (&grepQuery{re: re, mode: "files", literal: requiredLiteral("(?m)" + pat)}).search("f", data)
+			assert.Equalf(t, full.count > 0, lit.count > 0, "%q in %q, through the literal", pat, data)
+			foldRe := regexp.MustCompile("(?m)(?i)" + pat)
+			fullFold := (&grepQuery{re: foldRe, mode: "count"}).search("f", data)
+			fold := (&grepQuery{re: foldRe, mode: "files", foldLit: requiredFoldLiteral("(?m)(?i)" + pat)}).search("f", data)
+			assert.Equalf(t, fullFold.count > 0, fold.count > 0, "(?i)%q in %q, through the literal", pat, data)
+		}
+	}
+}
+
+func TestIndexFold(t *testing.T) {
+	for _, c := range []struct {
+		data, lit string
+		want      int
+	}{
+		{"xx IdEnT4242 yy", "ident4242", 3},
+		{"İİ HELLO", "hello", 5}, // offsets of data, not of a Unicode lower-casing
+		{"hell", "hello", -1},
+		{"4242ident4242", "ident4242", 4},
+		{"ident424 ident4243", "ident4242", -1},
+	} {
+		assert.Equal(t, c.want, indexFold([]byte(c.data), []byte(c.lit)), "%q in %q", c.lit, c.data)
 	}
 }

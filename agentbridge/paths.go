@@ -164,7 +164,7 @@ func (w *Workspace) explain(ctx context.Context, op string, p wpath, err error) 
 	case errors.Is(err, mounts.ErrDenied):
 		return fmt.Errorf("%s %s: denied by policy", op, where)
 	case errors.Is(err, mounts.ErrIsDir):
-		return fmt.Errorf("%s %s: is a directory; use %s to list it", op, where, toolName(ctx, VerbLs))
+		return fmt.Errorf("%s %s: is a directory; %s", op, where, listHint(ctx))
 	case errors.Is(err, mounts.ErrNotDir):
 		return fmt.Errorf("%s %s: a component of the path is not a directory", op, where)
 	case errors.Is(err, mounts.ErrNotEmpty):

@@ -41,10 +41,10 @@ func TestDotDotAtRoot(t *testing.T) {
 			{"read", obj{"path": "/memory/abs"}, "     1\talpha\n"},
 		}},
 		{"ls", []step{
-			{"ls", obj{"path": "/.."}, "memory/  [memory, writable]\nrepo/  [git@1a2b3c4, read-only]\n"},
-			{"ls", obj{"path": "/../memory/sub"}, "b.txt\n"},
-			{"ls", obj{"path": "../../memory/sub"}, "b.txt\n"},
-			{"ls", obj{"path": "/memory/up"}, "b.txt\n"},
+			{"ls", obj{"depth": 1, "path": "/.."}, "memory/  [memory, writable]\nrepo/  [git@1a2b3c4, read-only]\n"},
+			{"ls", obj{"depth": 1, "path": "/../memory/sub"}, "b.txt\n"},
+			{"ls", obj{"depth": 1, "path": "../../memory/sub"}, "b.txt\n"},
+			{"ls", obj{"depth": 1, "path": "/memory/up"}, "b.txt\n"},
 		}},
 		{"glob", []step{
 			{"glob", obj{"pattern": "memory/*.txt", "path": "/.."}, "/memory/a.txt\n"},
@@ -53,10 +53,10 @@ func TestDotDotAtRoot(t *testing.T) {
 			{"glob", obj{"pattern": "*.txt", "path": "/memory/up"}, "/memory/up/b.txt\n"},
 		}},
 		{"grep", []step{
-			{"grep", obj{"pattern": "alpha", "path": "/../memory"}, "/memory/a.txt\n"},
-			{"grep", obj{"pattern": "alpha", "path": "../memory/a.txt"}, "/memory/a.txt\n"},
-			{"grep", obj{"pattern": "beta", "path": "/memory/up"}, "/memory/up/b.txt\n"},
-			{"grep", obj{"pattern": "alpha", "path": "/memory/abs", "outputMode": "count"}, "/memory/abs:1\n"},
+			{"grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "alpha", "path": "/../memory"}, "/memory/a.txt\n"},
+			{"grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "alpha", "path": "../memory/a.txt"}, "/memory/a.txt\n"},
+			{"grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "beta", "path": "/memory/up"}, "/memory/up/b.txt\n"},
+			{"grep", obj{"sort": "path", "sortAscending": true, "pattern": "alpha", "path": "/memory/abs", "outputMode": "count"}, "/memory/abs:1\n"},
 		}},
 		{"write", []step{
 			{"write", obj{"path": "/../memory/new.txt", "fileText": "new"}, "created /memory/new.txt (3 bytes)"},
@@ -74,7 +74,7 @@ func TestDotDotAtRoot(t *testing.T) {
 		{"delete", []step{
 			{"delete", obj{"path": "/../memory/a.txt"}, "deleted /memory/a.txt"},
 			{"delete", obj{"path": "../../memory/up/b.txt"}, "deleted /memory/up/b.txt"},
-			{"ls", obj{"path": "/memory"}, "abs -> /../../memory/a.txt\nsub/\nup -> ../../../memory/sub\n"},
+			{"ls", obj{"depth": 1, "path": "/memory"}, "abs -> /../../memory/a.txt\nsub/\nup -> ../../../memory/sub\n"},
 		}},
 	}
 	for _, tc := range tests {

@@ -79,6 +79,10 @@ type CallInfo struct {
 	// Refused is the error of a BeforeCall that refused the call, for
 	// AfterCall; "" when it ran.
 	Refused string `json:"-"`
+	// Note, when a BeforeCall sets it, ends the call's result on a line
+	// of its own, error or not (an automatic checkpoint says which one
+	// undoes the call).
+	Note string `json:"-"`
 }
 
 // contentKeys are the canonical arguments that carry file contents.

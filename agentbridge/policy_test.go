@@ -162,7 +162,7 @@ func TestCallSummary(t *testing.T) {
 func TestCallIDs(t *testing.T) {
 	ids := make(chan string, 4)
 	w := fixture(t, nil, Options{AfterCall: func(_ context.Context, c *CallInfo, _ Result, _ time.Duration) { ids <- c.ID }})
-	ok(t, w, "ls", obj{"path": "/"})
+	ok(t, w, "ls", obj{"depth": 1, "path": "/"})
 	assert.Regexp(t, `^call-[0-9a-f]{12}$`, <-ids)
 	r := w.Call(WithCallID(context.Background(), "rpc-2-x7"), "", "ls", json.RawMessage(`{"path":"/"}`))
 	require.False(t, r.IsError, r.Text)

@@ -34,9 +34,10 @@ type process struct {
 	started  time.Time
 
 	cmd  *exec.Cmd
-	buf  *outBuf  // merged output not yet read (exec_command), or nil
-	ptmx *os.File // the pty's master (tty only): input and output
-	side *os.File // read end of the side channel
+	buf  *outBuf    // merged output not yet read (exec_command), or nil
+	log  *capWriter // all merged output, head and tail kept (a Claude Code background task), or nil
+	ptmx *os.File   // the pty's master (tty only): input and output
+	side *os.File   // read end of the side channel
 
 	done     chan struct{} // closed when the process has exited
 	exitCode int           // valid after done; -1 when killed by a signal

@@ -52,7 +52,7 @@ func TestGitAndHostMounts(t *testing.T) {
 	}
 	require.True(t, strings.HasPrefix(src, "git@"), src)
 
-	assert.Equal(t, "host/  ["+hostSource(u)+", writable]\nrepo/  ["+src+", read-only]\n", ok(t, w, "ls", obj{"path": "/"}))
+	assert.Equal(t, "host/  ["+hostSource(u)+", writable]\nrepo/  ["+src+", read-only]\n", ok(t, w, "ls", obj{"depth": 1, "path": "/"}))
 	assert.Equal(t, "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n", ok(t, w, "read", obj{"path": "/repo/src/main.go"}))
 	assert.Equal(t, "read /host/src/main.go: no such file or directory; did you mean /repo/src/main.go?", fail(t, w, "read", obj{"path": "src/main.go"}))
 	assert.Equal(t, "write /repo/src/x.go: read-only mount /repo ("+src+"); writable: /host", fail(t, w, "write", obj{"path": "/repo/src/x.go", "fileText": "x"}))
@@ -62,8 +62,8 @@ func TestGitAndHostMounts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "package pkg\n\nfunc main() {}\n", string(data))
 	ok(t, w, "edit", obj{"path": "/host/pkg/a.go", "oldText": "func main() {}", "newText": "func Main() {}"})
-	assert.Equal(t, "/host/pkg/a.go\n/repo/src/main.go\n", ok(t, w, "grep", obj{"pattern": "(?i)main"}), ".gitignore'd build/ skipped in the host mount")
-	assert.Equal(t, "/host/build/out.txt\n", ok(t, w, "grep", obj{"pattern": "^main$", "noIgnore": true}))
+	assert.Equal(t, "/host/pkg/a.go\n/repo/src/main.go\n", ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "(?i)main"}), ".gitignore'd build/ skipped in the host mount")
+	assert.Equal(t, "/host/build/out.txt\n", ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "^main$", "noIgnore": true}))
 	ok(t, w, "edit", obj{"patchContent": "*** Begin Patch\n*** Update File: /host/pkg/a.go\n*** Move to: /host/pkg/b.go\n-func Main() {}\n+func B() {}\n*** End Patch"})
 	assert.Equal(t, "/host/pkg/b.go\n", ok(t, w, "glob", obj{"pattern": "**/*.go", "path": "/host"}))
 	assert.Equal(t, "deleted /host/pkg and 1 entry below it", ok(t, w, "delete", obj{"path": "/host/pkg", "recursive": true}))

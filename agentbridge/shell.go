@@ -46,6 +46,19 @@ type ShellOptions struct {
 	Env []string
 	// Network keeps the host network reachable from the shell.
 	Network bool
+	// Binds are host paths shown at the same path in the namespace, after
+	// everything else (so also below /tmp): what a workspace's mounts
+	// name by host path, such as the object directory a writable git
+	// mount's .git borrows (read-only) and its fsmonitor hook's program
+	// and socket. A path that does not exist is left out.
+	Binds []ShellBind
+}
+
+// ShellBind is a host path bound at the same path in the shell's
+// namespace, read-only unless Writable.
+type ShellBind struct {
+	Path     string
+	Writable bool
 }
 
 // Shell limits of TOOLS.md.
@@ -132,6 +145,16 @@ func (r *shellRunner) argv(names []string, cwd string, argv []string, newSession
 	a = append(a, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev")
 	for _, n := range names {
 		a = append(a, "--bind", filepath.Join(r.opts.Mountpoint, n), "/"+n)
+	}
+	for _, b := range r.opts.Binds {
+		if _, err := os.Lstat(b.Path); err != nil || !filepath.IsAbs(b.Path) {
+			continue
+		}
+		if b.Writable {
+			a = append(a, "--bind", b.Path, b.Path)
+		} else {
+			a = append(a, "--ro-bind", b.Path, b.Path)
+		}
 	}
 	a = append(a, "--chdir", cwd, "--clearenv")
 	for _, kv := range r.env() {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -101,10 +102,13 @@ func TestShell(t *testing.T) {
 		}
 	})
 	t.Run("timeout kills the process group", func(t *testing.T) {
+		// The timeout leaves room for bubblewrap to start the shell on a
+		// loaded machine (under -race it has taken over 300 ms), so that
+		// "started" is printed before the kill; the sleeps outlast it.
 		start := time.Now()
-		msg := fail(t, w, "shell", obj{"command": "echo started; (sleep 30 &); sleep 30", "timeout": 300})
-		assert.Less(t, time.Since(start), 5*time.Second)
-		assert.Contains(t, msg, "shell: the command timed out after 300 ms; its process group was killed")
+		msg := fail(t, w, "shell", obj{"command": "echo started; (sleep 60 &); sleep 60", "timeout": 3000})
+		assert.Less(t, time.Since(start), 30*time.Second, "the kill waited for the sleeps")
+		assert.Contains(t, msg, "shell: the command timed out after 3000 ms; its process group was killed")
 		assert.Contains(t, msg, "started")
 	})
 	t.Run("output is capped with a note", func(t *testing.T) {
@@ -121,9 +125,85 @@ func TestShell(t *testing.T) {
 	})
 	t.Run("dialects", func(t *testing.T) {
 		r := call(t, w, "claude", "Bash", obj{"command": "echo hi", "description": "say hi"})
-		assert.Equal(t, Result{Text: "exit code: 0\n--- stdout ---\nhi\n"}, r)
+		assert.Equal(t, Result{Text: "hi"}, r)
 		r = call(t, w, "codex", "shell", obj{"command": []string{"bash", "-lc", "pwd"}, "workdir": "/repo", "timeout_ms": 5000})
 		assert.Equal(t, Result{Text: "exit code: 0\n--- stdout ---\n/repo\n"}, r)
+	})
+}
+
+// TestClaudeBash checks Claude Code's Bash result shape and its
+// background tasks with TaskOutput and TaskStop, in one session.
+func TestClaudeBash(t *testing.T) {
+	w := kernelWorkspace(t, map[string]string{"README.md": "hello\n"})
+	s := w.NewSession()
+	t.Cleanup(func() { s.Close() })
+	bash := func(args obj) Result { return sessionCall(t, w, s, "claude", "Bash", args) }
+	t.Run("merged output, blank lines and trailing space cut", func(t *testing.T) {
+		assert.Equal(t, Result{Text: "out\nerr"}, bash(obj{"command": "echo; echo out; echo err >&2; echo"}))
+	})
+	t.Run("a non-zero exit is an error starting Exit code N", func(t *testing.T) {
+		assert.Equal(t, Result{Text: "Exit code 3\nboom", IsError: true}, bash(obj{"command": "echo boom >&2; exit 3"}))
+		assert.Equal(t, Result{Text: "Exit code 2", IsError: true}, bash(obj{"command": "exit 2"}))
+	})
+	t.Run("grep's no-match is an answer, not a failure", func(t *testing.T) {
+		assert.Equal(t, Result{Text: ""}, bash(obj{"command": "grep nothing-here /repo/README.md"}))
+		assert.True(t, bash(obj{"command": "grep x /nonexistent"}).IsError, "grep's 2 is a failure")
+	})
+	t.Run("timeout_ms alias and sandbox escape refused", func(t *testing.T) {
+		r := bash(obj{"command": "sleep 5", "timeout_ms": 200})
+		assert.True(t, r.IsError)
+		assert.Contains(t, r.Text, "timed out after 200 ms")
+		r = bash(obj{"command": "true", "dangerouslyDisableSandbox": true})
+		assert.True(t, r.IsError)
+		assert.Contains(t, r.Text, `Bash: argument "dangerouslyDisableSandbox" cannot be honoured here`)
+		r = bash(obj{"command": "true", "run_in_background": "yes"})
+		assert.Equal(t, `Bash: argument "run_in_background" must be true or false, got "yes"`, r.Text)
+	})
+	t.Run("background task, TaskOutput, TaskStop", func(t *testing.T) {
+		// The task waits for a file the test writes: a state, not a time.
+		r := bash(obj{"command": "cd /repo; echo started; while [ ! -e /memory/go ]; do sleep 0.05; done; echo finished; exit 4", "run_in_background": true})
+		require.False(t, r.IsError, r.Text)
+		m := regexp.MustCompile(`^Command running in background with ID: (\d+)\. `).FindStringSubmatch(r.Text)
+		require.NotNil(t, m, r.Text)
+		id := m[1]
+		out := func(args obj) Result { return sessionCall(t, w, s, "claude", "TaskOutput", args) }
+		r = out(obj{"task_id": id, "block": false, "timeout": 0})
+		assert.Contains(t, r.Text, "<retrieval_status>not_ready</retrieval_status>\n<task_id>"+id+"</task_id>\n<task_type>local_bash</task_type>\n<status>running</status>")
+		ok(t, w, "write", obj{"path": "/memory/go", "fileText": ""})
+		r = out(obj{"task_id": id, "block": true, "timeout": 60000})
+		assert.Equal(t, "<retrieval_status>success</retrieval_status>\n<task_id>"+id+"</task_id>\n<task_type>local_bash</task_type>\n<status>failed</status>\n<exit_code>4</exit_code>\n<output>\nstarted\nfinished\n</output>", r.Text)
+		assert.Equal(t, "/memory", s.Dir(), "a background task's cd does not move the session")
+		r = sessionCall(t, w, s, "claude", "TaskStop", obj{"task_id": id})
+		assert.Equal(t, Result{Text: "Task " + id + " is not running (status: failed)", IsError: true}, r)
+
+		r = bash(obj{"command": "sleep 600", "run_in_background": true})
+		id = regexp.MustCompile(`ID: (\d+)`).FindStringSubmatch(r.Text)[1]
+		r = sessionCall(t, w, s, "claude", "TaskStop", obj{"shell_id": id})
+		assert.Equal(t, Result{Text: `{"message":"Successfully stopped task: ` + id + ` (sleep 600)","task_id":"` + id + `","task_type":"local_bash","command":"sleep 600"}`}, r)
+		r = out(obj{"task_id": id, "block": false, "timeout": 0})
+		assert.Contains(t, r.Text, "<status>killed</status>")
+	})
+	t.Run("a patch typed into Bash is the edit; one that does not parse is the patch's error", func(t *testing.T) {
+		r := bash(obj{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /memory/typed.txt\n+typed\n*** End Patch\nEOF"})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, "typed\n", ok(t, w, "read", obj{"path": "/memory/typed.txt"})[7:])
+		r = bash(obj{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Frobnicate: x\n*** End Patch\nEOF"})
+		assert.True(t, r.IsError)
+		assert.NotContains(t, r.Text, "command not found")
+		assert.NotContains(t, r.Text, "Exit code")
+		assert.Contains(t, r.Text, "Frobnicate")
+	})
+	t.Run("bad task ids", func(t *testing.T) {
+		r := sessionCall(t, w, s, "claude", "TaskOutput", obj{"task_id": "nope", "block": false, "timeout": 0})
+		assert.True(t, r.IsError)
+		assert.True(t, strings.HasPrefix(r.Text, "No task found with ID: nope (this session's tasks: "), r.Text)
+		r = sessionCall(t, w, s, "claude", "TaskStop", obj{})
+		assert.Equal(t, Result{Text: "Missing required parameter: task_id", IsError: true}, r)
+		r = call(t, w, "claude", "TaskOutput", obj{"task_id": "1000", "block": false, "timeout": 0})
+		assert.Equal(t, Result{Text: "No task found with ID: 1000 (this session has no background tasks; start one with Bash and run_in_background: true)", IsError: true}, r)
+		r = call(t, w, "claude", "Bash", obj{"command": "sleep 1", "run_in_background": true})
+		assert.True(t, r.IsError)
+		assert.Contains(t, r.Text, `Bash: argument "run_in_background" needs a session that outlives this call`)
 	})
 }
 
@@ -190,7 +270,7 @@ func TestNamespaceInvariant(t *testing.T) {
 			assert.Equal(t, "exit code: 0\n--- stdout ---\n"+plain.String(), sh, "path %d %s", i, p)
 			continue
 		}
-		listing := toolNames(ok(t, w, "ls", obj{"path": p}))
+		listing := toolNames(ok(t, w, "ls", obj{"depth": 1, "path": p}))
 		sh := ok(t, w, "shell", obj{"command": "ls -1A " + p})
 		assert.Equal(t, "exit code: 0\n--- stdout ---\n"+strings.Join(listing, "\n")+"\n", sh, "path %d %s", i, p)
 	}
@@ -216,4 +296,21 @@ func compactStrings(s []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestBriefWithoutShellTool: an allowlist that leaves the shell out leaves
+// it out of the brief too, though the workspace could run one.
+func TestBriefWithoutShellTool(t *testing.T) {
+	full := kernelWorkspace(t, nil)
+	w, err := New(full.fsys, Options{Shell: &ShellOptions{Mountpoint: full.shell.opts.Mountpoint}, Tools: []string{"read", "write"}})
+	require.NoError(t, err)
+	require.NotNil(t, w.shell, "the workspace could run a shell")
+	for _, d := range Dialects {
+		b := w.BriefFor(d)
+		assert.NotContains(t, b, "shell", d)
+		assert.NotContains(t, b, "cd ", d)
+	}
+	assert.Contains(t, full.BriefFor("claude"), "the shell (Bash) sees the same tree")
+	assert.Contains(t, full.BriefFor("codex"), "the shell (exec_command) sees the same tree")
+	assert.Contains(t, full.BriefFor("claude"), "Relative paths resolve against the session's directory (at first /memory); cd in the shell moves it.\n")
 }

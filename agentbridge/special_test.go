@@ -44,8 +44,8 @@ func TestSpecialFiles(t *testing.T) {
 	if root {
 		want = "notes.txt\nnull  [character device 1:3]\n" + want[len("notes.txt\n"):]
 	}
-	assert.Equal(t, want, ok(t, w, "ls", obj{"path": "/memory"}))
-	assert.Equal(t, "a.txt\nfifo  [named pipe (FIFO)]\ns.sock  [unix socket]\n", ok(t, w, "ls", obj{"path": "/host"}))
+	assert.Equal(t, want, ok(t, w, "ls", obj{"depth": 1, "path": "/memory"}))
+	assert.Equal(t, "a.txt\nfifo  [named pipe (FIFO)]\ns.sock  [unix socket]\n", ok(t, w, "ls", obj{"depth": 1, "path": "/host"}))
 
 	// Each call must come back, which an open of the host FIFO would
 	// not: run it aside so a regression fails instead of hanging.
@@ -70,9 +70,13 @@ func TestSpecialFiles(t *testing.T) {
 			fail(t, w, "read", obj{"path": "/memory/null"}))
 	}
 	assert.Equal(t, "grep /host/fifo: is a named pipe (FIFO), not a regular file; use the shell to work with it",
-		done(t, "grep", func() string { return fail(t, w, "grep", obj{"pattern": "x", "path": "/host/fifo"}) }))
+		done(t, "grep", func() string {
+			return fail(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "x", "path": "/host/fifo"})
+		}))
 	assert.Equal(t, "/host/a.txt\n/memory/notes.txt\n",
-		done(t, "grep", func() string { return ok(t, w, "grep", obj{"pattern": "needle"}) }), "walks skip special files")
+		done(t, "grep", func() string {
+			return ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "needle"})
+		}), "walks skip special files")
 	assert.Equal(t, "/host/a.txt\n", ok(t, w, "glob", obj{"pattern": "*", "path": "/host"}), "glob skips special files")
 	assert.Equal(t, "write /memory/pipe: is a named pipe (FIFO), not a regular file; use the shell to work with it",
 		fail(t, w, "write", obj{"path": "/memory/pipe", "fileText": "x"}))

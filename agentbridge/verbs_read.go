@@ -20,7 +20,7 @@ const (
 )
 
 func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
-	p, err := a.path("read", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -35,17 +35,17 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 	}
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {
-		return "", w.explain(ctx, "read", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if attr.IsDir() {
-		return "", fmt.Errorf("read %s: is a directory; use ls to list it", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; %s", a.tool, p.abs(), listHint(ctx))
 	}
 	if !attr.Mode.IsRegular() {
-		return "", notRegular("read", p, attr.Mode)
+		return "", notRegular(a.tool, p, attr.Mode)
 	}
 	f, err := w.fsys.Open(ctx, real)
 	if err != nil {
-		return "", w.explain(ctx, "read", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil {
@@ -55,18 +55,18 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 	head := make([]byte, min(int64(sniffLen), attr.Size))
 	n, err := io.ReadFull(sr, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", w.explain(ctx, "read", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	head = head[:n]
 	if bytes.IndexByte(head, 0) >= 0 {
-		return "", fmt.Errorf("read %s: binary file (%d bytes, %s); read shows text only, use the shell to inspect it",
-			p.abs(), attr.Size, http.DetectContentType(head))
+		return "", fmt.Errorf("%s %s: binary file (%d bytes, %s); %s shows text only, use the shell to inspect it",
+			a.tool, p.abs(), attr.Size, http.DetectContentType(head), a.tool)
 	}
 	if attr.Size == 0 {
 		return fmt.Sprintf("(%s is empty)", p.abs()), nil
 	}
 	if _, err := sr.Seek(0, io.SeekStart); err != nil {
-		return "", w.explain(ctx, "read", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	br := bufio.NewReaderSize(sr, 64<<10)
 	out := make([]byte, 0, min(attr.Size+attr.Size/4, 8<<20))
@@ -84,7 +84,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		}
 		if len(chunk) == 0 && rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
-				return "", w.explain(ctx, "read", p, rerr)
+				return "", w.explain(ctx, a.tool, p, rerr)
 			}
 			break
 		}
@@ -99,9 +99,9 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 			// Count what is left without keeping it.
 			more, cerr := countLines(br)
 			if cerr != nil {
-				return "", w.explain(ctx, "read", p, cerr)
+				return "", w.explain(ctx, a.tool, p, cerr)
 			}
-			out = fmt.Appendf(out, "… %d more lines; call read with offset=%d\n", 1+more, line)
+			out = fmt.Appendf(out, "… %d more lines; %s\n", 1+more, callWith(a, VerbRead, "offset", line, "the rest is not shown"))
 			return string(out), nil
 		}
 		text := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte{'\n'}), []byte{'\r'})
@@ -109,7 +109,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		out = appendNumbered(out, line, text)
 		if shown > 0 && len(out) > w.limits.MaxReadBytes {
 			// Over the byte limit: drop this line and say where to go on.
-			out = fmt.Appendf(out[:mark], "… output capped at %d bytes; call read with offset=%d\n", w.limits.MaxReadBytes, line)
+			out = fmt.Appendf(out[:mark], "… output capped at %d bytes; %s\n", w.limits.MaxReadBytes, callWith(a, VerbRead, "offset", line, "the rest is not shown"))
 			return string(out), nil
 		}
 		shown++
@@ -118,7 +118,7 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 		}
 	}
 	if offset > line {
-		return "", fmt.Errorf("read %s: offset %d is past the end of the file (%d lines)", p.abs(), offset, line)
+		return "", fmt.Errorf("%s %s: offset %d is past the end of the file (%d lines)", a.tool, p.abs(), offset, line)
 	}
 	return string(out), nil
 }

@@ -39,13 +39,17 @@ func TestRead(t *testing.T) {
 		{"offset 0 is the first line", obj{"path": "/repo/a.txt", "offset": 0, "limit": 1}, "     1\talpha\n… 2 more lines; call read with offset=2\n"},
 		{"numeric string", obj{"path": "/repo/a.txt", "offset": "3"}, "     3\tgamma\n"},
 		{"empty file", obj{"path": "/memory/empty"}, "(/memory/empty is empty)"},
-		{"unknown keys ignored", obj{"path": "/repo/a.txt", "limit": 1, "shiny": true}, "     1\talpha\n… 2 more lines; call read with offset=2\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, ok(t, w, "read", tc.args))
 		})
 	}
+	t.Run("an unknown key is refused by name, not dropped", func(t *testing.T) {
+		assert.Equal(t, `read: unknown argument "shiny"; read takes limit, offset, path`, fail(t, w, "read", obj{"path": "/repo/a.txt", "limit": 1, "shiny": true}))
+		assert.Equal(t, `Read: unknown arguments "path", "shiny"; Read takes file_path, limit, offset, pages`,
+			call(t, w, "claude", "Read", obj{"file_path": "/repo/a.txt", "path": "/repo/a.txt", "shiny": true}).Text)
+	})
 
 	t.Run("default limit pages at 2000 lines", func(t *testing.T) {
 		got := ok(t, w, "read", obj{"path": "/repo/many.txt"})
@@ -96,7 +100,7 @@ func TestBadInput(t *testing.T) {
 	r = w.Call(ctx, "klingon", "read", nil)
 	assert.Equal(t, `unknown dialect "klingon" (known: cursor, claude, codex)`, r.Text)
 	r = w.Call(ctx, "claude", "read", nil)
-	assert.Contains(t, r.Text, "available tools: Read, LS, Glob, Grep, Write, Edit, MultiEdit")
+	assert.Contains(t, r.Text, "available tools: Read, Write, Edit, Glob, Grep")
 }
 
 func TestLs(t *testing.T) {
@@ -112,15 +116,15 @@ func TestLs(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, mounts.Symlink(ctx, w.fsys, "/repo/b.txt", "memory/link"))
 
-	assert.Equal(t, "memory/  [memory, writable]\nrepo/  [git@1a2b3c4, read-only]\n", ok(t, w, "ls", obj{"path": "/"}))
-	assert.Equal(t, ".hidden\na/\nb.txt\n", ok(t, w, "ls", obj{"path": "/repo"}))
-	assert.Equal(t, "keep/\nlink -> /repo/b.txt\nnotes.md\n", ok(t, w, "ls", obj{"path": "/memory", "ignore": []string{"tmp"}}))
+	assert.Equal(t, "memory/  [memory, writable]\nrepo/  [git@1a2b3c4, read-only]\n", ok(t, w, "ls", obj{"depth": 1, "path": "/"}))
+	assert.Equal(t, ".hidden\na/\nb.txt\n", ok(t, w, "ls", obj{"depth": 1, "path": "/repo"}))
+	assert.Equal(t, "keep/\nlink -> /repo/b.txt\nnotes.md\n", ok(t, w, "ls", obj{"depth": 1, "path": "/memory", "ignore": []string{"tmp"}}))
 	assert.Equal(t, "keep/\nkeep/z.txt\nlink -> /repo/b.txt\nnotes.md\ntmp/\n", ok(t, w, "ls", obj{"path": "/memory", "depth": 2, "ignore": []string{"*.log"}}))
-	assert.Equal(t, "b.txt\n", ok(t, w, "ls", obj{"path": "/repo/b.txt"}))
-	assert.Contains(t, fail(t, w, "ls", obj{"path": "/repo/nope"}), "ls /repo/nope: no such file or directory")
+	assert.Equal(t, "b.txt\n", ok(t, w, "ls", obj{"depth": 1, "path": "/repo/b.txt"}))
+	assert.Contains(t, fail(t, w, "ls", obj{"depth": 1, "path": "/repo/nope"}), "ls /repo/nope: no such file or directory")
 	// Codex's list_dir pages.
 	r := call(t, w, "codex", "list_dir", obj{"dir_path": "/repo", "offset": 2, "limit": 1})
-	assert.Equal(t, "a/\n… 1 more entries; call ls with offset=3\n", r.Text)
+	assert.Equal(t, "a/\n… 1 more entries; call list_dir with offset=3\n", r.Text)
 }
 
 func TestGlob(t *testing.T) {
@@ -252,6 +256,6 @@ func TestCapabilitiesAndAllowlist(t *testing.T) {
 
 	full := fixture(t, nil, Options{})
 	assert.Equal(t, []string{"read", "ls", "glob", "grep", "write", "edit", "delete"}, full.Verbs())
-	assert.Contains(t, full.Brief(), "  /memory  memory, memory, writable\n  /repo    git, git@1a2b3c4, read-only\n")
+	assert.Contains(t, full.Brief(), "  /memory  memory, writable\n  /repo    git, git@1a2b3c4, read-only\n")
 	assert.Contains(t, full.Brief(), "Writes under /repo fail; write under /memory instead.")
 }

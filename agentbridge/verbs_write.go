@@ -20,7 +20,7 @@ const (
 )
 
 func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
-	p, err := a.path("write", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -31,20 +31,20 @@ func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := w.checkWritable("write", p); err != nil {
+	if err := w.checkWritable(a.tool, p); err != nil {
 		return "", err
 	}
 	real, attr, exists, err := w.resolve(ctx, p.name, true, true)
 	if err != nil {
-		return "", w.explain(ctx, "write", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if exists && attr.IsDir() {
-		return "", fmt.Errorf("write %s: is a directory; give a file path", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; give a file path", a.tool, p.abs())
 	}
 	if exists && mounts.IsSpecial(attr.Mode) {
-		return "", notRegular("write", p, attr.Mode)
+		return "", notRegular(a.tool, p, attr.Mode)
 	}
-	if err := w.checkSize("write", p.abs(), len(text)); err != nil {
+	if err := w.checkSize(a.tool, p.abs(), len(text)); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -54,7 +54,7 @@ func (w *Workspace) write(ctx context.Context, a *args) (string, error) {
 		return fmt.Sprintf("would create %s (%d bytes) %s", p.abs(), len(text), dryRunNote), nil
 	}
 	if err := w.writeFile(ctx, real, []byte(text)); err != nil {
-		return "", w.explain(ctx, "write", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	verb := "created"
 	if exists {
@@ -112,7 +112,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 		return w.applyPatch(ctx, a, patch)
 	}
-	p, err := a.path("edit", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -141,12 +141,12 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 		edits = []editSpec{e}
 	}
-	if err := w.checkWritable("edit", p); err != nil {
+	if err := w.checkWritable(a.tool, p); err != nil {
 		return "", err
 	}
 	real, attr, exists, err := w.resolve(ctx, p.name, true, true)
 	if err != nil {
-		return "", w.explain(ctx, "edit", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	var content string
 	switch {
@@ -155,11 +155,11 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		// Edit does.
 		content = ""
 	case !exists:
-		return "", w.explain(ctx, "edit", p, fs.ErrNotExist)
+		return "", w.explain(ctx, a.tool, p, fs.ErrNotExist)
 	case attr.IsDir():
-		return "", fmt.Errorf("edit %s: is a directory; give a file path", p.abs())
+		return "", fmt.Errorf("%s %s: is a directory; give a file path", a.tool, p.abs())
 	default:
-		if content, err = w.readText(ctx, "edit", p, real); err != nil {
+		if content, err = w.readText(ctx, a.tool, p, real); err != nil {
 			return "", err
 		}
 	}
@@ -171,9 +171,9 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			where = fmt.Sprintf("edits[%d]: ", i)
 		}
 		var err error
-		content, spans, err = applyEdit(content, e, spans)
+		content, spans, err = applyEdit(content, e, spans, editNamesOf(ctx, a))
 		if err != nil {
-			msg := fmt.Sprintf("edit %s: %s%v", p.abs(), where, err)
+			msg := fmt.Sprintf("%s %s: %s%v", a.tool, p.abs(), where, err)
 			if multi {
 				msg += "; no edit was applied"
 			}
@@ -181,7 +181,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 		}
 	}
 	n := len(spans)
-	if err := w.checkSize("edit", p.abs(), len(content)); err != nil {
+	if err := w.checkSize(a.tool, p.abs(), len(content)); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -189,7 +189,7 @@ func (w *Workspace) edit(ctx context.Context, a *args) (string, error) {
 			unifiedDiff(mounts.PathOf(real), mounts.PathOf(real), before, content, exists, true)), nil
 	}
 	if err := w.writeFile(ctx, real, []byte(content)); err != nil {
-		return "", w.explain(ctx, "edit", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	return fmt.Sprintf("edited %s (%d %s)\n%s", p.abs(), n, plural(n, "change", "changes"), snippet(content, spans)), nil
 }
@@ -211,7 +211,7 @@ func decodeEdits(a *args) ([]editSpec, error) {
 	}
 	out := make([]editSpec, len(raw))
 	for i, m := range raw {
-		sub := &args{tool: fmt.Sprintf("%s: %s[%d]", a.tool, a.key("edits"), i), m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: a.rename}
+		sub := &args{tool: fmt.Sprintf("%s: %s[%d]", a.tool, a.key("edits"), i), m: map[string]json.RawMessage{}, alias: map[string]string{}, rename: a.rename, schemaKeys: a.schemaKeys}
 		for k, v := range m {
 			c := k
 			if r, ok := a.rename[k]; ok {
@@ -240,17 +240,27 @@ func decodeEdits(a *args) ([]editSpec, error) {
 	return out, nil
 }
 
+// editNames are what the caller's dialect calls the edit's keys and the
+// tools an edit error points to, so its hints can be followed as written.
+type editNames struct{ old, new, all, write, read string }
+
+var canonicalEditNames = editNames{"oldText", "newText", "replaceAll", VerbWrite, VerbRead}
+
+func editNamesOf(ctx context.Context, a *args) editNames {
+	return editNames{a.key("oldText"), a.key("newText"), a.key("replaceAll"), toolName(ctx, VerbWrite), toolName(ctx, VerbRead)}
+}
+
 // applyEdit replaces e.OldText in content. spans of earlier edits are
 // shifted to stay on their text; the returned spans include this edit's.
-func applyEdit(content string, e editSpec, spans []span) (string, []span, error) {
+func applyEdit(content string, e editSpec, spans []span, n editNames) (string, []span, error) {
 	if e.OldText == "" {
 		if content == "" {
 			return e.NewText, append(spans, span{0, len(e.NewText)}), nil
 		}
-		return "", nil, errors.New("oldText is empty; give the text to replace, or use write to replace the whole file")
+		return "", nil, fmt.Errorf("%s is empty; give the text to replace, or use %s to replace the whole file", n.old, n.write)
 	}
 	if e.OldText == e.NewText {
-		return "", nil, errors.New("oldText and newText are identical; nothing would change")
+		return "", nil, fmt.Errorf("%s and %s are identical; nothing would change", n.old, n.new)
 	}
 	var idx []int
 	for off := 0; ; {
@@ -263,13 +273,13 @@ func applyEdit(content string, e editSpec, spans []span) (string, []span, error)
 	}
 	switch {
 	case len(idx) == 0:
-		return "", nil, errors.New(notFound(content, e.OldText))
+		return "", nil, errors.New(notFound(content, e.OldText, n))
 	case len(idx) > 1 && !e.ReplaceAll:
 		lines := make([]string, len(idx))
 		for i, at := range idx {
 			lines[i] = fmt.Sprint(1 + strings.Count(content[:at], "\n"))
 		}
-		return "", nil, fmt.Errorf("oldText occurs %d times (lines %s); include more surrounding lines to make it unique, or pass replaceAll: true", len(idx), strings.Join(lines, ", "))
+		return "", nil, fmt.Errorf("%s occurs %d times (lines %s); include more surrounding lines to make it unique, or pass %s: true", n.old, len(idx), strings.Join(lines, ", "), n.all)
 	}
 	var b strings.Builder
 	var mine []span
@@ -298,10 +308,10 @@ func applyEdit(content string, e editSpec, spans []span) (string, []span, error)
 }
 
 // notFound explains a missing oldText by quoting the most similar line.
-func notFound(content, old string) string {
+func notFound(content, old string, n editNames) string {
 	first := strings.TrimSpace(strings.SplitN(old, "\n", 2)[0])
 	if squash(content) != "" && strings.Contains(squash(content), squash(old)) {
-		return "oldText not found exactly, but it matches if whitespace is ignored; copy the indentation and line breaks from the file (read it first)"
+		return fmt.Sprintf("%s not found exactly, but it matches if whitespace is ignored; copy the indentation and line breaks from the file (%s it first)", n.old, n.read)
 	}
 	best, bestLine, bestScore := "", 0, 0.0
 	for i, line := range strings.Split(content, "\n") {
@@ -310,12 +320,12 @@ func notFound(content, old string) string {
 		}
 	}
 	if bestScore < 0.3 {
-		return "oldText not found in the file; read the file and copy the text exactly"
+		return fmt.Sprintf("%s not found in the file; %s the file and copy the text exactly", n.old, n.read)
 	}
 	if len(best) > 200 {
 		best = best[:200] + "…"
 	}
-	return fmt.Sprintf("oldText not found; the most similar line is %d: %q", bestLine, best)
+	return fmt.Sprintf("%s not found; the most similar line is %d: %q", n.old, bestLine, best)
 }
 
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -382,7 +392,7 @@ func snippet(content string, spans []span) string {
 }
 
 func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
-	p, err := a.path("delete", "path", true, "")
+	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
 		return "", err
 	}
@@ -394,16 +404,16 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 	// the link, as rm does.
 	real, attr, _, err := w.resolve(ctx, p.name, false, false)
 	if err != nil {
-		return "", w.explain(ctx, "delete", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if m, ok := w.mountAt(real); ok || real == "." {
 		what := "the workspace root"
 		if ok {
 			what = fmt.Sprintf("the mount point of %s (%s)", m.Prefix, m.Source)
 		}
-		return "", fmt.Errorf("delete %s: it is %s and cannot be deleted; delete entries inside it instead", p.abs(), what)
+		return "", fmt.Errorf("%s %s: it is %s and cannot be deleted; delete entries inside it instead", a.tool, p.abs(), what)
 	}
-	if err := w.checkWritable("delete", wpath{given: p.given, name: real}); err != nil {
+	if err := w.checkWritable(a.tool, wpath{given: p.given, name: real}); err != nil {
 		return "", err
 	}
 	if w.dryRun {
@@ -411,20 +421,20 @@ func (w *Workspace) delete(ctx context.Context, a *args) (string, error) {
 	}
 	if !attr.IsDir() {
 		if err := mounts.Unlink(ctx, w.fsys, real); err != nil {
-			return "", w.explain(ctx, "delete", p, err)
+			return "", w.explain(ctx, a.tool, p, err)
 		}
 		return "deleted " + p.abs(), nil
 	}
 	if !recursive {
 		if err := mounts.Rmdir(ctx, w.fsys, real); err != nil {
-			return "", w.explain(ctx, "delete", p, err)
+			return "", w.explain(ctx, a.tool, p, err)
 		}
 		return "deleted empty directory " + p.abs(), nil
 	}
 	n := 0
 	_ = w.walk(ctx, real, walkOpts{}, func(string, string, mounts.DirEntry) error { n++; return nil })
 	if err := mounts.RemoveAll(ctx, w.fsys, real); err != nil {
-		return "", w.explain(ctx, "delete", p, err)
+		return "", w.explain(ctx, a.tool, p, err)
 	}
 	return fmt.Sprintf("deleted %s and %d %s below it", p.abs(), n, plural(n, "entry", "entries")), nil
 }

@@ -21,6 +21,10 @@ type walkOpts struct {
 	// the walk, as ls does; the searches skip it, as ripgrep does. An
 	// error reading the root always fails the walk.
 	strict bool
+	// unlisted, when set, is told of a subdirectory that cannot be
+	// read (rel, why) and the walk goes on: ls's tree says so on the
+	// directory's line instead of failing the whole listing.
+	unlisted func(rel string, err error)
 }
 
 // walk is the one recursive listing of the tool face (ls with a depth,
@@ -60,6 +64,10 @@ func (w *Workspace) walk(ctx context.Context, root string, o walkOpts, fn func(n
 				continue
 			}
 			if err := visit(name, r, level+1); err != nil {
+				if o.unlisted != nil && ctx.Err() == nil {
+					o.unlisted(r, err)
+					continue
+				}
 				if !o.strict && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)) {
 					continue // vanished or unreadable below: skip, as rg does
 				}

@@ -47,11 +47,13 @@ func TestWalkRules(t *testing.T) {
 		Options{})
 	require.NoError(t, err)
 
-	assert.Equal(t, ".git/\na.txt\nlink -> sub\nlocked/\nsub/\n", ok(t, w, "ls", obj{"path": "/m/d"}))
+	assert.Equal(t, ".git/\na.txt\nlink -> sub\nlocked/\nsub/\n", ok(t, w, "ls", obj{"depth": 1, "path": "/m/d"}))
 	assert.Equal(t, ".git/\n.git/HEAD\na.txt\nlink -> sub\nsub/\nsub/y.txt\nsub/z/\n",
 		ok(t, w, "ls", obj{"path": "/m/d", "depth": 2, "ignore": []string{"locked"}}), "ls lists .git and stops at its depth")
 	assert.Equal(t, "ls /m/d: permission denied", fail(t, w, "ls", obj{"path": "/m/d", "depth": 2}), "ls does not hide what it cannot list")
+	assert.Equal(t, ".git/\n.git/HEAD\na.txt\nlink -> sub\nlocked/  (not listed: permission denied)\nsub/\nsub/y.txt\nsub/z/\nsub/z/w.md\n",
+		ok(t, w, "ls", obj{"path": "/m/d"}), "the tree says which directory it could not enter, and lists the rest")
 
 	assert.Equal(t, "/m/d/link\n/m/d/sub/z/w.md\n/m/d/sub/y.txt\n/m/d/a.txt\n", ok(t, w, "glob", obj{"pattern": "**/*", "path": "/m/d"}))
-	assert.Equal(t, "/m/d/a.txt\n/m/d/sub/y.txt\n/m/d/sub/z/w.md\n", ok(t, w, "grep", obj{"pattern": "needle", "path": "/m/d"}))
+	assert.Equal(t, "/m/d/a.txt\n/m/d/sub/y.txt\n/m/d/sub/z/w.md\n", ok(t, w, "grep", obj{"outputMode": "files_with_matches", "sort": "path", "sortAscending": true, "pattern": "needle", "path": "/m/d"}))
 }

@@ -3,6 +3,7 @@ package agentbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,6 +20,9 @@ import (
 type Options struct {
 	// Shell enables the shell verb; nil means no shell.
 	Shell *ShellOptions
+	// Checkpoints, when set, adds the checkpoint tools
+	// (verbs_checkpoint.go), which are in no default list.
+	Checkpoints Checkpointer
 	// Tools is an allowlist of canonical verb names; it may only narrow
 	// the derived set. Empty means every verb the tree can serve.
 	Tools []string
@@ -72,9 +76,23 @@ type Workspace struct {
 
 // Result is the outcome of one tool call. A tool error is a Result with
 // IsError set, never a Go error: the model reads it and tries again.
+//
+// Content, when set, is what the harness shows the model instead of Text
+// (MCP content parts): an image Read returns, a notebook's cells with their
+// images. Text then still describes it, for a client that shows only text.
 type Result struct {
-	Text    string `json:"text"`
-	IsError bool   `json:"isError,omitempty"`
+	Text    string    `json:"text"`
+	IsError bool      `json:"isError,omitempty"`
+	Content []Content `json:"content,omitempty"`
+}
+
+// Content is one part of a result: text, or an image as base64 data with
+// its MIME type (MCP's TextContent and ImageContent).
+type Content struct {
+	Type     string `json:"type"` // "text" or "image"
+	Text     string `json:"text,omitempty"`
+	Data     []byte `json:"data,omitempty"` // image bytes (base64 in JSON)
+	MIMEType string `json:"mimeType,omitempty"`
 }
 
 // Annotations are the MCP tool hints, set truthfully per verb.
@@ -148,6 +166,11 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 			w.verbs[v.name] = v
 		}
 	}
+	if opts.Checkpoints != nil {
+		for _, v := range checkpointVerbs(opts.Checkpoints) {
+			w.verbs[v.name] = v
+		}
+	}
 	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
 		v.ann.OpenWorld = true // the shell can reach the network
 	}
@@ -178,14 +201,18 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 		if v == nil || t.hidden {
 			continue
 		}
+		ann := v.ann
+		if t.ann != nil {
+			ann = *t.ann
+		}
 		out = append(out, ToolDef{
 			Name:        t.name,
 			Description: t.desc,
 			InputSchema: json.RawMessage(t.schema),
-			Annotations: v.ann,
+			Annotations: ann,
 		})
 	}
-	return out, nil
+	return append(out, w.checkpointDefs()...), nil
 }
 
 // Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
@@ -212,6 +239,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 			res = Result{Text: fmt.Sprintf("%s: internal error; the call was not completed", tool), IsError: true}
 		}
 		res.Text = capOutput(res.Text, w.limits.MaxOutputBytes)
+		if info.Note != "" && info.Refused == "" {
+			res.Text = strings.TrimSuffix(res.Text, "\n") + "\n" + info.Note
+		}
 		elapsed := time.Since(start)
 		w.log.Debug("agentbridge: call", "id", info.ID, "dialect", dialect, "tool", tool, "isError", res.IsError, "elapsed", elapsed)
 		if w.after != nil {
@@ -223,6 +253,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 		return Result{Text: err.Error(), IsError: true}
 	}
 	t := d.find(tool)
+	if t == nil {
+		t = w.checkpointTool(tool)
+	}
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
 	}
@@ -257,13 +290,25 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 	}
 	text, err := run(w, ctx, a)
 	if err != nil {
+		var te *toolError
+		if errors.As(err, &te) {
+			// A failure the harness reports as a result of its own
+			// shape (Claude Code's Bash: "Exit code N" and the output).
+			return Result{Text: te.text, IsError: true}
+		}
 		return Result{Text: err.Error(), IsError: true}
 	}
 	if info.Verb == VerbEdit && t.verb == VerbShell && t.patchResult != nil {
 		text = t.patchResult(text)
 	}
-	return Result{Text: text}
+	return Result{Text: text, Content: a.content}
 }
+
+// toolError is a failed call whose text is the whole result as the
+// dialect's harness shows it, not an error message.
+type toolError struct{ text string }
+
+func (e *toolError) Error() string { return e.text }
 
 func (w *Workspace) toolNames(d *dialect) []string {
 	var names []string
@@ -275,13 +320,26 @@ func (w *Workspace) toolNames(d *dialect) []string {
 	return names
 }
 
-// Brief states the mount table and the verbs, for workspace.brief, the MCP
-// instructions and the start of a session.
-func (w *Workspace) Brief() string {
+// Brief states the mount table and the tools in the canonical dialect;
+// see [Workspace.BriefFor].
+func (w *Workspace) Brief() string { return w.BriefFor("") }
+
+// BriefFor states the mount table and the tools a caller of dialect has,
+// by the names it calls them, for workspace.brief, the MCP instructions
+// and the start of a session. An unknown dialect gets the canonical
+// names.
+func (w *Workspace) BriefFor(dialect string) string {
+	d, err := lookupDialect(dialect)
+	if err != nil {
+		d = dialects[DialectCursor]
+	}
 	var b strings.Builder
 	b.WriteString("This workspace is one filesystem namespace rooted at /. Every tool path is an absolute workspace path")
-	if w.shell != nil {
-		b.WriteString(", and the shell sees the same tree at the same paths")
+	// The shell is said only when it is among the tools: a runner the
+	// allowlist left out is no shell to the model.
+	shell := w.verbs[VerbShell] != nil
+	if shell {
+		fmt.Fprintf(&b, ", and the shell (%s) sees the same tree at the same paths", toolNameIn(d, VerbShell))
 	}
 	b.WriteString(".\n")
 	if len(w.mounts) > 0 {
@@ -293,14 +351,31 @@ func (w *Workspace) Brief() string {
 			width = max(width, len(m.Prefix))
 		}
 		for _, m := range ms {
-			fmt.Fprintf(&b, "  %-*s  %s, %s, %s\n", width, m.Prefix, m.Type, m.Source, rw(m.Writable))
+			// A source that only repeats the type ("memory, memory")
+			// says nothing more.
+			desc := m.Type
+			if m.Source != "" && m.Source != m.Type {
+				desc += ", " + m.Source
+			}
+			if desc == "" {
+				desc = "mount"
+			}
+			fmt.Fprintf(&b, "  %-*s  %s, %s\n", width, m.Prefix, desc, rw(m.Writable))
 		}
 		if ro := w.readOnlyPrefixes(); len(ro) > 0 && len(ro) < len(ms) {
 			fmt.Fprintf(&b, "Writes under %s fail; write under %s instead.\n", strings.Join(ro, ", "), strings.Join(w.writablePrefixes(), ", "))
 		}
 	}
-	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(w.Verbs(), ", "))
+	if shell {
+		fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
+	}
+	fmt.Fprintf(&b, "Tools: %s.\n", strings.Join(w.toolNames(d), ", "))
 	return b.String()
+}
+
+// toolNameIn is what dialect d calls verb's (listed) tool.
+func toolNameIn(d *dialect, verb string) string {
+	return toolName(withDialect(context.Background(), d), verb)
 }
 
 func rw(writable bool) string {

@@ -57,10 +57,13 @@ type workload struct {
 type options struct {
 	sizeMiB int
 	files   int
-	reps    int
-	suites  string // which tables to run
-	dropped bool   // the page cache was dropped before a read phase
-	dropErr error
+	// overlayFiles is the size of the overlay table's generated
+	// repository.
+	overlayFiles int
+	reps         int
+	suites       string // which tables to run
+	dropped      bool   // the page cache was dropped before a read phase
+	dropErr      error
 }
 
 // workloads lists the table's rows, in order. Later issues append here.
@@ -77,9 +80,10 @@ func main() {
 	o := &options{}
 	flag.IntVar(&o.sizeMiB, "size", 256, "size of the sequential file, MiB")
 	flag.IntVar(&o.files, "files", 10000, "number of files for the stat walk and create workloads")
+	flag.IntVar(&o.overlayFiles, "overlay-files", 13000, "number of files of the overlay table's generated repository")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
-	flag.StringVar(&o.suites, "suites", "memory,host,git", "comma-separated `LIST` of tables to run: memory, host, git")
+	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -99,12 +103,12 @@ func run(o *options, verbose bool) error {
 		return fmt.Errorf("go build: %w", err)
 	}
 	suites := map[string]func(*options, string, bool) error{
-		"memory": runMemory, "host": runHost, "git": runGit,
+		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay, "grep": runGrep,
 	}
 	for i, name := range strings.Split(o.suites, ",") {
 		suite, ok := suites[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("-suites: unknown table %q (memory, host, git)", name)
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep)", name)
 		}
 		if i > 0 {
 			fmt.Println()

@@ -109,8 +109,9 @@ func TestMCPConfigs(t *testing.T) {
 			require.NoError(t, err)
 			var cfg mcpConfig
 			require.NoError(t, json.Unmarshal(data, &cfg), "%s is JSON", tc.file)
-			require.Contains(t, cfg.MCPServers, "workspace")
-			srv := cfg.MCPServers["workspace"]
+			require.Contains(t, cfg.MCPServers, "vfsmount", "Claude Code reserves the name workspace")
+			require.Len(t, cfg.MCPServers, 1)
+			srv := cfg.MCPServers["vfsmount"]
 			assert.Equal(t, "vfsmount", srv.Command)
 			require.GreaterOrEqual(t, len(srv.Args), 3)
 			assert.Equal(t, []string{"mcp", "--config"}, srv.Args[:2])
@@ -236,7 +237,7 @@ func TestPythonClient(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	assert.Contains(t, lines[0], "one filesystem namespace", "the brief comes first")
 	assert.Contains(t, string(out), "  /memory  memory")
-	assert.Contains(t, string(out), "\ntools: Read LS Glob Grep Write Edit MultiEdit")
+	assert.Contains(t, string(out), "\ntools: Read Write Edit Glob Grep Bash TaskOutput TaskStop")
 	assert.Equal(t, []string{
 		"ok: created /memory/hello.txt (18 bytes)",
 		"ok:      1\thello from python",

@@ -23,6 +23,7 @@ const (
 	CapSetXattr                        // SetXattrFS
 	CapStatFS                          // StatFSer
 	CapMknod                           // MknodFS
+	CapSearch                          // SearchFS
 
 	// CapMutating is every capability that changes the tree.
 	CapMutating = CapWrite | CapTruncate | CapMkdir | CapRemove | CapRename |
@@ -37,7 +38,7 @@ var capNames = []struct {
 	{CapRemove, "remove"}, {CapRename, "rename"}, {CapSymlink, "symlink"},
 	{CapLink, "link"}, {CapChmod, "chmod"}, {CapChown, "chown"},
 	{CapChtimes, "chtimes"}, {CapXattr, "xattr"}, {CapSetXattr, "setxattr"},
-	{CapStatFS, "statfs"}, {CapMknod, "mknod"},
+	{CapStatFS, "statfs"}, {CapMknod, "mknod"}, {CapSearch, "search"},
 }
 
 // Has reports whether every capability in c2 is in c.
@@ -113,6 +114,9 @@ func Capabilities(fsys FS) Capability {
 	}
 	if _, ok := fsys.(MknodFS); ok {
 		c |= CapMknod
+	}
+	if _, ok := fsys.(SearchFS); ok {
+		c |= CapSearch
 	}
 	return c
 }

@@ -42,6 +42,14 @@
 // decorators) report the capabilities they really offer through
 // [CapabilityReporter]; [Capabilities] consults it.
 //
+// One capability changes no content: [SearchFS] ([CapSearch]) names the
+// files a content search may match, from an index of an immutable tree
+// (the git mount's), so that grep reads those instead of every file. The
+// union splits it by mount, [Intercept] rules on every name it returns as
+// the walk it replaces would, and an overlay answers from its lower with
+// its changes added; a caller checks every candidate with the real
+// pattern, so the answer changes what is read, never what is found.
+//
 // # Wrappers
 //
 // Every decorator of a mount is built on one of two primitives, which share

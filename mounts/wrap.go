@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"regexp/syntax"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -208,6 +209,7 @@ var (
 	_ PathDescriber      = (*wrapper)(nil)
 	_ MountTabler        = (*wrapper)(nil)
 	_ PageOfferer        = (*wrapper)(nil)
+	_ SearchFS           = (*wrapper)(nil)
 	_ WritableFile       = (*watchedFile)(nil)
 )
 
@@ -506,6 +508,64 @@ func (w *wrapper) Sync(ctx context.Context, name string) error {
 	return w.run(ctx, Call{Op: OpSync, Name: name}, func(c Call) error {
 		return Sync(ctx, w.fsys, c.Name)
 	})
+}
+
+// Candidates forwards a search's candidates, each one as the interceptor
+// rules on it: a file is kept only if the walk a search does without them
+// would reach it and open it (OpReadDir of dir and of every directory
+// between, OpOpen of the file), so a refused file is never a candidate.
+// An interceptor that rewrites a name cannot be followed back from the
+// mount's names: the search then scans. Watchers are not told: it is a
+// read, as the walk's listings are.
+func (w *wrapper) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]string, bool, error) {
+	if w.in.Call == nil {
+		return Candidates(ctx, w.fsys, dir, re)
+	}
+	allowed := func(op Op, name string) (ok, same bool) {
+		made, err := w.enter(ctx, Call{Op: op, Name: name})
+		if err != nil {
+			return false, true // refused: left out
+		}
+		return true, made.Name == name
+	}
+	c := Call{Op: OpReadDir, Name: dir}
+	made, err := w.enter(ctx, c)
+	if err != nil {
+		return nil, false, back(&c, &made, err)
+	}
+	if made.Name != dir {
+		return nil, false, nil
+	}
+	names, complete, err := Candidates(ctx, w.fsys, dir, re)
+	if err != nil || !complete {
+		return nil, false, err
+	}
+	dirs := map[string]bool{dir: true} // directories ruled on: listable
+	out := names[:0:0]
+	for _, name := range names {
+		ok, same := allowed(OpOpen, name)
+		for d := parentOf(name); ok && same && d != dir && d != "."; d = parentOf(d) {
+			listable, seen := dirs[d]
+			if !seen {
+				listable, same = allowed(OpReadDir, d)
+				dirs[d] = listable
+			}
+			ok = listable
+		}
+		if !same {
+			return nil, false, nil
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out, true, nil
+}
+
+// parentOf is the directory of name, "." for a top-level one.
+func parentOf(name string) string {
+	dir, _ := Split(name)
+	return dir
 }
 
 // plainFile is a file without its host descriptor (see Watch).

@@ -95,6 +95,10 @@ func TestCodexOverJSONRPC(t *testing.T) {
 	w := kernelWorkspace(t, map[string]string{"/old.txt": "from\n", "/target.txt": "overwritten\n", "/dash.txt": "a — b\n"})
 	sock := serveUnix(t, w)
 	one, two := dialCodex(t, sock), dialCodex(t, sock)
+	var brief BriefResult
+	require.NoError(t, one.c.Call(context.Background(), "workspace.brief", BriefParams{Dialect: "codex"}, &brief))
+	assert.Contains(t, brief.Brief, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin.\n", "item 9: the brief names codex's tools")
+	assert.Contains(t, one.call("read_file", map[string]any{"file_path": "/memory/old.txt", "limit": 0}).Text, `read_file: argument "limit"`, "item 6: codex's names")
 
 	t.Run("item 1: exec_command keeps a process for write_stdin of the same connection", func(t *testing.T) {
 		r := one.call("exec_command", map[string]any{"cmd": "echo start; sleep 4; echo end", "yield_time_ms": 2000})

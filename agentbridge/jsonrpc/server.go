@@ -6,15 +6,17 @@
 // # Methods
 //
 //	tools.list      {dialect?}                      -> {tools: [ToolDef]}
-//	tools.call      {name, arguments?, dialect?}    -> Result {text, isError}
-//	workspace.brief {}                              -> {brief}
+//	tools.call      {name, arguments?, dialect?}    -> Result {text, isError?, content?}
+//	workspace.brief {dialect?}                      -> {brief}
 //	workspace.diff   {paths?, format?}              -> {text}
 //	workspace.commit {dst?, message, branch, force?} -> {commit, ref}
 //	workspace.reset  {paths?}                       -> {reset}
+//	checkpoint.create|list|diff|restore|delete      (see [Checkpointer])
 //
 // The workspace.diff, commit and reset methods are served when the server
 // has an [Exporter] (SetExporter): the changes of writable git mounts
-// against their pinned commits, not tools of the model.
+// against their pinned commits, not tools of the model. The checkpoint
+// methods are served from a [Checkpointer] (SetCheckpointer).
 //
 // A tool error is a successful response whose result has isError set; the
 // JSON-RPC error object ([Error]) is for requests that cannot be served at
@@ -84,6 +86,8 @@ type Server struct {
 	conns atomic.Int64
 	// export serves the export methods (nil: none).
 	export Exporter
+	// ckpt serves the checkpoint methods (nil: none).
+	ckpt Checkpointer
 	// maxMessage bounds one request: the package's maxMessage, less in
 	// tests.
 	maxMessage int
@@ -247,8 +251,11 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 	if res, e, ok := s.dispatchExport(ctx, method, decode); ok {
 		return res, e
 	}
+	if res, e, ok := s.dispatchCheckpoint(ctx, method, decode); ok {
+		return res, e
+	}
 	if s.ws == nil {
-		return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (this server has no tools; methods: workspace.diff, workspace.commit, workspace.reset)", method)}
+		return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (this server has no tools; methods: workspace.diff, workspace.commit, workspace.reset, checkpoint.create, checkpoint.list, checkpoint.diff, checkpoint.restore, checkpoint.delete)", method)}
 	}
 	switch method {
 	case "tools.list":
@@ -271,7 +278,14 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 		}
 		return s.ws.Call(ctx, p.Dialect, p.Name, p.Arguments), nil
 	case "workspace.brief":
-		return BriefResult{Brief: s.ws.Brief()}, nil
+		var p BriefParams
+		if e := decode(&p); e != nil {
+			return nil, e
+		}
+		if _, err := s.ws.Tools(p.Dialect); err != nil {
+			return nil, &Error{rpcInvalidParams, err.Error()}
+		}
+		return BriefResult{Brief: s.ws.BriefFor(p.Dialect)}, nil
 	}
 	return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (methods: tools.list, tools.call, workspace.brief)", method)}
 }

@@ -73,6 +73,12 @@ type ToolsCallParams struct {
 	Dialect   string          `json:"dialect,omitempty"`
 }
 
+// BriefParams are the params of workspace.brief: the brief names the
+// tools as dialect does.
+type BriefParams struct {
+	Dialect string `json:"dialect,omitempty"`
+}
+
 // BriefResult is the result of workspace.brief.
 type BriefResult struct {
 	Brief string `json:"brief"`
@@ -144,6 +150,18 @@ func responseID(line []byte) (int64, bool) {
 	return 0, false
 }
 
+// quoteOrEscape is the index of the first '"' or '\\' in b, or -1. A plain
+// loop: bytes.IndexAny builds its set on every call, and a read result
+// has an escape (\t, \n) every few dozen bytes.
+func quoteOrEscape(b []byte) int {
+	for i, c := range b {
+		if c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return -1
+}
+
 // decodeResultFast decodes a tools.call response in the exact shape
 // encodeResponse writes, unquoting the text in one pass. Anything else
 // (another server, an escape it does not handle) returns false and is
@@ -168,7 +186,7 @@ func decodeResultFast(line []byte, r *agentbridge.Result) bool {
 	rest = rest[len(mid):]
 	out := make([]byte, 0, len(rest))
 	for {
-		j := bytes.IndexAny(rest, `"\`)
+		j := quoteOrEscape(rest)
 		if j < 0 {
 			return false
 		}

@@ -102,6 +102,7 @@ func TestCodexOverMCP(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	assert.ElementsMatch(t, []string{"read_file", "list_dir", "grep_files", "apply_patch", "exec_command", "write_stdin"}, names)
+	assert.Contains(t, one.InitializeResult().Instructions, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin.\n", "item 9: the brief names codex's tools")
 
 	t.Run("item 1: exec_command keeps a process for write_stdin of the same MCP session", func(t *testing.T) {
 		text, isErr := callText(t, one, "exec_command", map[string]any{"cmd": "echo start; sleep 4; echo end", "yield_time_ms": 2000})

@@ -30,7 +30,7 @@ func New(w *agentbridge.Workspace, dialect string, impl *mcp.Implementation) (*m
 	if impl == nil {
 		impl = &mcp.Implementation{Name: "vfsmount"}
 	}
-	s := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: w.Brief()})
+	s := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: w.BriefFor(dialect)})
 	sessions := &sessionMap{w: w, m: map[*mcp.ServerSession]*agentbridge.Session{}}
 	for _, d := range defs {
 		destructive, openWorld := d.Annotations.Destructive, d.Annotations.OpenWorld
@@ -51,10 +51,28 @@ func New(w *agentbridge.Workspace, dialect string, impl *mcp.Implementation) (*m
 				ctx = agentbridge.WithSession(ctx, sess)
 			}
 			res := w.Call(ctx, dialect, name, req.Params.Arguments)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}, IsError: res.IsError}, nil
+			return &mcp.CallToolResult{Content: content(res), IsError: res.IsError}, nil
 		})
 	}
 	return s, nil
+}
+
+// content is a result as MCP content: its parts when it has them (an
+// image Read returns is an ImageContent), else its text.
+func content(res agentbridge.Result) []mcp.Content {
+	if len(res.Content) == 0 {
+		return []mcp.Content{&mcp.TextContent{Text: res.Text}}
+	}
+	out := make([]mcp.Content, 0, len(res.Content))
+	for _, c := range res.Content {
+		switch c.Type {
+		case "image":
+			out = append(out, &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType})
+		default:
+			out = append(out, &mcp.TextContent{Text: c.Text})
+		}
+	}
+	return out
 }
 
 // sessionMap gives each MCP session its agentbridge.Session, closed when

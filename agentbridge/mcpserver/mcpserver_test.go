@@ -38,7 +38,7 @@ func TestInProcessClient(t *testing.T) {
 			require.NoError(t, err)
 			defer cs.Close()
 
-			assert.Equal(t, w.Brief(), cs.InitializeResult().Instructions)
+			assert.Equal(t, w.BriefFor(dialect), cs.InitializeResult().Instructions)
 			list, err := cs.ListTools(ctx, nil)
 			require.NoError(t, err)
 			defs, err := w.Tools(dialect)
@@ -48,11 +48,11 @@ func TestInProcessClient(t *testing.T) {
 			for _, tool := range list.Tools {
 				byName[tool.Name] = tool
 			}
-			read, write := "read", "write"
+			read, write, line := "read", "write", "     1\thi\n"
 			args := map[string]any{"path": "/hello.txt"}
 			wargs := map[string]any{"path": "/new.txt", "fileText": "x"}
 			if dialect == "claude" {
-				read, write = "Read", "Write"
+				read, write, line = "Read", "Write", "1\thi\n"
 				args = map[string]any{"file_path": "/hello.txt"}
 				wargs = map[string]any{"file_path": "/new.txt", "content": "x"}
 			}
@@ -67,7 +67,7 @@ func TestInProcessClient(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, res.IsError)
 			require.Len(t, res.Content, 1)
-			assert.Equal(t, "     1\thi\n", res.Content[0].(*mcp.TextContent).Text)
+			assert.Equal(t, line, res.Content[0].(*mcp.TextContent).Text)
 
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: write, Arguments: wargs})
 			require.NoError(t, err)

@@ -84,6 +84,8 @@ func (a *app) commands() []*cobra.Command {
 		diffCommand(a),
 		commitCommand(a),
 		resetCommand(a),
+		checkpointCommand(a),
+		fsmonitorCommand(a),
 		completionCommand(a),
 		versionCommand(a),
 		helpCommand(a),

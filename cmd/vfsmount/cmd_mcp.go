@@ -20,11 +20,20 @@ func mcpCommand(a *app) *cobra.Command {
 dialect's names. The tool annotations say which tools are read-only,
 destructive or idempotent; the server's instructions are the workspace brief
 (the mount table: which paths are read-only). Logs go to stderr. EOF on
-stdin, SIGINT or SIGTERM stops it and unmounts.`,
+stdin, SIGINT or SIGTERM stops it and unmounts.
+
+Name the server "vfsmount" in the harness's config: Claude Code reserves
+"workspace" and does not load a server of that name. Claude Code waits for
+approval of a project .mcp.json server unless settings outside the
+repository enable it; Codex refuses destructive tools unless the server's
+default_tools_approval_mode approves them; and both keep their own host
+tools beside these (claude --tools "" leaves only the MCP tools).
+examples/claude-code, examples/cursor and examples/codex hold configs that
+load, with what each setting costs.`,
 		Example: `  $ vfsmount mcp --mount type=git,src=.,dst=/repo --mount type=memory,dst=/memory --dialect claude
 
 The same in a harness's MCP config (.mcp.json):
-  {"mcpServers": {"workspace": {"command": "vfsmount",
+  {"mcpServers": {"vfsmount": {"command": "vfsmount",
     "args": ["mcp", "--mount", "type=git,src=.,dst=/repo", "--dialect", "claude"]}}}`,
 		Args:              exactArgs(0),
 		ValidArgsFunction: cobra.NoFileCompletions,

@@ -30,5 +30,16 @@ func TestMCPCommandStdio(t *testing.T) {
 	assert.False(t, res.IsError)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "Bash", Arguments: map[string]any{"command": "cat /memory/a"}})
 	require.NoError(t, err)
-	assert.Equal(t, "exit code: 0\n--- stdout ---\nx\n", res.Content[0].(*mcp.TextContent).Text)
+	assert.Equal(t, "x", res.Content[0].(*mcp.TextContent).Text, "Claude Code's Bash result: the output alone")
+}
+
+// TestHelpMCPNamesServerVfsmount: the config `vfsmount help mcp` shows is
+// one Claude Code loads: the server is not called workspace.
+func TestHelpMCPNamesServerVfsmount(t *testing.T) {
+	code, out, errOut := runTool(context.Background(), "help", "mcp")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `{"mcpServers": {"vfsmount": {"command": "vfsmount",`)
+	assert.NotContains(t, out, `"workspace": {`)
+	assert.Contains(t, out, `claude --tools ""`)
+	assert.Contains(t, out, "default_tools_approval_mode")
 }

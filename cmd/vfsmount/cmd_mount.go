@@ -132,11 +132,9 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		}
 		log.Info("mount", "prefix", m.Prefix, "type", m.Type, "source", m.Source, "access", access)
 	}
-	sock := ""
-	if ws.Export != nil {
-		if sock, err = controlPath(abs); err != nil {
-			return err
-		}
+	sock, err := controlPath(abs)
+	if err != nil {
+		return err
 	}
 	srv, err := fusefs.Mount(abs, ws.FS, fusefs.Options{
 		Logger:     log,
@@ -161,7 +159,7 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err != nil {
 		// The workspace works without it; only diff, commit and reset
 		// cannot reach it.
-		log.Warn("no control socket: vfsmount diff, commit and reset cannot reach this mount", "err", err)
+		log.Warn("no control socket: vfsmount diff, commit, reset and checkpoint cannot reach this mount", "err", err)
 		stopControl = func() {}
 	}
 	defer stopControl()

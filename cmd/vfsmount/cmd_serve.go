@@ -76,6 +76,10 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 		// A harness hands the agent's work back over the same connection.
 		rpc.SetExporter(b.ws.Export)
 	}
+	if b.ws.Checkpoints != nil {
+		// And rewinds it.
+		rpc.SetCheckpointer(b.ws.Checkpoints)
+	}
 	if listen == "stdio" {
 		a.logger.Info("serving JSON-RPC on stdio", "mountpoint", b.srv.Mountpoint())
 		if err := rpc.ServeStream(ctx, os.Stdin, a.stdout); err != nil && !errors.Is(err, context.Canceled) {

@@ -93,6 +93,9 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		opts.Limits = ws.Policy.Limits
 	}
 	opts.BeforeCall, opts.AfterCall = ws.Tools.BeforeCall, ws.Tools.AfterCall
+	if ws.Checkpoints != nil && ws.Config != nil && ws.Config.Checkpoint.Tools {
+		opts.Checkpoints = checkpointTools{ws.Checkpoints}
+	}
 	switch mode {
 	case probeKernel:
 		// tools lists what serve and mcp offer: the shell is there when
@@ -123,7 +126,7 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)
 		}
-		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
+		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env, Binds: ws.Export.shellBinds()}
 	}
 	b.tools, err = agentbridge.New(ws.Tools.FS, opts)
 	if err != nil {

@@ -32,6 +32,9 @@ type configFile struct {
 	Audit    *configAudit    `yaml:"audit"`
 	Approval *configApproval `yaml:"approval"`
 	DryRun   bool            `yaml:"dry_run"`
+	// Checkpoint turns on automatic checkpoints and the checkpoint tools
+	// (checkpoint_config.go).
+	Checkpoint *configCheckpoint `yaml:"checkpoint"`
 
 	// baseDir resolves relative host paths of the policy sections.
 	baseDir string
@@ -156,15 +159,17 @@ var (
 		"!!timestamp": "a timestamp",
 	}
 	goTypeNames = map[string]string{
-		"main.configFile":     "a mapping with keys: mounts, tools, policy, audit, approval, dry_run",
-		"[]main.configMount":  "a list of mounts",
-		"main.configPolicy":   "a mapping with keys: deny_read, deny_write, read_only, limits",
-		"main.configLimits":   "a mapping with keys: max_file_bytes, max_read_bytes, max_shell_timeout, max_output_bytes",
-		"main.configAudit":    "a mapping with keys: path, max_bytes",
-		"main.configApproval": "a mapping with keys: command, on, timeout",
-		"[]string":            "a list of strings",
-		"string":              "a string",
-		"bool":                "true or false",
+		"main.configFile":       "a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint",
+		"main.configCheckpoint": "a mapping with keys: before, keep, tools",
+		"int":                   "a whole number",
+		"[]main.configMount":    "a list of mounts",
+		"main.configPolicy":     "a mapping with keys: deny_read, deny_write, read_only, limits",
+		"main.configLimits":     "a mapping with keys: max_file_bytes, max_read_bytes, max_shell_timeout, max_output_bytes",
+		"main.configAudit":      "a mapping with keys: path, max_bytes",
+		"main.configApproval":   "a mapping with keys: command, on, timeout",
+		"[]string":              "a list of strings",
+		"string":                "a string",
+		"bool":                  "true or false",
 	}
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 )
 
-// The control socket: how vfsmount diff, commit and reset reach the
+// The control socket: how vfsmount diff, commit, reset and checkpoint reach the
 // vfsmount serving a mountpoint. Only that process can answer them: it
 // holds the overlay (a persisted upper is locked by it), and a reset must
 // go through the overlay's lock and drop the kernel's caches.
@@ -66,12 +66,10 @@ func controlPath(mountpoint string) (string, error) {
 // serveControl serves the export methods of ws on the control socket sock
 // ([controlPath] of the mountpoint, found before mounting: resolving the
 // mountpoint's path once it is mounted would ask this very server) until
-// ctx ends; the returned stop closes it and removes the socket. A workspace
-// without writable git mounts has nothing to serve.
+// ctx ends; the returned stop closes it and removes the socket. It is
+// served whatever the workspace has: asked for a diff or a checkpoint it
+// cannot give, it says why.
 func serveControl(ctx context.Context, ws *workspace, sock, mountpoint string, log *slog.Logger) (stop func(), err error) {
-	if ws.Export == nil {
-		return func() {}, nil
-	}
 	// The mountpoint was not live, so a socket left there is a crashed
 	// daemon's: nothing answers it.
 	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
@@ -84,7 +82,12 @@ func serveControl(ctx context.Context, ws *workspace, sock, mountpoint string, l
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	srv := jsonrpc.NewServer(nil, log)
-	srv.SetExporter(ws.Export)
+	if ws.Export != nil {
+		srv.SetExporter(ws.Export)
+	}
+	if ws.Checkpoints != nil {
+		srv.SetCheckpointer(ws.Checkpoints)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -114,7 +117,7 @@ func dialControl(mountpoint string) (*jsonrpc.Client, error) {
 	c, err := net.DialTimeout("unix", sock, 5*time.Second)
 	if err != nil {
 		return nil, &exitError{code: exitFailure, err: fmt.Errorf(
-			"%s: no vfsmount with a writable git mount serves it (no answer on %s)", mountpoint, sock)}
+			"%s: no vfsmount serves it (no answer on %s)", mountpoint, sock)}
 	}
 	return jsonrpc.NewClient(c), nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
@@ -93,45 +94,6 @@ func (e *exporter) prefixes() string {
 	return strings.Join(ps, ", ")
 }
 
-// tree writes the tree of mount m's current state; nil when nothing changed.
-func (m exportMount) tree(ctx context.Context, keep bool) (*gitfs.Tree, error) {
-	changes, err := m.fs.Changes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(changes) == 0 {
-		return nil, nil
-	}
-	return m.fs.git.WriteTree(ctx, m.fs.FS, edits(changes), keep)
-}
-
-// edits turns the overlay's changes into the tree edits that make the
-// commit's tree into the overlay's: a deletion removes, a file is written
-// again, and a directory whose contents are not the commit's at its name
-// (new, renamed, opaque, or in place of a file) is written whole, which
-// covers every change below it. A directory whose mode alone changed is
-// nothing to git.
-func edits(changes []overlayfs.Change) []gitfs.Edit {
-	var out []gitfs.Edit
-	covered := ""
-	for _, c := range changes {
-		if covered != "" && strings.HasPrefix(c.Path, covered+"/") {
-			continue
-		}
-		switch {
-		case c.Kind == overlayfs.Deleted:
-			out = append(out, gitfs.Edit{Path: c.Path, Delete: true})
-		case !c.Mode.IsDir():
-			out = append(out, gitfs.Edit{Path: c.Path})
-		case c.Kind == overlayfs.Modified && c.LowerMode.IsDir() && c.From == "" && !c.Opaque:
-		default:
-			out = append(out, gitfs.Edit{Path: c.Path})
-			covered = c.Path
-		}
-	}
-	return out
-}
-
 func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffResult, error) {
 	var format gitfs.DiffFormat
 	switch p.Format {
@@ -154,15 +116,7 @@ func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.Diff
 		if !ok {
 			continue
 		}
-		tr, err := m.tree(ctx, false)
-		if err != nil {
-			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.prefix, err)
-		}
-		if tr == nil {
-			continue
-		}
-		text, err := tr.Diff(ctx, format, names)
-		tr.Close()
+		text, err := m.fs.Diff(ctx, format, names...)
 		if err != nil {
 			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.prefix, err)
 		}
@@ -190,19 +144,11 @@ func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.
 	if m == nil {
 		return jsonrpc.CommitResult{}, fmt.Errorf("%w: --dst %s is no writable git mount (%s)", jsonrpc.ErrInvalidParams, p.Dst, e.prefixes())
 	}
-	tr, err := m.tree(ctx, true)
-	if err != nil || tr == nil {
-		return jsonrpc.CommitResult{}, err
-	}
-	defer tr.Close()
-	if same, err := tr.Diff(ctx, gitfs.NameStatus, nil); err != nil || same == "" {
-		return jsonrpc.CommitResult{}, err // changed and changed back: nothing to commit
-	}
-	id, err := tr.Commit(ctx, p.Message, p.Branch, p.Force)
+	id, err := m.fs.Commit(ctx, p.Message, p.Branch, p.Force)
 	if errors.Is(err, gitfs.ErrBadBranch) {
 		err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
 	}
-	if err != nil {
+	if err != nil || id == "" {
 		return jsonrpc.CommitResult{}, err
 	}
 	return jsonrpc.CommitResult{Commit: id, Ref: "refs/heads/" + p.Branch}, nil
@@ -262,4 +208,19 @@ func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Re
 		}
 	}
 	return res, nil
+}
+
+// shellBinds are the host paths the writable git mounts' .git needs in the
+// shell tool's namespace (see writableGit.binds); none on a nil exporter.
+func (e *exporter) shellBinds() []agentbridge.ShellBind {
+	if e == nil {
+		return nil
+	}
+	var out []agentbridge.ShellBind
+	for _, m := range e.mounts {
+		for _, b := range m.fs.binds {
+			out = append(out, agentbridge.ShellBind{Path: b.Path, Writable: b.Writable})
+		}
+	}
+	return out
 }

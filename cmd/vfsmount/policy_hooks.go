@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
@@ -20,7 +21,8 @@ func effectful(verb string) bool {
 }
 
 // toolHooks returns the agentbridge hooks of the workspace's policy:
-// approvals before effectful calls, and one audit line after every call.
+// approvals before effectful calls, then the automatic checkpoint of the
+// config's checkpoint.before, and one audit line after every call.
 func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.CallInfo) error,
 	after func(context.Context, *agentbridge.CallInfo, agentbridge.Result, time.Duration)) {
 	pc := ws.Policy
@@ -36,6 +38,26 @@ func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.Call
 				return fmt.Errorf("not approved: the call cannot be encoded: %v", err)
 			}
 			return ap.Approve(ctx, call)
+		}
+	}
+	if ws.Checkpoints != nil && ws.Config != nil && len(ws.Config.Checkpoint.Before) > 0 {
+		approve, auto := before, ws.Config.Checkpoint.Before
+		before = func(ctx context.Context, c *agentbridge.CallInfo) error {
+			if approve != nil {
+				if err := approve(ctx, c); err != nil {
+					return err
+				}
+			}
+			// A dry run changes nothing: there is nothing to undo.
+			if c.DryRun || !slices.Contains(auto, c.Verb) {
+				return nil
+			}
+			info, err := ws.Checkpoints.ws.Create(ctx, fmt.Sprintf("before %s %s", c.Tool, c.ID))
+			if err != nil {
+				return fmt.Errorf("no checkpoint could be taken before the call: %v", err)
+			}
+			c.Note = autoNote(info.ID)
+			return nil
 		}
 	}
 	if ws.Audit != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // gitType is one commit of a git repository, read-only and lazy. The
@@ -33,12 +34,16 @@ func gitType() mountType {
 			"src":    {Kind: kindSource, Required: true, Doc: "repository: a local path (bare or not) or a URL, cloned once into the cache"},
 			"rev":    {Kind: kindString, Doc: "revision to pin: SHA, branch, tag, HEAD~3 (default HEAD)"},
 			"subdir": {Kind: kindString, Doc: "serve only this directory of the commit"},
+			"index": {Kind: kindString, Doc: "search index of the tree, for grep: lazy (built on the first grep, the default), " +
+				"eager (built at mount), off"},
 			"writable": {Kind: kindBool, Doc: "copy-on-write: the commit stays the lower layer, changes go to an " +
 				"upper layer (memory unless persist= or upper=); see vfsmount diff, commit, reset"},
 			"persist": {Kind: kindPath, Doc: "with writable: file keeping the upper layer across restarts and crashes, " +
 				"as a memory mount's persist="},
 			"upper": {Kind: kindPath, Doc: "with writable: host directory holding the upper layer " +
 				"(empty, or made over this commit; outside the workspace)"},
+			"branch": {Kind: kindString, Doc: "with writable: the checkout's HEAD is refs/heads/NAME, made at the commit " +
+				"(default: HEAD detached at the commit)"},
 		},
 		Check: checkGit,
 		Build: buildGit,
@@ -49,12 +54,17 @@ func gitType() mountType {
 // of memory, a persist file or a host directory, and only a writable mount
 // has one.
 func checkGit(spec *mountSpec) error {
+	switch spec.String("index") {
+	case "", "lazy", "eager", "off":
+	default:
+		return specErrorf(spec.Origin, "key \"index\" must be lazy, eager or off, got %q", spec.String("index"))
+	}
 	if spec.Has("persist") && spec.Has("upper") {
 		return specErrorf(spec.Origin, "keys \"persist\" and \"upper\" exclude each other: "+
 			"the upper layer is a persist file or a host directory, not both")
 	}
 	if !spec.Bool("writable") {
-		for _, k := range []string{"persist", "upper"} {
+		for _, k := range []string{"persist", "upper", "branch"} {
 			if spec.Has(k) {
 				return specErrorf(spec.Origin, "key %q needs key \"writable\": it holds the changes of a writable git mount", k)
 			}
@@ -130,6 +140,7 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 		Offline:   env.Git.Offline,
 		CacheSize: env.Git.CacheSize,
 		Logger:    env.Logger,
+		Index:     gitfs.IndexMode(strings.TrimPrefix(spec.String("index"), "lazy")),
 	}
 	if isTerminal(os.Stderr) {
 		opts.Progress = os.Stderr
@@ -149,18 +160,22 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 	return buildWritable(ctx, spec, env, f)
 }
 
-// writableGit is a git mount made writable: an overlay whose lower layer is
-// the commit. It describes itself so that the mount table, and the brief
-// shown to the model, say what it is: copy-on-write over git@SHA.
+// writableGit is a git mount made writable (package writablegit), with
+// what the CLI adds to it: the .git it writes (type_git_dotgit.go) and the
+// host paths that .git needs in the shell tool's namespace.
 type writableGit struct {
-	*overlayfs.FS
-	git *gitfs.FS
+	*writablegit.FS
+	// binds are the host paths its .git needs at the same path in the
+	// shell tool's namespace: the source's objects (alternates), this
+	// binary and the fsmonitor socket (the hook).
+	binds []shellBind
 }
 
-func (w *writableGit) Describe() mounts.Description {
-	d := w.FS.Describe()
-	d.Source = "copy-on-write over " + d.Source
-	return d
+// shellBind is a host path the shell tool's namespace shows at the same
+// path.
+type shellBind struct {
+	Path     string
+	Writable bool
 }
 
 // buildWritable puts an overlay on the git mount f: the upper layer is a
@@ -194,10 +209,9 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 	default:
 		upper = memfs.New(mopts)
 	}
-	ov, err := overlayfs.New(ctx, f, upper, overlayfs.Options{
-		LowerID:   f.Commit(),
-		OwnXattrs: []string{"user.git."},
-		Logger:    env.Logger,
+	wg, err := writablegit.New(ctx, f, upper, overlayfs.Options{
+		Logger:  env.Logger,
+		Private: []string{dotGit},
 	})
 	switch {
 	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):
@@ -207,7 +221,11 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		return nil, err
 	}
 	env.Logger.Info("git mount writable", "commit", f.Commit(), "upper", what)
-	return &writableGit{FS: ov, git: f}, nil
+	w := &writableGit{FS: wg}
+	if err := setupDotGit(ctx, spec, env, w); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func revOrHead(rev string) string {

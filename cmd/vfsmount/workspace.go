@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/policy"
 	"github.com/vfsmount/vfsmount/union"
@@ -62,6 +63,8 @@ type workspaceConfig struct {
 	Git gitSettings
 	// Policy is the merged policy of the config file and the flags.
 	Policy *policyConfig
+	// Checkpoint are the checkpoint settings of the config file.
+	Checkpoint checkpointSettings
 }
 
 // load reads the config file, parses the flags, falls back to
@@ -107,6 +110,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 	}
 	cfg.Mounts = specs
 	if cfg.Policy, err = loadPolicy(cfg.File, &w.Policy); err != nil {
+		return nil, err
+	}
+	if cfg.Checkpoint, err = loadCheckpointConfig(cfg.File); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -177,6 +183,9 @@ type workspace struct {
 	// Export hands the writable git mounts' changes back to git (nil: the
 	// workspace has none).
 	Export *exporter
+	// Checkpoints takes and restores checkpoints of every writable layer
+	// (nil: the workspace has none a checkpoint can freeze).
+	Checkpoints *checkpoints
 
 	cleanup []func() error
 }
@@ -258,6 +267,24 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	}
 	ws.Union = u
 	ws.Policy = cfg.Policy
+	backing := map[string]string{}
+	for i := range cfg.Mounts {
+		spec := &cfg.Mounts[i]
+		switch {
+		case spec.Type == "host" && spec.Has("src"):
+			backing[spec.Dst] = "directory " + spec.String("src")
+		case spec.Has("persist"):
+			backing[spec.Dst] = "persist file " + spec.String("persist")
+		case spec.Has("upper"):
+			backing[spec.Dst] = "upper directory " + spec.String("upper")
+		}
+	}
+	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
+		return nil, usageErrorf("checkpoint: %v", err)
+	}
+	if ws.Checkpoints == nil && (len(cfg.Checkpoint.Before) > 0 || cfg.Checkpoint.Tools) {
+		return nil, usageErrorf("config: checkpoint: %v", checkpoint.ErrNoWritable)
+	}
 	ws.stack()
 	ws.Export = newExporter(table, ws.Kernel.changed.notify)
 	return ws, nil

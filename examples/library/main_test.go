@@ -19,6 +19,7 @@ func Example() {
 	// Output:
 	// > ls {"path":"/"}
 	// notes/  [memory, read-only]
+	// notes/todo.md
 	// scratch/  [memory, writable]
 	// > read {"path":"/notes/todo.md"}
 	//      1	# TODO
@@ -31,8 +32,8 @@ func Example() {
 	//      1	1. mount
 	//      2	2. serve over MCP
 	// > grep {"outputMode":"content","path":"/","pattern":"MCP|sidecar"}
-	// /notes/todo.md:2:- ship the sidecar
 	// /scratch/plan.md:2:2. serve over MCP
+	// /notes/todo.md:2:- ship the sidecar
 	// > write {"fileText":"overwritten","path":"/notes/todo.md"}  [tool error]
 	// write /notes/todo.md: read-only mount /notes (memory); writable: /scratch
 	// > write {"fileText":"TOKEN=x","path":"/scratch/.env"}

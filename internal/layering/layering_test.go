@@ -36,6 +36,8 @@ var rules = []rule{
 	{"mounts/memfs/...", []string{"mounts", "mounts/memfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/skillsfs/...", []string{"mounts", "mounts/skillsfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/overlayfs/...", []string{"mounts", "mounts/overlayfs/..."}, "a mount imports the contract and itself, never another mount"},
+	{"mounts/writablegit", []string{"mounts", "mounts/gitfs", "mounts/overlayfs"}, "a writable git mount is an overlay over a git mount, and its export back to git"},
+	{"mounts/checkpoint", []string{"mounts", "mounts/memfs", "mounts/overlayfs", "mounts/gitfs", "mounts/writablegit"}, "checkpoints freeze the memory trees of a workspace, and the overlays over them; their diffs are git's"},
 	{"union/...", []string{"mounts", "union/..."}, "the union composes any mounts.FS, never a concrete one or another layer"},
 	{"policy/...", []string{"mounts", "policy/..."}, "policy decorates any mounts.FS, below both faces"},
 	{"fusefs/...", []string{"mounts", "fusefs/..."}, "the kernel face serves any mounts.FS"},

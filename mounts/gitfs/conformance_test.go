@@ -46,6 +46,6 @@ func TestConformance(t *testing.T) {
 		mountstest.Expect(files),
 		mountstest.ExpectSymlinks(map[string]string{"to-deep": "a/b/c/deep.txt", "a/up": "../README.md", "to-dir": "a/b"}),
 		mountstest.ExpectDirs("sub"),
-		mountstest.Caps(mounts.CapXattr|mounts.CapStatFS),
+		mountstest.Caps(mounts.CapXattr|mounts.CapStatFS|mounts.CapSearch),
 	)
 }

@@ -58,6 +58,26 @@
 // pins its content; a blob larger than the whole cache still decodes once
 // per open.
 //
+// # Search
+//
+// The mount names the files a content search may match
+// ([mounts.SearchFS]) from a trigram index of its tree (internal/codeindex:
+// codesearch's analysis of the regexp, this repository's storage). The
+// index is built in the background on the first search (Options.Index
+// "eager": at Open; "off": never), with the files read straight from the
+// object store, not through the blob cache, pausing while a scan reads
+// the mount so as not to slow it; until it is there, searches scan. It is
+// published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
+// into place, so concurrent daemons indexing one tree are harmless), and
+// every later mount of a commit with that tree reads it, checked whole
+// (CRC-32C, structure, tree id), on its first search. A file that fails
+// the check is ignored, logged once and rebuilt; a cache directory it
+// cannot be saved to (a full disk) leaves it in memory, logged once.
+// Binary files (a NUL byte), files over 8 MiB and files that cannot be
+// read are always candidates. The index is per tree, not per subtree: a
+// commit that shares most of its tree with an indexed one is indexed
+// again.
+//
 // # A faithful tree
 //
 //   - Modes come from git: 0644 for files, 0755 for executables and
@@ -110,6 +130,18 @@
 // index and the working tree of the repository are never touched, a diff
 // writes its objects to a temporary directory, and a branch checked out
 // anywhere is never moved.
+//
+// # A checkout's .git
+//
+// [FS.DotGit] describes the .git that makes git work in a writable copy of
+// the commit as in a clone: objects/info/alternates naming the source's
+// object directory (the history, read in place, never copied or written),
+// HEAD at the commit (or a branch made there), and an index of the commit's
+// tree carrying, entry by entry, the stat data the mount reports, so that
+// git's stat check (see dotgit.go for which fields it compares) passes
+// for every untouched file and nothing is rehashed. The index also carries
+// a full cache-tree (comparing it with HEAD reads no tree) and, when asked,
+// an fsmonitor token saying no entry is dirty.
 //
 // # Limitations
 //

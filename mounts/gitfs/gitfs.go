@@ -56,6 +56,10 @@ type Options struct {
 	Progress io.Writer
 	// Logger receives the mount's log lines; nil is silent.
 	Logger *slog.Logger
+	// Index says when the search index of the tree is built (see
+	// "Search" in the package doc): on the first search (the default),
+	// at Open, or never.
+	Index IndexMode
 }
 
 // FS is one commit of a repository, read-only. It implements mounts.FS,
@@ -75,6 +79,7 @@ type FS struct {
 	trees  *treeCache
 	blobs  *blobCache
 	walk   *walker
+	search *searcher
 	log    *slog.Logger
 	logged sync.Map // keys already logged once
 	closed atomic.Bool
@@ -216,6 +221,7 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		f.Close()
 		return nil, badSource(opts.Src, fmt.Errorf("root tree %s: %w", f.root.hash, err))
 	}
+	f.search = newSearcher(f, cacheDir, opts.Index)
 	return f, nil
 }
 
@@ -249,6 +255,9 @@ func (f *FS) Describe() mounts.Description {
 func (f *FS) Close() error {
 	if f.closed.Swap(true) {
 		return nil
+	}
+	if f.search != nil {
+		f.search.close()
 	}
 	f.walk.close()
 	f.blobs.close()

@@ -438,7 +438,7 @@ func TestReadOnlyByMethodAbsence(t *testing.T) {
 	fx := gittest.MainFixture(t)
 	f := openFS(t, Options{Src: fx.Dir})
 	ctx := context.Background()
-	assert.Equal(t, mounts.CapXattr|mounts.CapStatFS, mounts.Capabilities(f))
+	assert.Equal(t, mounts.CapXattr|mounts.CapStatFS|mounts.CapSearch, mounts.Capabilities(f))
 	assert.False(t, mounts.Writable(f))
 	_, err := mounts.OpenFile(ctx, f, "README.md", os.O_RDWR, 0)
 	requirePathErr(t, err, mounts.ErrReadOnly, "README.md")

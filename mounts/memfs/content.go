@@ -33,6 +33,13 @@ type content struct {
 	size   int64
 	alloc  int64 // sum of len(page): the bytes charged to the quota
 	blocks int64 // sum of ceil(len(page)/512): what Attr.Blocks reports
+
+	// shared says the pages may be shared with a checkpoint, which never
+	// changes them: a page not in owned is copied before it is written.
+	// A page shortened by truncate may be shared too (its backing array
+	// past the cut is still the checkpoint's), so extend copies it as well.
+	shared bool
+	owned  map[int64]struct{}
 }
 
 func blocksOf(n int) int64 { return int64((n + blockSize - 1) / blockSize) }
@@ -103,6 +110,18 @@ func (c *content) writeAt(p []byte, off int64) {
 // still hold old data past its length in the backing array.
 func (c *content) extend(idx int64, n int) []byte {
 	page := c.pages[idx]
+	if c.shared {
+		if _, own := c.owned[idx]; !own {
+			if page != nil {
+				page = append(make([]byte, 0, min(max(n, len(page)), pageSize)), page...)
+				c.pages[idx] = page
+			}
+			if c.owned == nil {
+				c.owned = map[int64]struct{}{}
+			}
+			c.owned[idx] = struct{}{}
+		}
+	}
 	old := len(page)
 	if n <= old {
 		return page

@@ -51,4 +51,12 @@
 // handle that wrote. [Restore] starts a tree from what a store saved.
 // Without a store the tree lives as long as the process. Package boltstore
 // is the persistent store.
+//
+// # Checkpoints
+//
+// [FS.Checkpoint] freezes the tree in what changed since the previous
+// checkpoint, sharing unchanged pages copy-on-write; [FS.RestoreCheckpoint]
+// brings it back atomically, open files keeping what they had;
+// [FS.CheckpointView] reads one; a store keeps them with the tree (see
+// checkpoint.go).
 package memfs

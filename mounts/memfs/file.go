@@ -13,8 +13,10 @@ import (
 // it keeps working after the name is unlinked or renamed; the node's
 // content lives until the last handle closes.
 type handle struct {
-	f        *FS
-	n        *node
+	f *FS
+	// n is the node; a checkpoint restore that rewrites the node in place
+	// moves open handles to a copy of what it held (see [FS.lockNode]).
+	n        atomic.Pointer[node]
 	name     string // as opened, for errors
 	readable bool
 	closed   atomic.Bool
@@ -47,9 +49,9 @@ func (h *handle) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, pathErr("read", h.name, fs.ErrInvalid)
 	}
-	h.n.mu.RLock()
-	n := h.n.data.readAt(p, off)
-	h.n.mu.RUnlock()
+	nd := h.rlock()
+	n := nd.data.readAt(p, off)
+	nd.mu.RUnlock()
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -61,7 +63,34 @@ func (h *handle) Stat() (mounts.Attr, error) {
 	if h.closed.Load() {
 		return mounts.Attr{}, pathErr("stat", h.name, fs.ErrClosed)
 	}
-	return h.n.stat(), nil
+	n := h.rlock()
+	defer n.mu.RUnlock()
+	return n.attr(), nil
+}
+
+// lock locks and returns the handle's node, the one it holds once the lock
+// is taken: a restore may move the handle while it waits.
+func (h *handle) lock() *node {
+	for {
+		n := h.n.Load()
+		n.mu.Lock()
+		if h.n.Load() == n {
+			return n
+		}
+		n.mu.Unlock()
+	}
+}
+
+// rlock is lock, shared.
+func (h *handle) rlock() *node {
+	for {
+		n := h.n.Load()
+		n.mu.RLock()
+		if h.n.Load() == n {
+			return n
+		}
+		n.mu.RUnlock()
+	}
 }
 
 // Close releases the handle; closing the last handle of an unlinked file
@@ -70,9 +99,12 @@ func (h *handle) Close() error {
 	if h.closed.Swap(true) {
 		return pathErr("close", h.name, fs.ErrClosed)
 	}
-	n := h.n
-	n.mu.Lock()
+	// The tree lock, shared, holds the handle's change off while a
+	// checkpoint is taken or restored.
+	h.f.mu.RLock()
+	n := h.lock()
 	n.opens--
+	delete(n.handles, h)
 	var err error
 	if n.nlink == 0 && n.opens == 0 {
 		j := h.f.journal("close")
@@ -80,6 +112,7 @@ func (h *handle) Close() error {
 		err = h.f.commit(j, h.name)
 	}
 	n.mu.Unlock()
+	h.f.mu.RUnlock()
 	if err == nil && h.changed.Load() {
 		// Close after write is where editors and tools consider a
 		// file saved; make it so, as NFS's close-to-open does.
@@ -101,8 +134,9 @@ func (w *writable) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n := w.n
-	n.mu.Lock()
+	w.f.mu.RLock()
+	defer w.f.mu.RUnlock()
+	n := w.lock()
 	defer n.mu.Unlock()
 	if w.append {
 		off = n.data.size
@@ -117,6 +151,9 @@ func (w *writable) WriteAt(p []byte, off int64) (int, error) {
 	n.data.writeAt(p, off)
 	n.changed(w.f.now(), true)
 	j := w.f.journal(op)
+	if n.ghost {
+		j = nil // the store knows nothing of a restore's copy
+	}
 	j.write(n, off, p)
 	j.inode(n)
 	if err := w.f.commit(j, w.name); err != nil {
@@ -131,7 +168,10 @@ func (w *writable) Truncate(size int64) error {
 		return pathErr("truncate", w.name, fs.ErrClosed)
 	}
 	w.changed.Store(true)
-	return w.f.truncate(w.n, w.name, size)
+	w.f.mu.RLock()
+	defer w.f.mu.RUnlock()
+	// Under the tree lock no restore moves the handle.
+	return w.f.truncate(w.n.Load(), w.name, size)
 }
 
 // Sync makes every change of the whole tree made so far durable, when the

@@ -54,6 +54,8 @@ type FS struct {
 
 	usedBytes atomic.Int64
 	usedFiles atomic.Int64
+
+	ckptState
 }
 
 var (
@@ -301,6 +303,9 @@ func (f *FS) create(ctx context.Context, j *journal, dir *node, base string, typ
 		n.children = map[string]*node{}
 	}
 	j.inode(n)
+	if f.index != nil {
+		f.index[n.ino] = n
+	}
 	dir.children[base] = n
 	j.entry(dir, base, n)
 	dir.mu.Lock()
@@ -323,5 +328,7 @@ func (f *FS) release(j *journal, n *node) {
 	f.usedBytes.Add(-(n.data.release() + n.xattrBytes + int64(len(n.target))))
 	f.usedFiles.Add(-1)
 	n.xattrs, n.xattrBytes = nil, 0
-	j.freed(n)
+	if !n.ghost {
+		j.freed(n)
+	}
 }

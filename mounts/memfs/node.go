@@ -32,7 +32,16 @@ type node struct {
 
 	data  content // regular files
 	opens int     // open handles of a regular file
-	freed bool    // resources released; set once
+	// handles are the open handles, for a restore to move them
+	handles map[*handle]struct{}
+	// mark is the checkpoint generation in which the node was last
+	// recorded as changed (FS.gen); 0 never.
+	mark  uint64
+	freed bool // resources released; set once
+	// ghost: a copy a checkpoint restore made of the node for the
+	// handles open on it. It has no name, and the store knows nothing
+	// of it (its number is the restored node's).
+	ghost bool
 
 	// children of a directory, guarded by FS.mu (the tree lock), not
 	// by mu: lookups walk the tree under FS.mu alone.

@@ -71,11 +71,16 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err := f.commit(j, name); err != nil {
 		return nil, err
 	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	h := &handle{f: f, name: name, readable: acc != os.O_WRONLY}
+	h.n.Store(n)
 	n.mu.Lock()
 	n.opens++
+	if n.handles == nil {
+		n.handles = map[*handle]struct{}{}
+	}
+	n.handles[h] = struct{}{}
 	n.mu.Unlock()
-	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
-	h := &handle{f: f, n: n, name: name, readable: acc != os.O_WRONLY}
 	if acc == os.O_RDONLY {
 		return h, nil
 	}
@@ -117,6 +122,9 @@ func (f *FS) truncate(n *node, name string, size int64) error {
 	f.usedBytes.Add(n.data.truncate(size))
 	n.changed(f.now(), true)
 	j := f.journal(op)
+	if n.ghost {
+		j = nil // the store knows nothing of a restore's copy
+	}
 	j.inode(n)
 	return f.commit(j, name)
 }
@@ -220,6 +228,7 @@ func (f *FS) Link(ctx context.Context, oldname, newname string) error {
 	src.changed(now, false)
 	j.inode(src)
 	src.mu.Unlock()
+	f.noteName(oldname)
 	return f.commit(j, newname)
 }
 
@@ -247,6 +256,9 @@ func (f *FS) drop(j *journal, n *node, now time.Time) {
 	}
 	n.changed(now, false)
 	j.inode(n)
+	if n.nlink == 0 && f.index != nil {
+		delete(f.index, n.ino)
+	}
 	f.release(j, n)
 }
 
@@ -393,6 +405,7 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string, flags mounts.R
 		f.touch(j, ndir, ndelta, now, true)
 	}
 	f.touch(j, src, 0, now, false)
+	f.noteName(oldname)
 	return f.commit(j, newname)
 }
 
@@ -434,6 +447,7 @@ func (f *FS) exchange(odir *node, obase string, src, ndir *node, nbase string, d
 	}
 	f.touch(j, src, 0, now, false)
 	f.touch(j, dst, 0, now, false)
+	f.noteName(oldname)
 	return f.commit(j, newname)
 }
 

@@ -31,6 +31,19 @@ type Image struct {
 	// is given, so Data may be reused once put returns; an error from put
 	// must be returned unchanged.
 	Content func(put func(WriteRecord) error) error
+	// Checkpoints are the tree's checkpoints, oldest first, as a store
+	// saved them ([Mutation.Checkpoint]).
+	Checkpoints []CheckpointImage
+}
+
+// CheckpointImage is a saved checkpoint for [Restore].
+type CheckpointImage struct {
+	CheckpointRecord
+	// Content feeds the data of the checkpoint's regular files, as
+	// Image.Content does the tree's; put keeps the slices it is given
+	// (a store hands the same slice for the same data, which the
+	// checkpoints then share).
+	Content func(put func(WriteRecord) error) error
 }
 
 // Restore returns a memory mount holding img, with img's inode numbers; new
@@ -147,6 +160,11 @@ func Restore(opts Options, img Image) (*FS, error) {
 	}
 	f.usedBytes.Store(usedBytes)
 	f.usedFiles.Store(usedFiles)
+	if len(img.Checkpoints) > 0 {
+		if err := f.loadCheckpoints(img.Checkpoints); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
 }
 

@@ -53,8 +53,12 @@ type Syncer interface {
 }
 
 // Mutation is one change of the tree. A store applies its parts in field
-// order: Writes, then Inodes, then Entries, then Freed.
+// order: Cleared, then Writes, then Inodes, then Entries, then Freed.
 type Mutation struct {
+	// Cleared lists regular files whose whole content is replaced: a
+	// store drops what it keeps of them before it applies the rest (a
+	// checkpoint restore, which then writes their content again).
+	Cleared []uint64
 	// Op is the verb that made the change ("write", "rename", ...), for
 	// logs and debugging; replay does not need it.
 	Op string
@@ -70,6 +74,47 @@ type Mutation struct {
 	// metadata and content may be dropped. An inode whose Nlink reached 0
 	// but is not yet freed is still open; after a restart it is garbage.
 	Freed []uint64
+
+	// Checkpoint, when set, saves a checkpoint (see [CheckpointRecord]);
+	// DropCheckpoint, when set, deletes one. A mutation that carries
+	// either carries nothing else. A store that keeps no checkpoints
+	// ignores both; one that does gives the checkpoints back to [Restore]
+	// through [Image.Checkpoints].
+	Checkpoint     *CheckpointRecord
+	DropCheckpoint *CheckpointDrop
+}
+
+// CheckpointRecord is one checkpoint as a store keeps it: the inodes that
+// changed since the previous checkpoint (every inode for the first), as
+// they are at the checkpoint. The content of the regular files among them
+// is not in the record: it is what the store holds for them when it
+// applies the record, since it applies mutations in order. Unchanged data
+// need not be stored twice: a store may share it between checkpoints.
+type CheckpointRecord struct {
+	ID, Name string
+	Time     time.Time
+	// Inodes are the frozen inodes' metadata.
+	Inodes []InodeRecord
+	// Entries are every name of the frozen directories.
+	Entries []EntryRecord
+	// Absent are inodes that did not exist at the checkpoint but did at
+	// the one before.
+	Absent []uint64
+	// Names are the names changed since the checkpoint before, as the
+	// operations gave them: what a restore across this checkpoint tells
+	// a kernel face to forget. Dropping a checkpoint passes them on to
+	// Into with the rest.
+	Names []string
+}
+
+// CheckpointDrop deletes checkpoint ID. What it holds that the next
+// checkpoint Into needs (the inodes Into does not record itself) passes to
+// Into; the rest is dropped, and so are its Absent inodes when Oldest
+// (nothing older needs saying that they are gone). Into is "" when ID is
+// the newest.
+type CheckpointDrop struct {
+	ID, Into string
+	Oldest   bool
 }
 
 // InodeRecord is the full metadata of one inode.
@@ -106,15 +151,24 @@ type WriteRecord struct {
 
 // journal collects the records of one operation. A nil journal (no store)
 // records nothing, so the tree pays nothing without persistence.
+//
+// Once a checkpoint was taken, a journal also marks the nodes it records as
+// changed since the last checkpoint, and notes the operation's names.
 type journal struct {
 	m Mutation
+	f *FS
+	// rec: there is a store to give the records to.
+	rec bool
+	// note: the operation changed names, or a node for the first time
+	// since the last checkpoint; commit notes its name.
+	note bool
 }
 
 func (f *FS) journal(op string) *journal {
-	if f.store == nil {
+	if f.store == nil && f.gen.Load() == 0 {
 		return nil
 	}
-	return &journal{m: Mutation{Op: op}}
+	return &journal{m: Mutation{Op: op}, f: f, rec: f.store != nil}
 }
 
 // inode records n's current metadata; the caller holds n.mu.
@@ -122,6 +176,16 @@ func (j *journal) inode(n *node) {
 	if j == nil {
 		return
 	}
+	if j.f.markChanged(n) {
+		j.note = true
+	}
+	if j.rec {
+		j.recordInode(n)
+	}
+}
+
+// recordInode adds n's metadata to the records; the caller holds n.mu.
+func (j *journal) recordInode(n *node) {
 	r := InodeRecord{
 		Ino: n.ino, Mode: n.typ | n.perm, Uid: n.uid, Gid: n.gid, Nlink: n.nlink,
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Target: n.target,
@@ -149,6 +213,10 @@ func (j *journal) entry(dir *node, name string, n *node) {
 	if j == nil {
 		return
 	}
+	j.note = true
+	if !j.rec {
+		return
+	}
 	var ino uint64
 	if n != nil {
 		ino = n.ino
@@ -157,14 +225,14 @@ func (j *journal) entry(dir *node, name string, n *node) {
 }
 
 func (j *journal) write(n *node, off int64, p []byte) {
-	if j == nil {
+	if j == nil || !j.rec {
 		return
 	}
 	j.m.Writes = append(j.m.Writes, WriteRecord{Ino: n.ino, Off: off, Data: append([]byte(nil), p...)})
 }
 
 func (j *journal) freed(n *node) {
-	if j == nil {
+	if j == nil || !j.rec {
 		return
 	}
 	j.m.Freed = append(j.m.Freed, n.ino)
@@ -173,6 +241,12 @@ func (j *journal) freed(n *node) {
 // commit hands the records to the store. op and name build the error.
 func (f *FS) commit(j *journal, name string) error {
 	if j == nil {
+		return nil
+	}
+	if j.note {
+		f.noteName(name)
+	}
+	if !j.rec {
 		return nil
 	}
 	if err := f.store.Commit(&j.m); err != nil {

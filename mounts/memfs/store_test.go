@@ -52,6 +52,9 @@ func (r *replica) Commit(m *memfs.Mutation) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ops = append(r.ops, m.Op)
+	for _, ino := range m.Cleared {
+		r.get(ino).data = nil
+	}
 	for _, w := range m.Writes {
 		n := r.get(w.Ino)
 		if end := w.Off + int64(len(w.Data)); end > int64(len(n.data)) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp/syntax"
 	"sync"
 	"time"
 
@@ -326,6 +327,21 @@ func (v statFSVerb) StatFS(ctx context.Context) (mounts.FSStat, error) {
 	return mounts.FSStat{Bsize: 4096, Blocks: uint64(len(callID(ctx))), NameLen: 255}, nil
 }
 
+type searchVerb struct{ c *core }
+
+// Candidates names files in and out of dir, and the caller, so that a
+// wrapper which drops names, the directory or the context is seen.
+func (v searchVerb) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]string, bool, error) {
+	if v.c.reported != nil && !v.c.reported.Has(mounts.CapSearch) {
+		return nil, false, nil // what the helper answers for a mount without it
+	}
+	if err := fail("search", dir); err != nil {
+		return nil, false, err
+	}
+	v.c.record(ctx, "candidates %s %s", dir, re)
+	return []string{mounts.Join(dir, "a"), mounts.Join(dir, "d/x"), mounts.Join(dir, "fail")}, true, nil
+}
+
 type syncVerb struct{ c *core }
 
 func (v syncVerb) Sync(ctx context.Context, name string) error {
@@ -399,7 +415,7 @@ var fakeParts = []fakePart{
 	{"remove", mounts.CapRemove}, {"rename", mounts.CapRename}, {"symlink", mounts.CapSymlink},
 	{"link", mounts.CapLink}, {"mknod", mounts.CapMknod}, {"chmod", mounts.CapChmod},
 	{"chown", mounts.CapChown}, {"chtimes", mounts.CapChtimes}, {"xattr", mounts.CapXattr},
-	{"setxattr", mounts.CapSetXattr}, {"statfs", mounts.CapStatFS},
+	{"setxattr", mounts.CapSetXattr}, {"statfs", mounts.CapStatFS}, {"search", mounts.CapSearch},
 	{"sync", 0}, {"statdir", 0}, {"describe", 0}, {"describeat", 0}, {"mounts", 0},
 	{"offer", 0},
 }
@@ -482,6 +498,11 @@ func newPartFake(c *core, part string) mounts.FS {
 			base
 			statFSVerb
 		}{b, statFSVerb{c}}
+	case "search":
+		return struct {
+			base
+			searchVerb
+		}{b, searchVerb{c}}
 	case "sync":
 		return struct {
 			base
@@ -533,6 +554,7 @@ type fullFake struct {
 	xattrVerbs
 	setXattrVerbs
 	statFSVerb
+	searchVerb
 	syncVerb
 	statDirVerb
 	describeVerb
@@ -544,7 +566,7 @@ type fullFake struct {
 func newFullFake(c *core) fullFake {
 	return fullFake{base{c}, writeVerb{c}, truncateVerb{c}, mkdirVerb{c}, removeVerbs{c},
 		renameVerb{c}, symlinkVerb{c}, linkVerb{c}, mknodVerb{c}, chmodVerb{c}, chownVerb{c},
-		chtimesVerb{c}, xattrVerbs{c}, setXattrVerbs{c}, statFSVerb{c}, syncVerb{c},
+		chtimesVerb{c}, xattrVerbs{c}, setXattrVerbs{c}, statFSVerb{c}, searchVerb{c}, syncVerb{c},
 		statDirVerb{c}, describeVerb{c}, describeAtVerb{c}, mountsVerb{c}, offerVerb{c}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -394,6 +395,13 @@ var wrapperSteps = []wrapperStep{
 	{"StatFS", mounts.CapStatFS, false, func(p *probe) {
 		st, err := mounts.StatFS(p.ctx, p.fsys)
 		p.res("StatFS", st, err)
+	}},
+	{"Search", mounts.CapSearch, true, func(p *probe) {
+		re := syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune("abc")}
+		for _, d := range []string{".", "d", "fail"} {
+			names, complete, err := mounts.Candidates(p.ctx, p.fsys, d, &re)
+			p.res("Candidates "+d, fmt.Sprint(names, complete), err)
+		}
 	}},
 	{"Sync", 0, false, func(p *probe) {
 		for _, n := range []string{".", "a", "fail"} {

@@ -61,7 +61,8 @@ type Change struct {
 // the upper, which holds only what changed, and asks the lower about each
 // changed name once: its cost is in the number of changes, not the size of
 // the tree. A directory copied up only because something below it changed
-// is not a change of its own unless its type or mode differs. A copied-up
+// is not a change of its own unless its type or mode differs. Names of
+// Options.Private are left out. A copied-up
 // file is Modified even when only its owner or times changed: comparing
 // contents is the caller's business.
 func (f *FS) Changes(ctx context.Context) ([]Change, error) {
@@ -87,6 +88,9 @@ func (f *FS) changesIn(ctx context.Context, dir, lower string, hasLower bool, ou
 			return err
 		}
 		name := mounts.Join(dir, ue.Name)
+		if f.private(name) {
+			continue
+		}
 		ua, err := f.upper.Stat(ctx, up(name))
 		if err != nil {
 			return err

@@ -66,7 +66,7 @@ func TestConformance(t *testing.T) {
 				require.NoError(t, mounts.RemoveAll(bg, o, e.Name))
 			}
 			return o
-		}, mountstest.Caps(allCaps))
+		}, mountstest.Caps(allCaps|mounts.CapSearch)) // a git lower narrows searches
 	})
 }
 

@@ -94,6 +94,22 @@
 // [FS.Reset] discards the changes at and below names, each in one rename
 // in the upper.
 //
+// Names of [Options.Private] (a writable git mount's .git) are the owner's
+// own: Changes never lists them and Reset of "." keeps them.
+//
+// # Journal
+//
+// [FS.Journal] records every change through the overlay, writes through
+// open files included, with a sequence number, after the change is made:
+// [Journal.Since] tells what changed after a token, which is what git's
+// fsmonitor hook asks. Directories are named with a trailing "/" too
+// (everything below). A token of another journal (an earlier run), or one
+// older than the names the journal forgot (it keeps 65,536), is answered
+// with "everything may have changed", never with a guess. The names are
+// those the change was made by: a write through a file opened by a name
+// that was since renamed, or through one of several hard links, is noted
+// under the name it was opened by.
+//
 // # Errors
 //
 // Every error is a *fs.PathError naming the caller's name, never the

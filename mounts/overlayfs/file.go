@@ -20,7 +20,9 @@ type file struct {
 // wfile is a file opened for writing; always the upper's.
 type wfile struct {
 	*file
-	w mounts.WritableFile
+	w     mounts.WritableFile
+	j     *Journal // notes each write, when set
+	jname string
 }
 
 var (
@@ -66,8 +68,20 @@ func (h *file) Close() error { return h.err(h.fl.Close()) }
 
 func (h *wfile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := h.w.WriteAt(p, off)
+	h.noted()
 	return n, h.err(err)
 }
 
-func (h *wfile) Truncate(size int64) error { return h.err(h.w.Truncate(size)) }
-func (h *wfile) Sync() error               { return h.err(h.w.Sync()) }
+func (h *wfile) Truncate(size int64) error {
+	err := h.w.Truncate(size)
+	h.noted()
+	return h.err(err)
+}
+
+// noted records a change made through the handle, after it is made.
+func (h *wfile) noted() {
+	if h.j != nil {
+		h.j.note(false, h.jname)
+	}
+}
+func (h *wfile) Sync() error { return h.err(h.w.Sync()) }

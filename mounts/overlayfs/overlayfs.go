@@ -38,6 +38,11 @@ type Options struct {
 	// Logger receives what the overlay cleans up or ignores; nil is
 	// silent.
 	Logger *slog.Logger
+	// Private are top-level names that hold what the overlay's owner
+	// keeps beside the tree, not changes of it (a writable git mount's
+	// synthesized .git): Changes never lists them and Reset of "." keeps
+	// them. They are files of the overlay like any other otherwise.
+	Private []string
 }
 
 // FS is a copy-on-write overlay. It implements mounts.FS and every
@@ -61,6 +66,8 @@ type FS struct {
 	tmp atomic.Uint64 // names in the work directory
 
 	rootMeta meta // the tree root's bookkeeping, read once by New
+
+	j *Journal // every change, for Journal().Since
 }
 
 var (
@@ -113,7 +120,7 @@ var needed = []struct {
 // gives back the same tree with the same inode numbers. Anything else is
 // refused with an error wrapping [ErrBadUpper] or [ErrOtherLower].
 func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error) {
-	f := &FS{lower: lower, upper: upper, opts: opts, log: opts.Logger}
+	f := &FS{lower: lower, upper: upper, opts: opts, log: opts.Logger, j: newJournal()}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -127,6 +134,8 @@ func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error)
 	// there. Truncate works through a handle when the upper has no verb
 	// for it; xattrs are always served, the lower's or the upper's.
 	f.caps = ucaps&(mounts.CapMutating|mounts.CapStatFS) | mounts.CapTruncate | mounts.CapXattr | mounts.CapSetXattr
+	// Searches narrow where the lower can (search.go).
+	f.caps |= mounts.Capabilities(lower) & mounts.CapSearch
 	f.id = opts.LowerID
 	if f.id == "" {
 		if c, ok := lower.(interface{ Commit() string }); ok {
@@ -279,6 +288,16 @@ func perr(op, name string, err error) error {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// private reports whether name is one of Options.Private or below one.
+func (f *FS) private(name string) bool {
+	for _, p := range f.opts.Private {
+		if name == p || strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // within reports whether name lies strictly below dir.
 func within(name, dir string) bool {

@@ -24,6 +24,7 @@ var ErrResetInside = errors.New("inside a renamed or replaced directory: reset t
 // upper (into the work directory, emptied then), so a crash leaves it
 // reset or not, never half.
 func (f *FS) Reset(ctx context.Context, names ...string) error {
+	defer f.j.note(true, names...)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, name := range names {
@@ -36,6 +37,9 @@ func (f *FS) Reset(ctx context.Context, names ...string) error {
 				return perr("reset", name, err)
 			}
 			for _, e := range ents {
+				if f.private(e.Name) {
+					continue
+				}
 				if err := f.resetOne(ctx, e.Name); err != nil {
 					return err
 				}

@@ -27,6 +27,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if !mounts.WantsWrite(flag) {
 		return f.openRead(ctx, name)
 	}
+	defer f.j.note(false, name)
 	if err := mounts.CheckPath(op, name); err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	case err == nil:
 	case create && errors.Is(err, fs.ErrNotExist) && name != ".":
 		fl, err := f.create(ctx, name, flag, perm)
-		return fl, perr(op, name, err)
+		return f.journaled(fl, name), perr(op, name, err)
 	default:
 		return nil, mounts.PathErr(op, name, err)
 	}
@@ -54,7 +55,15 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err != nil {
 		return nil, perr(op, name, err)
 	}
-	return wrap(fl, name, e.um, true), nil
+	return f.journaled(wrap(fl, name, e.um, true), name), nil
+}
+
+// journaled makes writes through fl noted in the journal.
+func (f *FS) journaled(fl mounts.File, name string) mounts.File {
+	if w, ok := fl.(*wfile); ok {
+		w.j, w.jname = f.j, name
+	}
+	return fl
 }
 
 // create makes a new regular file and opens it; the caller holds f.mu and
@@ -188,6 +197,7 @@ func (f *FS) newEntry(ctx context.Context, op, name string, dir bool, mk func(up
 // Mkdir creates a directory. Made where a lower directory was removed, it
 // is opaque: it starts empty.
 func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	defer f.j.note(true, name)
 	const op = "mkdir"
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err
@@ -199,6 +209,7 @@ func (f *FS) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
 
 // Symlink creates name pointing at target, stored verbatim.
 func (f *FS) Symlink(ctx context.Context, target, name string) error {
+	defer f.j.note(false, name)
 	const op = "symlink"
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err
@@ -219,6 +230,7 @@ func (f *FS) Symlink(ctx context.Context, target, name string) error {
 
 // Mknod creates a FIFO, a socket or a device in the upper.
 func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint32) error {
+	defer f.j.note(false, name)
 	const op = "mknod"
 	dev, err := mounts.CheckMknod(ctx, name, mode, dev)
 	if err != nil {
@@ -235,6 +247,7 @@ func (f *FS) Mknod(ctx context.Context, name string, mode fs.FileMode, dev uint3
 // Link makes newname another name of oldname's file, which is copied up
 // first: both names are then one upper file, with one inode number.
 func (f *FS) Link(ctx context.Context, oldname, newname string) error {
+	defer f.j.note(false, oldname, newname)
 	const op = "link"
 	if err := mounts.CheckPath(op, oldname); err != nil {
 		return err
@@ -302,6 +315,7 @@ func (f *FS) Rmdir(ctx context.Context, name string) error {
 }
 
 func (f *FS) remove(ctx context.Context, op, name string, wantDir bool) error {
+	defer f.j.note(wantDir, name)
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err
 	}
@@ -421,6 +435,7 @@ func same(a, b *ent) bool {
 // alike, lower ones included: a directory is copied up empty and records
 // where its lower contents are (see "# Renames" in the package doc).
 func (f *FS) Rename(ctx context.Context, oldname, newname string, flags mounts.RenameFlags) error {
+	defer f.j.note(true, oldname, newname)
 	const op = "rename"
 	if err := mounts.CheckPath(op, oldname); err != nil {
 		return err
@@ -647,6 +662,7 @@ func (f *FS) swap(ctx context.Context, src, opar *ent, obase string, dst, npar *
 // setattr copies name up and runs change on its upper copy; pre checks the
 // merged entry first, so a call refused for its arguments copies nothing.
 func (f *FS) setattr(ctx context.Context, op, name string, pre func(e *ent) error, change func(upath string) error) error {
+	defer f.j.note(false, name)
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err
 	}
@@ -699,6 +715,7 @@ func (f *FS) Chtimes(ctx context.Context, name string, atime, mtime time.Time) e
 // Truncate sets the size of a regular file, copying it up first (without
 // its content when the new size is 0).
 func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
+	defer f.j.note(false, name)
 	const op = "truncate"
 	if err := mounts.CheckPath(op, name); err != nil {
 		return err

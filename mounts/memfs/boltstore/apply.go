@@ -13,6 +13,7 @@ import (
 // batch are kept in dirty, owned and mutable, and put once at the end: a
 // run of small appends to one chunk costs one put, not one per append.
 type applier struct {
+	tx                    *bolt.Tx
 	inodes, entries, data *bolt.Bucket
 	sizes                 map[uint64]int64
 	dirty                 map[uint64]map[int64][]byte
@@ -20,6 +21,19 @@ type applier struct {
 
 // apply takes m's parts in the order memfs.Mutation prescribes.
 func (a *applier) apply(m *memfs.Mutation) error {
+	switch {
+	case m.Checkpoint != nil:
+		return a.saveCheckpoint(m.Checkpoint)
+	case m.DropCheckpoint != nil:
+		return a.dropCheckpoint(m.DropCheckpoint)
+	}
+	for _, ino := range m.Cleared {
+		if err := a.cut(ino, 0); err != nil {
+			return err
+		}
+		delete(a.dirty, ino)
+		a.sizes[ino] = 0
+	}
 	for _, w := range m.Writes {
 		a.write(w)
 	}
@@ -66,9 +80,15 @@ func (a *applier) apply(m *memfs.Mutation) error {
 // of what the file holds, or nil for a hole.
 func (a *applier) chunk(ino uint64, idx int64) []byte {
 	if c, ok := a.dirty[ino][idx]; ok {
+		if err := unpin(a.tx, chunkKey(ino, idx), c); err != nil {
+			panic(err) // write recovers it as the batch's error
+		}
 		return c
 	}
 	if v := a.data.Get(chunkKey(ino, idx)); v != nil {
+		if err := unpin(a.tx, chunkKey(ino, idx), v); err != nil {
+			panic(err)
+		}
 		c := make([]byte, len(v), chunkSize)
 		copy(c, v)
 		return c
@@ -115,8 +135,11 @@ func (a *applier) cut(ino uint64, size int64) error {
 			a.setChunk(ino, idx, c[:keep])
 		}
 	}
-	for idx := range a.dirty[ino] {
+	for idx, c := range a.dirty[ino] {
 		if idx >= first {
+			if err := unpin(a.tx, chunkKey(ino, idx), c); err != nil {
+				return err
+			}
 			delete(a.dirty[ino], idx)
 		}
 	}
@@ -128,6 +151,9 @@ func (a *applier) cut(ino uint64, size int64) error {
 		doomed = append(doomed, bytes.Clone(k))
 	}
 	for _, k := range doomed {
+		if err := unpin(a.tx, k, a.data.Get(k)); err != nil {
+			return err
+		}
 		if err := a.data.Delete(k); err != nil {
 			return fmt.Errorf("deleting a chunk: %w", err)
 		}

@@ -30,7 +30,8 @@
 //
 // # Format
 //
-// The bbolt file holds four buckets: "vfsmount" (a magic value and the
+// The bbolt file holds four buckets (and three more once the tree has a
+// checkpoint: see checkpoint.go): "vfsmount" (a magic value and the
 // format version), "inodes" (inode number to its metadata), "entries"
 // (directory inode and name to inode) and "data" (inode and chunk index to
 // the bytes of that 64 KiB chunk that were ever written; holes take no

@@ -292,6 +292,9 @@ func (s *Store) Load(opts memfs.Options) (fsys *memfs.FS, err error) {
 			}
 			return nil
 		}
+		if img.Checkpoints, err = readCheckpoints(tx); err != nil {
+			return err
+		}
 		fsys, err = memfs.Restore(opts, img)
 		return err
 	})
@@ -321,6 +324,12 @@ func (s *Store) Load(opts memfs.Options) (fsys *memfs.FS, err error) {
 				}
 			}
 			for _, g := range garbage {
+				if bytes.Equal(g[0], bucketData) {
+					// A checkpoint may still hold it.
+					if err := unpin(tx, g[1], tx.Bucket(bucketData).Get(g[1])); err != nil {
+						return err
+					}
+				}
 				if err := tx.Bucket(g[0]).Delete(g[1]); err != nil {
 					return err
 				}
@@ -541,6 +550,7 @@ func (s *Store) write(batch []*memfs.Mutation) (err error) {
 	}()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		a := &applier{
+			tx:     tx,
 			inodes: tx.Bucket(bucketInodes), entries: tx.Bucket(bucketEntries), data: tx.Bucket(bucketData),
 			sizes: s.sizes, dirty: map[uint64]map[int64][]byte{},
 		}

@@ -40,7 +40,11 @@ func goldenDialect(t *testing.T, name, reference string) []byte {
 		require.NoError(t, json.Unmarshal([]byte(tool.schema), &schema), tool.name)
 		raw, err := json.MarshalIndent(schema, "    ", "  ")
 		require.NoError(t, err)
-		tools = append(tools, goldenTool{Name: tool.name, Listed: !tool.hidden, Description: tool.desc, InputSchema: raw, Annotations: ann[tool.verb]})
+		a := ann[tool.verb]
+		if tool.ann != nil {
+			a = *tool.ann
+		}
+		tools = append(tools, goldenTool{Name: tool.name, Listed: !tool.hidden, Description: tool.desc, InputSchema: raw, Annotations: a})
 	}
 	out, err := json.MarshalIndent(struct {
 		Dialect   string       `json:"dialect"`
@@ -71,4 +75,16 @@ func checkGolden(t *testing.T, name string, got []byte) {
 // to the reference they were matched to.
 func TestGoldenCodex(t *testing.T) {
 	checkGolden(t, DialectCodex, goldenDialect(t, DialectCodex, codexReference))
+}
+
+// TestGoldenClaude pins the claude dialect to Claude Code's release it was
+// matched to (dialect_claude.go).
+func TestGoldenClaude(t *testing.T) {
+	checkGolden(t, DialectClaude, goldenDialect(t, DialectClaude, claudeReference))
+}
+
+// TestGoldenCursor pins the cursor (canonical) dialect to the Cursor SDK
+// release it was matched to (dialect_cursor.go).
+func TestGoldenCursor(t *testing.T) {
+	checkGolden(t, DialectCursor, goldenDialect(t, DialectCursor, cursorReference))
 }

@@ -1,0 +1,88 @@
+package agentbridge
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp/syntax"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+)
+
+// TestGrepMatchesRipgrepThroughTheIndex commits the random tree of
+// TestGrepMatchesRipgrep, mounts the commit, and compares grep with rg
+// while the git mount's index builds and once it is there: the
+// candidates it chooses change what is read, never what is found.
+func TestGrepMatchesRipgrepThroughTheIndex(t *testing.T) {
+	rg := needRipgrep(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	dir, _ := ripgrepTree(t)
+	bare := filepath.Join(t.TempDir(), "repo.git")
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"--git-dir=" + bare, "--work-tree=" + dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	out, err := exec.Command("git", "init", "-q", "--bare", bare).CombinedOutput()
+	require.NoError(t, err, string(out))
+	git("add", "-A")
+	git("commit", "-q", "-m", "tree")
+	g, err := gitfs.Open(ctx, gitfs.Options{Src: bare, CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	u, w := realWorkspace(t, map[string]mounts.FS{"/repo": g, "/mem": openHost(t, t.TempDir())})
+
+	t.Run("while the index builds", func(t *testing.T) { checkRipgrep(t, rg, dir, w, "/repo") })
+	ready, err := g.WaitIndex(ctx)
+	require.NoError(t, err)
+	require.True(t, ready)
+	re, err := syntax.Parse("(?m)alpha", syntax.Perl)
+	require.NoError(t, err)
+	names, complete, err := mounts.Candidates(ctx, u, "repo", re)
+	require.NoError(t, err)
+	require.True(t, complete, "the union narrows through the git mount's index")
+	assert.NotEmpty(t, names)
+	t.Run("through the index", func(t *testing.T) { checkRipgrep(t, rg, dir, w, "/repo") })
+
+	// From the root, over a host mount whose .gitignore applies: the
+	// host is walked, the git mount below the root answers from its
+	// index; the result is the scan's, order included.
+	hostDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(hostDir, ".gitignore"), []byte("skip/\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(hostDir, "skip"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "skip/a.txt"), []byte("alpha\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(hostDir, "b.txt"), []byte("alpha beta\n"), 0o644))
+	off, err := gitfs.Open(ctx, gitfs.Options{Src: bare, CacheDir: t.TempDir(), Index: gitfs.IndexOff})
+	require.NoError(t, err)
+	t.Cleanup(func() { off.Close() })
+	var opens atomic.Int64
+	counted := mounts.Watch(g, mounts.Watcher{Done: func(_ context.Context, c mounts.Call, _ error) {
+		if c.Op == mounts.OpOpen {
+			opens.Add(1)
+		}
+	}})
+	_, indexed := realWorkspace(t, map[string]mounts.FS{"/repo": counted, "/host": openHost(t, hostDir)})
+	_, scanned := realWorkspace(t, map[string]mounts.FS{"/repo": off, "/host": openHost(t, hostDir)})
+	for _, pat := range ripgrepPatterns {
+		for _, mode := range []string{"files", "content"} {
+			args := obj{"pattern": pat, "path": "/", "outputMode": mode, "headLimit": 0}
+			assert.Equal(t, ok(t, scanned, "grep", args), ok(t, indexed, "grep", args), "%q %s", pat, mode)
+		}
+	}
+	opens.Store(0)
+	ok(t, indexed, "grep", obj{"pattern": "fixme fixme fixme", "path": "/"})
+	all := ok(t, indexed, "glob", obj{"pattern": "**", "path": "/repo"})
+	assert.Less(t, opens.Load(), int64(strings.Count(all, "\n")/2), "the git mount below the root read only candidates")
+}

@@ -1,0 +1,470 @@
+package main
+
+// The writable git mount's rows (issue 15): an overlay over the commit,
+// against the read-only git mount, a memory mount and a native checkout, all
+// in the same run. The repository is generated (-overlay-files files, about
+// 13 000 by default, plus one 50 MiB file for the copy-up row).
+//
+// Sides:
+//
+//	overlay:  MNT/repo of `vfsmount mount --mount type=git,...,writable`
+//	          (memory upper), its synthesized .git included; a fresh mount
+//	          per cold run
+//	git:      MNT/repo of the read-only git mount (the read rows)
+//	memory:   MNT/memory of the same workspace as the overlay (the write rows)
+//	native:   a checkout of the same commit on /dev/shm, made by
+//	          git clone --shared (alternates, like the overlay's .git) and
+//	          git checkout: the same medium as the memory upper
+//
+// The read rows leave .git out on both sides (tar --exclude, find -prune):
+// they measure the commit's files. The git rows run each command once to
+// warm both sides (the first status builds git's untracked cache; on the
+// overlay the first answer of the fsmonitor hook after a mount is "/",
+// everything), then keep the best of -reps runs; the first status right
+// after the mount is reported apart.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// bigFile is the 50 MiB file of the copy-up row.
+const (
+	bigFile    = "assets/big.bin"
+	bigFileMiB = 50
+)
+
+// runOverlay measures the overlay rows on a generated repository.
+func runOverlay(o *options, bin string, verbose bool) error {
+	root, err := os.MkdirTemp("/var/tmp", "vfsmount-bench-overlay-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	src := filepath.Join(root, "repo")
+	top := max(1, (o.overlayFiles+250)/500)
+	start := time.Now()
+	if _, err := genGitRepo(src, top, 50, 10, 2); err != nil {
+		return fmt.Errorf("generate the repository: %w", err)
+	}
+	if err := addBigFile(src); err != nil {
+		return err
+	}
+	sha, err := gitOut(src, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	files := top*50*10 + 1
+	fmt.Printf("\ngenerated repository: %d files, 3 commits (%v)\n", files, time.Since(start).Round(time.Second))
+
+	native, err := os.MkdirTemp("/dev/shm", "vfsmount-bench-native-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(native)
+	if _, err := gitOut(root, "clone", "-q", "--shared", "--no-checkout", src, native); err != nil {
+		return err
+	}
+	if _, err := gitOut(native, "checkout", "-q", "--detach", sha); err != nil {
+		return err
+	}
+
+	writable := "type=git,src=" + src + ",rev=" + sha + ",dst=/repo,writable"
+	plain := "type=git,src=" + src + ",rev=" + sha + ",dst=/repo"
+	var r overlayResults
+	best := func(dst *float64, i int, v float64) {
+		if i == 0 || v < *dst {
+			*dst = v
+		}
+	}
+	for i := 0; i < o.reps; i++ {
+		// Reads: cold and warm full read, RSS, cold find; each side on
+		// fresh mounts.
+		for _, side := range []struct {
+			spec             string
+			cold, warm, find *float64
+			rss              *int64
+			ready            *float64
+		}{
+			{writable, &r.cold, &r.warm, &r.find, &r.rss, &r.ready},
+			{plain, &r.coldGit, &r.warmGit, &r.findGit, &r.rssGit, &r.readyGit},
+		} {
+			var cold, warm, find float64
+			var rss int64
+			ready, err := withMount(bin, verbose, []string{side.spec}, "repo", func(mnt string, pid int) error {
+				dropCaches(o)
+				var err error
+				if cold, err = timeTarExcl(filepath.Join(mnt, "repo")); err != nil {
+					return err
+				}
+				if warm, err = timeTarExcl(filepath.Join(mnt, "repo")); err != nil {
+					return err
+				}
+				rss, err = vmRSS(pid)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if _, err := withMount(bin, verbose, []string{side.spec}, "repo", func(mnt string, _ int) error {
+				dropCaches(o)
+				var err error
+				find, err = timeFindExcl(filepath.Join(mnt, "repo"), files)
+				return err
+			}); err != nil {
+				return err
+			}
+			best(side.cold, i, cold)
+			best(side.warm, i, warm)
+			best(side.find, i, find)
+			best(side.ready, i, ready)
+			if i == 0 || rss < *side.rss {
+				*side.rss = rss
+			}
+		}
+
+		// Writes and git, in one workspace: the overlay and a memory
+		// mount side by side.
+		if _, err := withMount(bin, verbose, []string{writable, "type=memory,dst=/memory"}, "repo", func(mnt string, _ int) error {
+			repo := filepath.Join(mnt, "repo")
+			v, err := timeSmallFiles(filepath.Join(repo, fmt.Sprintf("new%d", i)))
+			if err != nil {
+				return err
+			}
+			best(&r.small, i, v)
+			if v, err = timeSmallFiles(filepath.Join(mnt, "memory", fmt.Sprintf("new%d", i))); err != nil {
+				return err
+			}
+			best(&r.smallMem, i, v)
+			if v, err = timeCopyUp(filepath.Join(repo, bigFile)); err != nil {
+				return err
+			}
+			best(&r.copyUp, i, v)
+			if v, err = timeBigWrite(filepath.Join(mnt, "memory", fmt.Sprintf("big%d.bin", i))); err != nil {
+				return err
+			}
+			best(&r.copyUpMem, i, v)
+			// The writes above are not the git rows' changes.
+			if err := os.RemoveAll(filepath.Join(repo, fmt.Sprintf("new%d", i))); err != nil {
+				return err
+			}
+			if _, err := gitOut(repo, "checkout", "-q", "--", bigFile); err != nil {
+				return err
+			}
+			return gitRows(&r, i, repo, native, best)
+		}); err != nil {
+			return err
+		}
+	}
+	r.print(files, o)
+	return nil
+}
+
+// gitRows times the git commands on the overlay and on the native
+// checkout, leaving both as they were.
+func gitRows(r *overlayResults, i int, repo, native string, best func(*float64, int, float64)) error {
+	first, err := timeGit(repo, "status", "--porcelain")
+	if err != nil {
+		return err
+	}
+	best(&r.statusFirst, i, first)
+	for _, side := range []struct {
+		dir                        string
+		clean, dirty, diff, commit *float64
+	}{
+		{repo, &r.statusClean, &r.statusDirty, &r.diff, &r.commit},
+		{native, &r.statusCleanN, &r.statusDirtyN, &r.diffN, &r.commitN},
+	} {
+		if _, err := timeGit(side.dir, "status", "--porcelain"); err != nil { // warm
+			return err
+		}
+		v, err := timeGit(side.dir, "status", "--porcelain")
+		if err != nil {
+			return err
+		}
+		best(side.clean, i, v)
+		changed, err := changeTen(side.dir)
+		if err != nil {
+			return err
+		}
+		if _, err := timeGit(side.dir, "status", "--porcelain"); err != nil { // warm
+			return err
+		}
+		if v, err = timeGitCheck(side.dir, changed, "status", "--porcelain"); err != nil {
+			return err
+		}
+		best(side.dirty, i, v)
+		if v, err = timeGit(side.dir, "diff"); err != nil {
+			return err
+		}
+		best(side.diff, i, v)
+		if v, err = timeGit(side.dir, "-c", "user.name=B", "-c", "user.email=b@example.com", "commit", "-qam", "ten"); err != nil {
+			return err
+		}
+		best(side.commit, i, v)
+		// Back to the commit: the next run starts clean.
+		if _, err := gitOut(side.dir, "reset", "-q", "--hard", "HEAD~1"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type overlayResults struct {
+	ready, readyGit              float64
+	cold, coldGit, warm, warmGit float64
+	find, findGit                float64
+	rss, rssGit                  int64
+	small, smallMem              float64
+	copyUp, copyUpMem            float64
+	statusFirst                  float64
+	statusClean, statusCleanN    float64
+	statusDirty, statusDirtyN    float64
+	diff, diffN, commit, commitN float64
+}
+
+func (r *overlayResults) print(files int, o *options) {
+	fmt.Printf("\nwritable git mount (overlay, memory upper) of a %d-file commit; best of %d\n\n", files, o.reps)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "workload\t overlay\t baseline\t ratio")
+	fmt.Fprintln(tw, "--------\t -------\t --------\t -----")
+	row := func(w workload, v, b float64, base string) {
+		cell, _ := ratioCell(w, v/b)
+		if w.Unit == "MiB" {
+			cell = strings.Replace(cell, "throughput", "memory", 1)
+		}
+		fmt.Fprintf(tw, "%s\t %s\t %s %s\t %s\n", w.Name, value(v, w.Unit), value(b, w.Unit), base, cell)
+	}
+	row(workload{Name: "overlay: mount ready (+ .git)", Unit: "ms"}, r.ready, r.readyGit, "(git mount)")
+	row(workload{Name: "overlay: cold full read (tar -c)", Unit: "ms", Target: 1.2}, r.cold, r.coldGit, "(git mount)")
+	row(workload{Name: "overlay: warm full read (tar -c)", Unit: "ms", Target: 1.2}, r.warm, r.warmGit, "(git mount)")
+	row(workload{Name: "overlay: cold find -type f", Unit: "ms", Target: 1.2}, r.find, r.findGit, "(git mount)")
+	row(workload{Name: "overlay: RSS after a full read", Unit: "MiB", Target: 1.2}, float64(r.rss)/(1<<20), float64(r.rssGit)/(1<<20), "(git mount)")
+	row(workload{Name: "overlay: write 1,000 4 KiB files", Unit: "ms"}, r.small, r.smallMem, "(memory mount)")
+	row(workload{Name: "overlay: 50 MiB copy-up (append 1 byte)", Unit: "ms"}, r.copyUp, r.copyUpMem, "(memory: write 50 MiB)")
+	row(workload{Name: "overlay: git status, first after mount", Unit: "ms"}, r.statusFirst, r.statusCleanN, "(native, clean)")
+	row(workload{Name: "overlay: git status, clean", Unit: "ms", Target: 1.2}, r.statusClean, r.statusCleanN, "(native)")
+	row(workload{Name: "overlay: git status, 10 changes", Unit: "ms", Target: 1.5}, r.statusDirty, r.statusDirtyN, "(native)")
+	row(workload{Name: "overlay: git diff, 10 changes", Unit: "ms"}, r.diff, r.diffN, "(native)")
+	row(workload{Name: "overlay: git commit -a, 10 changes", Unit: "ms"}, r.commit, r.commitN, "(native)")
+	tw.Flush()
+	verdict := "ok"
+	if r.statusDirty > 100 {
+		verdict = "MISSED"
+	}
+	fmt.Printf("\ngit status with 10 changes: %.1f ms (target <= 100 ms: %s)\n", r.statusDirty, verdict)
+	switch {
+	case o.dropped:
+		fmt.Println("page cache dropped before each cold phase (echo 3 > /proc/sys/vm/drop_caches)")
+	case o.dropErr != nil:
+		fmt.Printf("page cache NOT dropped (%v): cold rows are warm for the kernel\n", o.dropErr)
+	}
+}
+
+// withMount starts `bin mount` with the mount specs, waits for MNT/sub,
+// runs fn and unmounts; it returns the milliseconds until MNT/sub listed.
+func withMount(bin string, verbose bool, specs []string, sub string, fn func(mnt string, pid int) error) (float64, error) {
+	mnt, err := os.MkdirTemp("", "vfsmount-bench-ovmnt-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(mnt)
+	var args []string
+	for _, s := range specs {
+		args = append(args, "--mount", s)
+	}
+	start := time.Now()
+	d, err := startDaemon(bin, mnt, verbose, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer d.stop()
+	dir := filepath.Join(mnt, sub)
+	for {
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			break
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			return 0, fmt.Errorf("vfsmount exited before the mount was ready (%v):\n%s", err, d.log.String())
+		case <-time.After(time.Millisecond):
+		}
+		if time.Since(start) > 2*time.Minute {
+			_ = d.cmd.Process.Kill()
+			return 0, fmt.Errorf("not mounted after two minutes:\n%s", d.log.String())
+		}
+	}
+	ready := ms(time.Since(start))
+	ferr := fn(mnt, d.cmd.Process.Pid)
+	if err := d.stop(); err != nil && ferr == nil {
+		ferr = fmt.Errorf("unmount: %w", err)
+	}
+	return ready, ferr
+}
+
+// timeTarExcl is timeTar without the .git directory.
+func timeTarExcl(dir string) (float64, error) {
+	cmd := exec.Command("tar", "-cf", "-", "--exclude=./.git", "-C", dir, ".")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	n, cerr := io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("tar: %w: %s", err, errb.String())
+	}
+	if cerr != nil || n == 0 {
+		return 0, fmt.Errorf("tar wrote %d bytes: %v", n, cerr)
+	}
+	return ms(time.Since(start)), nil
+}
+
+// timeFindExcl is timeFind without the .git directory.
+func timeFindExcl(dir string, want int) (float64, error) {
+	start := time.Now()
+	out, err := exec.Command("find", dir, "-path", filepath.Join(dir, ".git"), "-prune", "-o", "-type", "f", "-print").Output()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("find: %w", err)
+	}
+	if n := bytes.Count(out, []byte("\n")); n != want {
+		return 0, fmt.Errorf("find saw %d files, want %d", n, want)
+	}
+	return ms(elapsed), nil
+}
+
+// timeSmallFiles times writing 1,000 files of 4 KiB into a new directory.
+func timeSmallFiles(dir string) (float64, error) {
+	data := bytes.Repeat([]byte("x"), 4096)
+	start := time.Now()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return 0, err
+	}
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), data, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	return ms(time.Since(start)), nil
+}
+
+// timeCopyUp times the first change of a lower file: an append of one
+// byte, which copies it up whole.
+func timeCopyUp(name string) (float64, error) {
+	start := time.Now()
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return 0, err
+	}
+	_, werr := f.Write([]byte{'\n'})
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return 0, err
+	}
+	return ms(time.Since(start)), nil
+}
+
+// timeBigWrite times writing a 50 MiB file: what the copy-up writes.
+func timeBigWrite(name string) (float64, error) {
+	start := time.Now()
+	if err := writeBig(name, bigFileMiB); err != nil {
+		return 0, err
+	}
+	return ms(time.Since(start)), nil
+}
+
+// changeTen appends a line to ten files spread over the tree and returns
+// their names.
+func changeTen(dir string) ([]string, error) {
+	var names []string
+	for i := range 10 {
+		n := fmt.Sprintf("pkg%02d/mod%02d/file%02d.go", i*2%max(1, countTop(dir)), i*5, i)
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return nil, err
+		}
+		_, werr := f.WriteString("// changed\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+// countTop counts the generated top directories (pkgNN) of a tree.
+func countTop(dir string) int {
+	m, _ := filepath.Glob(filepath.Join(dir, "pkg*"))
+	return len(m)
+}
+
+// timeGit times one git command in dir.
+func timeGit(dir string, args ...string) (float64, error) {
+	return timeGitCheck(dir, nil, args...)
+}
+
+// timeGitCheck times a git command and, with want, checks that its output
+// names exactly those files as modified (status --porcelain).
+func timeGitCheck(dir string, want []string, args ...string) (float64, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), dir, err, errb.String())
+	}
+	if want != nil {
+		var b strings.Builder
+		want = slices.Sorted(slices.Values(want))
+		for _, n := range want {
+			b.WriteString(" M " + n + "\n")
+		}
+		if out.String() != b.String() {
+			return 0, fmt.Errorf("git %s in %s: got\n%swant\n%s", strings.Join(args, " "), dir, out.String(), b.String())
+		}
+	}
+	return ms(elapsed), nil
+}
+
+// addBigFile commits a 50 MiB file (random, so no compression helps) on
+// top of the repository's HEAD.
+func addBigFile(src string) error {
+	p := filepath.Join(src, bigFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	data := make([]byte, bigFileMiB<<20)
+	_, _ = rand.Read(data)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return err
+	}
+	// The repository has no checkout: the index starts as HEAD.
+	if _, err := gitOut(src, "read-tree", "HEAD"); err != nil {
+		return err
+	}
+	if _, err := gitOut(src, "add", bigFile); err != nil {
+		return err
+	}
+	_, err := gitOut(src, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-qm", "big file")
+	return err
+}

@@ -1,0 +1,209 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/writablegit"
+)
+
+// Diff is what changed from checkpoint from to checkpoint to ("" means
+// the workspace now), limited to paths (workspace paths; none means all),
+// as git prints it in format: a git diff that git apply takes, names
+// prefixed by their mount for a memory mount and the repository's own for
+// a writable git mount (as its export prints them). A mount a checkpoint
+// does not hold (a host directory, or a tree that restarted without it)
+// has no part in it. It needs the git program.
+func (w *Workspace) Diff(ctx context.Context, from, to string, format gitfs.DiffFormat, paths ...string) (string, error) {
+	if _, err := w.Get(from); err != nil {
+		return "", err
+	}
+	if to != "" {
+		if _, err := w.Get(to); err != nil {
+			return "", err
+		}
+	}
+	sel, err := w.pick(paths)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, m := range w.Mounts() {
+		names, ok := sel[m.Prefix]
+		if !ok || m.Tree == nil || !m.Has(from) || (to != "" && !m.Has(to)) {
+			continue
+		}
+		a, err := w.View(ctx, from, m.Prefix)
+		if err != nil {
+			return "", err
+		}
+		var z mounts.FS = m.Tree
+		if m.Overlay != nil {
+			z = m.Overlay
+		}
+		if to != "" {
+			if z, err = w.View(ctx, to, m.Prefix); err != nil {
+				return "", err
+			}
+		}
+		var text string
+		if m.Git != nil {
+			text, err = gitDiff(ctx, m.Git, a, z, format, names)
+		} else {
+			text, err = memoryDiff(ctx, m.Prefix, a, z, format, names)
+		}
+		if err != nil {
+			return "", fmt.Errorf("diff of %s: %w", m.Prefix, err)
+		}
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+// gitDiff diffs two states of a writable git mount.
+func gitDiff(ctx context.Context, g *writablegit.FS, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
+	a, ok := from.(writablegit.State)
+	z, ok2 := to.(writablegit.State)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("not overlays: %T, %T", from, to)
+	}
+	return g.DiffStates(ctx, a, z, format, names...)
+}
+
+// memoryDiff diffs two states of a memory mount with git: both are written
+// as commits into a scratch repository by git fast-import, and diffed by
+// git diff-tree. File names carry the mount's prefix.
+func memoryDiff(ctx context.Context, prefix string, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return "", fmt.Errorf("%w: %v", gitfs.ErrNoGit, err)
+	}
+	tmp, err := os.MkdirTemp("", "vfsmount-ckdiff-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	run := func(stdin *bytes.Buffer, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs", "--git-dir", tmp}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if stdin != nil {
+			cmd.Stdin = stdin
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+		}
+		return out.String(), nil
+	}
+	if _, err := run(nil, "init", "-q", "--bare"); err != nil {
+		return "", err
+	}
+	base := strings.TrimPrefix(prefix, "/")
+	var stream bytes.Buffer
+	w := bufio.NewWriter(&stream)
+	for _, side := range []struct {
+		ref  string
+		fsys mounts.FS
+	}{{"refs/heads/from", from}, {"refs/heads/to", to}} {
+		fmt.Fprintf(w, "commit %s\ncommitter vfsmount <vfsmount> 0 +0000\ndata 0\n", side.ref)
+		if err := importTree(ctx, w, side.fsys, ".", base); err != nil {
+			return "", err
+		}
+		w.WriteString("\n")
+	}
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	if _, err := run(&stream, "fast-import", "--quiet"); err != nil {
+		return "", err
+	}
+	args := []string{"diff-tree", "-r", "-M", "--no-color"}
+	switch format {
+	case gitfs.Stat:
+		args = append(args, "--stat")
+	case gitfs.NameStatus:
+		args = append(args, "--name-status")
+	default:
+		args = append(args, "-p", "--binary", "--full-index")
+	}
+	args = append(args, "refs/heads/from", "refs/heads/to", "--")
+	for _, n := range names {
+		args = append(args, path.Join(base, n))
+	}
+	return run(nil, args...)
+}
+
+// importTree writes the files and symlinks at and below name as
+// fast-import file commands, under base.
+func importTree(ctx context.Context, w *bufio.Writer, fsys mounts.FS, name, base string) error {
+	ents, err := fsys.ReadDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		child := mounts.Join(name, e.Name)
+		full := filepath.ToSlash(path.Join(base, child))
+		switch {
+		case e.Type.IsDir():
+			if err := importTree(ctx, w, fsys, child, base); err != nil {
+				return err
+			}
+		case e.Type&fs.ModeSymlink != 0:
+			target, err := fsys.ReadLink(ctx, child)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "M 120000 inline %s\ndata %d\n%s\n", quotePath(full), len(target), target)
+		case e.Type.IsRegular():
+			a, err := fsys.Stat(ctx, child)
+			if err != nil {
+				return err
+			}
+			data, err := mounts.ReadFile(ctx, fsys, child)
+			if err != nil {
+				return err
+			}
+			mode := "100644"
+			if a.Mode&0o111 != 0 {
+				mode = "100755"
+			}
+			fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quotePath(full), len(data))
+			w.Write(data)
+			w.WriteString("\n")
+		}
+	}
+	return nil
+}
+
+// quotePath quotes a path for fast-import when it needs it: C style, as
+// git writes them.
+func quotePath(p string) string {
+	if !strings.ContainsAny(p, "\"\\\n") && !strings.HasPrefix(p, "\"") {
+		return p
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

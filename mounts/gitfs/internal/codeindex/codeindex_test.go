@@ -1,0 +1,266 @@
+package codeindex
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// build indexes files (in shards shards) and reads the index back.
+func build(t *testing.T, files [][]byte, shards int) *Index {
+	t.Helper()
+	names := make([]string, len(files))
+	for i := range files {
+		names[i] = "f" + string(rune('a'+i%26)) + "/" + strings.Repeat("x", i%5)
+	}
+	b := NewBuilder(names, shards)
+	for k := range b.Shards() {
+		lo, hi := b.Range(k)
+		for id := lo; id < hi; id++ {
+			b.Add(k, id, files[id])
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
+	ix, err := parse(buf.Bytes(), []byte("tree"))
+	require.NoError(t, err)
+	require.Equal(t, names, ix.names)
+	return ix
+}
+
+// alphabet of the random texts and patterns: ASCII letters both cases,
+// runes with unusual folds (K, the Kelvin sign, ſ), a newline, and bytes
+// that are not UTF-8.
+var textPieces = []string{"a", "b", "c", "A", "B", "K", "k", "\u212a", "s", "S", "\u017f", "é", "É", "\n", " ", "\xff", "\xe2\x82", "ab", "abc", "Abc"}
+
+var patPieces = []string{"a", "b", "c", "A", "B", "K", "k", "s", "é", "ab", "abc", "bca", "kk", "\\n", " ", ".", "[ab]", "[^a]", "\\x{FFFD}", "\\w", "\\s", "(?:ab|bc)", "x?", "c+", "a{2}", "^", "$", "\\b", "[a-c]{2,3}", "(?i:abc)", "\\pL"}
+
+func randText(r *rand.Rand) []byte {
+	var b []byte
+	for range r.IntN(40) {
+		b = append(b, textPieces[r.IntN(len(textPieces))]...)
+	}
+	return b
+}
+
+func randPattern(r *rand.Rand) string {
+	var b strings.Builder
+	flags := []string{"", "(?i)", "(?s)", "(?m)", "(?i)(?m)(?s)"}
+	b.WriteString(flags[r.IntN(len(flags))])
+	for range 1 + r.IntN(6) {
+		p := patPieces[r.IntN(len(patPieces))]
+		if r.IntN(8) == 0 {
+			p = "(?:" + p + "|" + patPieces[r.IntN(len(patPieces))] + ")"
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// TestNoMissedMatch is the property the search depends on: every file a
+// regexp matches (as Go's regexp matches it) is a candidate.
+func TestNoMissedMatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(18, 1))
+	files := make([][]byte, 300)
+	for i := range files {
+		files[i] = randText(r)
+	}
+	files[7] = append([]byte("abc\x00"), files[7]...) // binary: always scanned
+	files[8] = nil
+	ix := build(t, files, 3)
+	assert.Equal(t, 1, ix.Scanned())
+	narrowed := 0
+	for range 3000 {
+		pat := randPattern(r)
+		re, err := regexp.Compile(pat)
+		require.NoError(t, err, pat)
+		sre, err := syntax.Parse(pat, syntax.Perl)
+		require.NoError(t, err)
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
+		require.NoError(t, err)
+		if all {
+			continue
+		}
+		narrowed++
+		for id, data := range files {
+			if re.Match(data) {
+				_, found := slices.BinarySearch(ids, uint32(id))
+				require.Truef(t, found, "pattern %q matches file %d %q, which is not a candidate (query %v)", pat, id, data, Query(sre))
+			}
+		}
+	}
+	assert.Greater(t, narrowed, 1000, "most patterns narrow (a broken analysis would answer all)")
+}
+
+// TestNarrows checks the index does narrow: literal, regexp and
+// case-insensitive patterns choose the files that hold them.
+func TestNarrows(t *testing.T) {
+	files := [][]byte{
+		[]byte("package main\nfunc Hello() {}\n"),
+		[]byte("nothing to see here\n"),
+		[]byte("HELLO world\n"),
+		[]byte("hel\nlo\n"),
+		[]byte("caf\xe9 hello\xff"), // invalid UTF-8: indexed as read
+		[]byte("bin\x00hello"),      // binary: always a candidate
+	}
+	ix := build(t, files, 2)
+	for _, c := range []struct {
+		pat  string
+		want []uint32
+	}{
+		{"Hello", []uint32{0, 5}},
+		{"(?i)hello", []uint32{0, 2, 4, 5}},
+		{"H[Ee]LLO|see", []uint32{1, 2, 5}},
+		{"(?s)hel.lo", []uint32{3, 4, 5}}, // hel AND llo
+		{"\\x{FFFD}", nil},                // a single rune: fewer than three bytes? no: three
+		{"zzz", []uint32{5}},
+	} {
+		sre, err := syntax.Parse(c.pat, syntax.Perl)
+		require.NoError(t, err)
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
+		require.NoError(t, err)
+		if c.pat == "\\x{FFFD}" {
+			// U+FFFD is three bytes: the invalid bytes of file 4 are it.
+			assert.False(t, all)
+			assert.Equal(t, []uint32{4, 5}, ids, c.pat)
+			continue
+		}
+		assert.False(t, all, c.pat)
+		assert.Equal(t, c.want, ids, c.pat)
+	}
+	for _, pat := range []string{".", "[a-z]", "a", "x*", "\\w+"} {
+		sre, err := syntax.Parse(pat, syntax.Perl)
+		require.NoError(t, err)
+		_, all, err := ix.Candidates(Query(sre), Literals(sre))
+		require.NoError(t, err)
+		assert.True(t, all, "%q cannot narrow", pat)
+	}
+}
+
+// TestShardsAgree: the shard count changes nothing in the file written.
+func TestShardsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	files := make([][]byte, 100)
+	for i := range files {
+		files[i] = randText(r)
+	}
+	var outs [][]byte
+	for _, shards := range []int{1, 2, 7, 100} {
+		names := make([]string, len(files))
+		b := NewBuilder(names, shards)
+		for k := range b.Shards() {
+			lo, hi := b.Range(k)
+			for id := lo; id < hi; id++ {
+				b.Add(k, id, files[id])
+			}
+		}
+		var buf bytes.Buffer
+		require.NoError(t, b.WriteTo(&buf, []byte("k")))
+		outs = append(outs, buf.Bytes())
+	}
+	for i := 1; i < len(outs); i++ {
+		assert.Equal(t, outs[0], outs[i], "shards %d", i)
+	}
+}
+
+func publish(t *testing.T, dir string) string {
+	t.Helper()
+	b := NewBuilder([]string{"a", "b/c"}, 1)
+	b.Add(0, 0, []byte("hello world"))
+	b.Add(0, 1, []byte("goodbye world"))
+	var buf bytes.Buffer
+	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
+	require.NoError(t, Publish(dir, "idx", buf.Bytes()))
+	return filepath.Join(dir, "idx")
+}
+
+// TestCorrupt flips every byte and cuts the file at every length: each
+// is refused with ErrCorrupt, none is read as an index.
+func TestCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	name := publish(t, dir)
+	good, err := os.ReadFile(name)
+	require.NoError(t, err)
+	_, err = Open(name, []byte("tree"))
+	require.NoError(t, err)
+	_, err = Open(name, []byte("other"))
+	assert.ErrorIs(t, err, ErrCorrupt, "another tree's index")
+	for i := range good {
+		bad := slices.Clone(good)
+		bad[i] ^= 0x5a
+		_, err := parse(bad, []byte("tree"))
+		require.ErrorIsf(t, err, ErrCorrupt, "byte %d flipped", i)
+	}
+	for n := range len(good) {
+		_, err := parse(good[:n], []byte("tree"))
+		require.ErrorIsf(t, err, ErrCorrupt, "cut at %d", n)
+	}
+	_, err = Open(filepath.Join(dir, "missing"), []byte("tree"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestPublishFailure: a write that fails (a full disk) publishes nothing
+// and leaves no temporary file; the old index stays.
+func TestPublishFailure(t *testing.T) {
+	dir := t.TempDir()
+	name := publish(t, dir)
+	before, err := os.ReadFile(name)
+	require.NoError(t, err)
+	full := func(w io.Writer) error {
+		w.Write([]byte("VFSC"))
+		return syscall.ENOSPC
+	}
+	err = PublishTo(dir, "idx", full)
+	assert.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+	after, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "the temporary file is removed")
+}
+
+// TestLiteralsNarrowPastTrigrams: a file with every trigram of a literal,
+// but not adjacent, is left out by the follow masks.
+func TestLiteralsNarrowPastTrigrams(t *testing.T) {
+	// A filler whose follow bit is neither d's nor D's.
+	filler := byte('e')
+	for ; followBit(filler)&(followBit('d')|followBit('D')) != 0; filler++ {
+	}
+	ix := build(t, [][]byte{[]byte("abc" + string(filler) + "bcd"), []byte("xabcdx"), []byte("ABCD")}, 1)
+	for _, c := range []struct {
+		pat  string
+		want []uint32
+	}{
+		{"abcd", []uint32{1}},
+		{"(?i)abcd", []uint32{1, 2}},
+		{"a[b]c[d-d]", []uint32{1}},
+		{"(abcd)+", []uint32{0, 1}}, // a repeat: trigrams only
+	} {
+		sre, err := syntax.Parse(c.pat, syntax.Perl)
+		require.NoError(t, err)
+		ids, all, err := ix.Candidates(Query(sre), Literals(sre))
+		require.NoError(t, err)
+		assert.False(t, all, c.pat)
+		assert.Equal(t, c.want, ids, c.pat)
+	}
+	sre, err := syntax.Parse("(?i)kiss", syntax.Perl)
+	require.NoError(t, err)
+	assert.Empty(t, Literals(sre), "k and s fold to non-ASCII runes: no bytes to spell them")
+	sre, err = syntax.Parse("(?i)IDENT4242", syntax.Perl)
+	require.NoError(t, err)
+	require.Len(t, Literals(sre), 1)
+	assert.Len(t, Literals(sre)[0], 9)
+}

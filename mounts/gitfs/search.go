@@ -1,0 +1,402 @@
+package gitfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp/syntax"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/codeindex"
+)
+
+// IndexMode says when a mount builds the search index of its tree.
+type IndexMode string
+
+const (
+	// IndexLazy builds it in the background on the first search (the
+	// default): a mount nobody searches costs nothing.
+	IndexLazy IndexMode = ""
+	// IndexEager starts building it when the mount opens.
+	IndexEager IndexMode = "eager"
+	// IndexOff never indexes: every search scans.
+	IndexOff IndexMode = "off"
+)
+
+var _ mounts.SearchFS = (*FS)(nil)
+
+// searcher holds the trigram index of the served tree (see "Search" in
+// the package doc). The index is found in, or built into, the cache
+// directory, keyed by the tree's id, so every mount of a commit with the
+// same tree — on this machine, in any daemon — shares it.
+type searcher struct {
+	f    *FS
+	dir  string // where indexes live; "" keeps the index in memory only
+	key  []byte // the served tree's id
+	mode IndexMode
+
+	mu       sync.Mutex
+	ix       *codeindex.Index
+	building bool
+	failed   bool          // a build failed: searches scan for the life of the mount
+	started  bool          // a build was started once
+	built    chan struct{} // closed when the build under way ends
+	stop     chan struct{} // closed by close
+	// quietUntil (Unix nanoseconds) is when the scan of a search that
+	// could not narrow may have started reading files: until then, or
+	// while a scan reads the mount, the build waits.
+	quietUntil atomic.Int64
+	paused     atomic.Int64 // nanoseconds the build waited for scans
+	wg         sync.WaitGroup
+	closed     bool
+}
+
+func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
+	s := &searcher{f: f, key: bytes.Clone(f.root.hash[:]), mode: mode, stop: make(chan struct{})}
+	if cacheDir != "" {
+		s.dir = filepath.Join(cacheDir, "index")
+	}
+	if mode == IndexEager {
+		s.index()
+	}
+	return s
+}
+
+// file is the index's file name: the tree id and the format's version.
+func (s *searcher) file() string { return plumbing.Hash(s.key).String() + ".v2.idx" }
+
+// Candidates names the files at or below dir that may hold a match of re
+// (mounts.SearchFS), from the index of the tree. Until the index is
+// there — the first search starts building it, in the background — and
+// for a pattern that every file may match, it says it cannot narrow, and
+// the search scans.
+func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]string, bool, error) {
+	n, err := f.resolve(ctx, "search", dir)
+	if err != nil {
+		return nil, false, err
+	}
+	if !n.kind.isDir() {
+		return nil, false, mounts.PathErr("search", dir, mounts.ErrNotDir)
+	}
+	ix := f.search.index()
+	if ix == nil {
+		return nil, false, nil
+	}
+	ids, all, err := ix.Candidates(codeindex.Query(re), codeindex.Literals(re))
+	if err != nil {
+		// A bad posting list past the checksum: not to be trusted.
+		f.search.drop(ix, err)
+		return nil, false, nil
+	}
+	if all {
+		return nil, false, nil
+	}
+	prefix := ""
+	if dir != "." {
+		prefix = dir + "/"
+	}
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if name := ix.Name(id); strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	return names, true, nil
+}
+
+// index returns the index, or nil while there is none: it reads it from
+// the cache directory on first use, and starts a build when that fails.
+func (s *searcher) index() *codeindex.Index {
+	if s.mode == IndexOff {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ix != nil || s.building || s.failed || s.closed {
+		return s.ix
+	}
+	if s.dir != "" {
+		ix, err := codeindex.Open(filepath.Join(s.dir, s.file()), s.key)
+		if err == nil {
+			s.ix = ix
+			return ix
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", unwrapPath(err))
+		}
+	}
+	if s.mode != IndexEager || s.started {
+		// A search starts it, and scans now: the build keeps out of
+		// its way until the scan reads (and then while it reads).
+		s.quietUntil.Store(time.Now().Add(s.f.walk.th.Window).UnixNano())
+	}
+	s.started = true
+	s.building = true
+	s.built = make(chan struct{})
+	s.wg.Add(1)
+	go s.build()
+	return nil
+}
+
+// drop forgets ix, found bad, and builds the index again.
+func (s *searcher) drop(ix *codeindex.Index, err error) {
+	s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", err)
+	s.mu.Lock()
+	if s.ix == ix {
+		s.ix = nil
+		if s.dir != "" {
+			os.Remove(filepath.Join(s.dir, s.file()))
+		}
+	}
+	s.mu.Unlock()
+	s.index()
+}
+
+// wait waits for the build under way, if any, to end.
+func (s *searcher) wait() {
+	s.mu.Lock()
+	ch := s.built
+	s.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// WaitIndex starts the search index (as the first search does) and waits
+// until a build under way has ended, saved to the cache directory or not:
+// it reports whether searches narrow from now on. For tests and
+// benchmarks, and for a caller that would rather wait than scan.
+func (f *FS) WaitIndex(ctx context.Context) (bool, error) {
+	f.search.index()
+	done := make(chan struct{})
+	go func() {
+		f.search.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return f.search.index() != nil, nil
+}
+
+func (s *searcher) close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// indexed is one file of the tree to index.
+type indexed struct {
+	name string
+	hash plumbing.Hash
+}
+
+// build indexes the tree, publishes the index to the cache directory and
+// serves it. A failure to publish (a full disk) leaves the index served
+// from memory, logged once; a failure to read the tree leaves searches
+// scanning.
+func (s *searcher) build() {
+	defer s.wg.Done()
+	start := time.Now()
+	ix, data, err := s.make()
+	s.mu.Lock()
+	if err == nil {
+		s.ix = ix // served from here on, saved or not
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		if !errors.Is(err, errStopped) {
+			s.f.logOnce("indexbuild:"+s.file(), "gitfs: cannot build the search index; searches scan", "err", unwrapPath(err))
+		}
+	default:
+		paused := time.Duration(s.paused.Load())
+		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
+			"scanned", ix.Scanned(), "bytes", len(data), "took", (time.Since(start) - paused).Round(time.Microsecond),
+			"paused", paused.Round(time.Millisecond))
+		if s.dir == "" {
+			break
+		}
+		if err := codeindex.Publish(s.dir, s.file(), data); err != nil {
+			s.f.logOnce("indexsave:"+s.file(), "gitfs: cannot save the search index; it is kept in memory", "err", unwrapPath(err))
+		}
+	}
+	s.mu.Lock()
+	s.failed = err != nil
+	s.building = false
+	close(s.built)
+	s.mu.Unlock()
+}
+
+var errStopped = errors.New("mount closed")
+
+// make reads every file of the tree and indexes it.
+func (s *searcher) make() (*codeindex.Index, []byte, error) {
+	if err := s.pause(); err != nil {
+		return nil, nil, err
+	}
+	var files []indexed
+	if err := s.list(s.f.root.hash, "", &files); err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(files))
+	for i := range files {
+		names[i] = files[i].name
+	}
+	b := codeindex.NewBuilder(names, min(4, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	errs := make([]error, b.Shards())
+	for k := range b.Shards() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = s.fill(b, k, files)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	if err := b.WriteTo(&buf, s.key); err != nil {
+		return nil, nil, err
+	}
+	// A copy of the exact size: the buffer grew by doubling, and the
+	// index is held for the life of the mount.
+	data := bytes.Clone(buf.Bytes())
+	ix, err := codeindex.Parse(data, s.key)
+	return ix, data, err
+}
+
+// list appends the regular files below tree h, in walk order (the
+// entries of a directory by name, each directory's contents after it),
+// named below prefix.
+func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed) error {
+	if s.stopped() {
+		return errStopped
+	}
+	t, err := s.f.tree(h)
+	if err != nil {
+		return err
+	}
+	for i := range t.entries {
+		e := &t.entries[i]
+		switch e.kind {
+		case kindFile, kindExec:
+			*out = append(*out, indexed{prefix + e.name, e.hash})
+		case kindDir:
+			if err := s.list(e.hash, prefix+e.name+"/", out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *searcher) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return s.f.closed.Load()
+	}
+}
+
+// fill indexes the files of shard k. A file that cannot be read is marked
+// for scanning (the search then meets its error itself). While a scan is
+// reading the mount (a search that could not use the index, a tar), the
+// build waits, so that it does not slow the scan down.
+func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
+	lo, hi := b.Range(k)
+	var buf []byte
+	for id := lo; id < hi; id++ {
+		if err := s.pause(); err != nil {
+			return err
+		}
+		if data, ok := s.cached(files[id].hash, buf); ok {
+			// Decoded by a read of the mount (the scan of the search
+			// that started the build): no inflate.
+			buf = data
+			b.Add(k, id, data)
+			continue
+		}
+		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)
+		if err != nil || size > codeindex.MaxFileSize {
+			if r != nil {
+				r.Close()
+			}
+			b.Scan(id)
+			continue
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		_, err = io.ReadFull(r, buf)
+		r.Close()
+		if err != nil {
+			b.Scan(id)
+			continue
+		}
+		b.Add(k, id, buf)
+	}
+	return nil
+}
+
+// cached copies blob h into buf's storage when the blob cache holds it.
+func (s *searcher) cached(h plumbing.Hash, buf []byte) ([]byte, bool) {
+	bl, err := s.f.blobs.pin(h)
+	if bl == nil || err != nil {
+		return nil, false
+	}
+	defer s.f.blobs.release(bl)
+	if bl.size > codeindex.MaxFileSize {
+		return nil, false
+	}
+	if int64(cap(buf)) < bl.size {
+		buf = make([]byte, bl.size)
+	}
+	buf = buf[:bl.size]
+	if n, err := bl.readAt(buf, 0); int64(n) != bl.size || (err != nil && err != io.EOF) {
+		return nil, false
+	}
+	return buf, true
+}
+
+// pause waits while a scan reads the mount, or may be about to; it fails
+// once the mount closes.
+func (s *searcher) pause() error {
+	for s.f.walk.scanning() || time.Now().UnixNano() < s.quietUntil.Load() {
+		t0 := time.Now()
+		select {
+		case <-s.stop:
+			return errStopped
+		case <-time.After(scanPause):
+		}
+		s.paused.Add(int64(time.Since(t0)))
+	}
+	if s.stopped() {
+		return errStopped
+	}
+	return nil
+}
+
+// scanPause is how often a build waiting for a scan to end looks again.
+const scanPause = 20 * time.Millisecond

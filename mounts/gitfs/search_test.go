@@ -1,0 +1,205 @@
+package gitfs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
+)
+
+var searchFiles = map[string]string{
+	"a.go":         "package a\nfunc Hello() {}\n",
+	"b/c.txt":      "HELLO there\n",
+	"b/d/e.md":     "nothing here\n",
+	"b-c/f.txt":    "hello again\n",
+	"bin.dat":      "\x00binary hello",
+	"latin1.txt":   "caf\xe9 Hello",
+	"z/zz/zzz.txt": "zzz\n",
+}
+
+func parseRe(t *testing.T, pat string) *syntax.Regexp {
+	t.Helper()
+	re, err := syntax.Parse(pat, syntax.Perl)
+	require.NoError(t, err)
+	return re
+}
+
+// scanMatches is what a scan finds: the regular files below dir whose
+// content re matches, in walk order.
+func scanMatches(t *testing.T, f *FS, dir, pat string) []string {
+	t.Helper()
+	re := regexp.MustCompile(pat)
+	var out []string
+	walk(t, f, dir, func(name string, e mounts.DirEntry) {
+		if !e.Type.IsRegular() {
+			return
+		}
+		data, err := mounts.ReadFile(context.Background(), f, name)
+		require.NoError(t, err)
+		if re.Match(data) {
+			out = append(out, name)
+		}
+	})
+	return out
+}
+
+// candidates returns the candidates that match, as a search keeps them.
+func candidates(t *testing.T, f *FS, dir, pat string) ([]string, bool) {
+	t.Helper()
+	names, complete, err := f.Candidates(context.Background(), dir, parseRe(t, pat))
+	require.NoError(t, err)
+	if !complete {
+		return nil, false
+	}
+	re := regexp.MustCompile(pat)
+	var out []string
+	for _, n := range names {
+		data, err := mounts.ReadFile(context.Background(), f, n)
+		require.NoError(t, err)
+		if re.Match(data) {
+			out = append(out, n)
+		}
+	}
+	return out, true
+}
+
+func TestSearchThroughTheIndex(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	f := openFS(t, Options{Src: dir, CacheDir: cache})
+	ctx := context.Background()
+	assert.True(t, mounts.Capabilities(f).Has(mounts.CapSearch))
+
+	_, complete, err := f.Candidates(ctx, ".", parseRe(t, "Hello"))
+	require.NoError(t, err)
+	assert.False(t, complete, "the first search scans while the index builds")
+	f.search.wait()
+
+	for _, pat := range []string{"Hello", "(?i)hello", "H[Ee]LLO|nothing", "(?m)^zzz$", "café|caf\\x{FFFD}", "(?s)hello.again"} {
+		for _, d := range []string{".", "b", "b/d", "z"} {
+			got, ok := candidates(t, f, d, pat)
+			require.Truef(t, ok, "%q narrows once the index is built", pat)
+			assert.Equalf(t, scanMatches(t, f, d, pat), got, "%q in %s", pat, d)
+		}
+	}
+	names, complete, err := f.Candidates(ctx, ".", parseRe(t, "Hello"))
+	require.NoError(t, err)
+	require.True(t, complete)
+	assert.Equal(t, []string{"a.go", "bin.dat", "latin1.txt"}, names, "narrowed, binary always a candidate, in walk order")
+	for _, pat := range []string{".", "[a-z]", "x*"} {
+		_, complete, err := f.Candidates(ctx, ".", parseRe(t, pat))
+		require.NoError(t, err)
+		assert.False(t, complete, "%q cannot narrow", pat)
+	}
+	_, _, err = f.Candidates(ctx, "a.go", parseRe(t, "x"))
+	requirePathErr(t, err, mounts.ErrNotDir, "a.go")
+	_, _, err = f.Candidates(ctx, "nope", parseRe(t, "x"))
+	requirePathErr(t, err, os.ErrNotExist, "nope")
+
+	// The next mount of the commit starts warm, from the cache directory.
+	idx, err := filepath.Glob(filepath.Join(cache, "index", "*.idx"))
+	require.NoError(t, err)
+	require.Len(t, idx, 1)
+	g := openFS(t, Options{Src: dir, CacheDir: cache})
+	got, ok := candidates(t, g, ".", "Hello")
+	assert.True(t, ok, "warm from the first search")
+	assert.Equal(t, []string{"a.go", "latin1.txt"}, got)
+}
+
+// TestCorruptIndexIsRebuilt damages the published index in several ways:
+// each is ignored, logged once, rebuilt, and no search result is wrong.
+func TestCorruptIndexIsRebuilt(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	f := openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager})
+	f.search.wait()
+	idx, err := filepath.Glob(filepath.Join(cache, "index", "*.idx"))
+	require.NoError(t, err)
+	require.Len(t, idx, 1)
+	good, err := os.ReadFile(idx[0])
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name   string
+		damage func([]byte) []byte
+	}{
+		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"empty", func([]byte) []byte { return nil }},
+		{"flipped in the postings", func(b []byte) []byte { b[len(b)-20] ^= 0xff; return b }},
+		{"flipped in the names", func(b []byte) []byte { b[100] ^= 0x01; return b }},
+		{"another tree's", func(b []byte) []byte { b[13] ^= 0x01; return b }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(idx[0], c.damage(append([]byte(nil), good...)), 0o644))
+			var logs logBuffer
+			g := openFS(t, Options{Src: dir, CacheDir: cache, Logger: newLogger(&logs)})
+			_, complete, err := g.Candidates(context.Background(), ".", parseRe(t, "Hello"))
+			require.NoError(t, err)
+			assert.False(t, complete, "a bad index is not used")
+			g.search.wait()
+			_, _, _ = g.Candidates(context.Background(), ".", parseRe(t, "Hello"))
+			assert.Equal(t, 1, strings.Count(logs.String(), "search index ignored"), logs.String())
+			got, ok := candidates(t, g, ".", "(?i)hello")
+			assert.True(t, ok, "rebuilt")
+			assert.Equal(t, scanMatches(t, g, ".", "(?i)hello"), got)
+			again, err := os.ReadFile(idx[0])
+			require.NoError(t, err)
+			assert.Equal(t, good, again, "the rebuilt index is published over the bad one")
+		})
+	}
+}
+
+// TestIndexCannotBeSaved: a cache directory the index cannot be written
+// to (as a full disk) leaves the index in memory, logged; searches work.
+func TestIndexCannotBeSaved(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	// "index" is a file: nothing can be created below it.
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "index"), nil, 0o644))
+	var logs logBuffer
+	f := openFS(t, Options{Src: dir, CacheDir: cache, Logger: newLogger(&logs), Index: IndexEager})
+	f.search.wait()
+	got, ok := candidates(t, f, ".", "Hello")
+	assert.True(t, ok, "served from memory")
+	assert.Equal(t, []string{"a.go", "latin1.txt"}, got)
+	assert.Contains(t, logs.String(), "cannot save the search index")
+
+	off := openFS(t, Options{Src: dir, CacheDir: t.TempDir(), Index: IndexOff})
+	_, ok = candidates(t, off, ".", "Hello")
+	assert.False(t, ok, "index=off never narrows")
+}
+
+// TestConcurrentBuildersShareTheIndex: mounts of one tree building its
+// index at once into one cache directory (two daemons) publish whole
+// files; a later mount reads one, warm, and answers right.
+func TestConcurrentBuildersShareTheIndex(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	var fss []*FS
+	for range 4 {
+		fss = append(fss, openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager}))
+	}
+	for _, f := range fss {
+		ready, err := f.WaitIndex(context.Background())
+		require.NoError(t, err)
+		require.True(t, ready)
+	}
+	ents, err := os.ReadDir(filepath.Join(cache, "index"))
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "one index, no temporary file left")
+	var logs logBuffer
+	g := openFS(t, Options{Src: dir, CacheDir: cache, Logger: newLogger(&logs)})
+	got, ok := candidates(t, g, ".", "(?i)hello")
+	assert.True(t, ok, "warm")
+	assert.Equal(t, scanMatches(t, g, ".", "(?i)hello"), got)
+	assert.NotContains(t, logs.String(), "ignored")
+}

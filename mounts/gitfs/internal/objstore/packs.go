@@ -764,7 +764,9 @@ type baseEntry struct {
 }
 
 func newBaseCache(max int64) *baseCache {
-	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(len(e.data)) }, nil)}
+	// A base costs its capacity, not its length: a patched base is a
+	// grown buffer, up to twice its length, all of it held.
+	return &baseCache{max: max, lru: lru.New[baseKey](max, func(e baseEntry) int64 { return int64(cap(e.data)) }, nil)}
 }
 
 func (c *baseCache) get(pack uint64, off int64) (baseEntry, bool) {
@@ -780,7 +782,7 @@ func (c *baseCache) get(pack uint64, off int64) (baseEntry, bool) {
 // put adds a base; one larger than a quarter of the cache is not kept, so
 // a single large file does not flush every other chain.
 func (c *baseCache) put(pack uint64, off int64, data []byte, typ plumbing.ObjectType) {
-	if int64(len(data)) > c.max/4 {
+	if int64(cap(data)) > c.max/4 {
 		return
 	}
 	c.mu.Lock()

@@ -31,7 +31,8 @@
 //     attributes are cached for an hour, files are opened with
 //     FOPEN_KEEP_CACHE so the page cache survives close and reopen, and
 //     directories with FOPEN_CACHE_DIR so listings are cached too.
-//     Such opens (and every open of an immutable connection, below) tell
+//     A read-only open with FOPEN_KEEP_CACHE (here, and for the memory
+//     mount below), and every open of an immutable connection, tells
 //     the mount so ([mounts.WithPagesKept]), so that a git mount does not
 //     keep decoded what the page cache now holds.
 //   - External mounts (a host directory other programs edit) use one-second

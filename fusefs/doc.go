@@ -31,6 +31,10 @@
 //     attributes are cached for an hour, files are opened with
 //     FOPEN_KEEP_CACHE so the page cache survives close and reopen, and
 //     directories with FOPEN_CACHE_DIR so listings are cached too.
+//     A read-only open with FOPEN_KEEP_CACHE (here, and for the memory
+//     mount below), and every open of an immutable connection, tells
+//     the mount so ([mounts.WithPagesKept]), so that a git mount does not
+//     keep decoded what the page cache now holds.
 //   - External mounts (a host directory other programs edit) use one-second
 //     entry and attribute timeouts and drop the page cache on every open,
 //     the trade-off libfuse makes by default: nothing tells us about their

@@ -150,7 +150,10 @@ func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res f
 		if !ok {
 			return nil, mounts.PathErr("read", ".", syscall.ENOENT)
 		}
-		return n.conn.fsys.Open(n.conn.ctx(ctx), name)
+		// The kernel keeps the pages it reads here across opens,
+		// so the mount need not keep the content after the file
+		// leaves the reader cache.
+		return n.conn.fsys.Open(mounts.WithPagesKept(n.conn.ctx(ctx)), name)
 	})
 	if err != nil {
 		return nil, n.conn.errs.errno("read", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -28,9 +29,11 @@ import (
 
 // countingFS counts the files opened through it and closes them as they
 // are closed, so a test can tell whether the kernel asked before opening.
+// kept counts the opens whose context says the kernel keeps the pages
+// (mounts.PagesKept).
 type countingFS struct {
 	describedFS
-	opens, open atomic.Int64
+	opens, open, kept atomic.Int64
 }
 
 func (c *countingFS) Open(ctx context.Context, name string) (mounts.File, error) {
@@ -38,6 +41,9 @@ func (c *countingFS) Open(ctx context.Context, name string) (mounts.File, error)
 	if err == nil {
 		c.opens.Add(1)
 		c.open.Add(1)
+		if mounts.PagesKept(ctx) {
+			c.kept.Add(1)
+		}
 		f = &openCountedFile{File: f, c: c}
 	}
 	return f, err
@@ -566,4 +572,50 @@ func TestImmutableRoots(t *testing.T) {
 		assert.Equal(t, []string{"."}, ImmutableRoots(git()))
 		assert.Nil(t, ImmutableRoots(mem()))
 	})
+}
+
+// The kernel face tells the mount when the kernel keeps the pages it
+// reads past the open (mounts.PagesKept): every open of an immutable
+// connection's reader cache, and a read-only open with FOPEN_KEEP_CACHE;
+// not an open for writing.
+func TestOpensSayWhenTheKernelKeepsThePages(t *testing.T) {
+	fusetest.Need(t)
+	_, repo, big := immutableWorkspace(t)
+	_, dir := mountFS(t, repo, Options{Immutable: true})
+	got, err := os.ReadFile(filepath.Join(dir, "big"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(big, got))
+	require.Positive(t, repo.opens.Load())
+	assert.Equal(t, repo.opens.Load(), repo.kept.Load(), "immutable connection: every open")
+
+	ctx := context.Background()
+	content := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, content, "f", []byte("data"), 0o644))
+	mem := &openCountingFS{countingFS{describedFS: describedFS{content, mounts.Description{Type: "memory"}}}}
+	_, mdir := mountFS(t, mem, Options{})
+	b, err := os.ReadFile(filepath.Join(mdir, "f"))
+	require.NoError(t, err)
+	require.Equal(t, "data", string(b))
+	require.Equal(t, int64(1), mem.opens.Load())
+	assert.Equal(t, int64(1), mem.kept.Load(), "read-only, keep-cache")
+	w, err := os.OpenFile(filepath.Join(mdir, "f"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.Equal(t, int64(2), mem.opens.Load())
+	assert.Equal(t, int64(1), mem.kept.Load(), "open for writing: not kept")
+}
+
+// openCountingFS is a countingFS that opens with flags, as the main
+// connection's OPEN does through mounts.OpenFile.
+type openCountingFS struct{ countingFS }
+
+func (c *openCountingFS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	f, err := c.countingFS.describedFS.OpenFile(ctx, name, flag, perm)
+	if err == nil {
+		c.opens.Add(1)
+		if mounts.PagesKept(ctx) {
+			c.kept.Add(1)
+		}
+	}
+	return f, err
 }

@@ -376,7 +376,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 	if !ok {
 		return nil, 0, syscall.ENOENT
 	}
-	f, err := mounts.OpenFile(n.conn.ctx(ctx), n.conn.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
+	octx := n.conn.ctx(ctx)
+	if n.cache.keepCache && openFlags(flags)&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) == 0 {
+		// Read only, with FOPEN_KEEP_CACHE (below): the kernel keeps
+		// the pages read through this open for the next.
+		octx = mounts.WithPagesKept(octx)
+	}
+	f, err := mounts.OpenFile(octx, n.conn.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The kernel's cached entry outlived the name, removed behind
 		// its back (a host directory edited directly, a library change

@@ -47,3 +47,23 @@ func MayCreateDevice(ctx context.Context) bool {
 		return c.Uid == 0
 	}
 }
+
+type pagesKeptKey struct{}
+
+// WithPagesKept returns a context saying that the caller keeps what it
+// reads from the files it opens with it, and for longer than it keeps the
+// files open: the kernel face on a connection whose pages survive close
+// (FOPEN_KEEP_CACHE, and every immutable connection). A mount that caches
+// content for its readers (a git mount's decoded blobs) need not keep that
+// content once such a file closes; the next reader is the kernel's page
+// cache. It is a hint only: a mount may keep the content anyway.
+func WithPagesKept(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pagesKeptKey{}, true)
+}
+
+// PagesKept reports whether ctx says the caller keeps the pages it reads
+// ([WithPagesKept]).
+func PagesKept(ctx context.Context) bool {
+	kept, _ := ctx.Value(pagesKeptKey{}).(bool)
+	return kept
+}

@@ -22,6 +22,16 @@ import (
 // there the content stays in memory. An entry is pinned while a file has
 // it open, so a blob larger than the whole cache still decodes once per
 // open, and is dropped when its last file closes.
+//
+// Content the kernel keeps is not kept twice. A file the kernel face opens
+// on a connection whose pages outlive the open (mounts.PagesKept) and
+// reads to its end, and content offered whole to the page sink, is in the
+// kernel's page cache from then on, which serves every later read of it;
+// so when the last file using such an in-memory entry closes (releaseKept)
+// the entry goes, unless some other reader (the tool face, a search) used
+// it, which the kernel does not serve (hold). Spilled content stays: it is
+// on disk, not in the daemon's memory. The bound still holds for what is
+// kept.
 type blobCache struct {
 	spillAt int64
 	dir     string
@@ -29,8 +39,9 @@ type blobCache struct {
 	onSpillError func(error)
 	spillOnce    sync.Once
 
-	// loads counts decodes, so tests can tell a hit from a miss.
-	loads atomic.Int64
+	// loads counts decodes, so tests can tell a hit from a miss; shed
+	// counts the entries dropped because the kernel keeps their pages.
+	loads, shed atomic.Int64
 	// flight collapses the loads of one blob by concurrent acquires.
 	flight singleflight.Group
 
@@ -50,6 +61,9 @@ type blob struct {
 	file *os.File
 	refs int  // open files using it; pinned in entries while > 0
 	gone bool // out of entries (evicted, or the cache closed)
+	// held says a reader the kernel's page cache does not serve used
+	// it: it stays when the kernel's files close (releaseKept).
+	held bool
 }
 
 // loader opens the content of a blob and returns its size as the object
@@ -267,6 +281,35 @@ func (c *blobCache) release(b *blob) {
 	case b.refs > 0:
 	case b.gone:
 		b.drop()
+	default:
+		c.entries.Unpin(b.hash)
+	}
+}
+
+// hold marks b as used by a reader the kernel's page cache does not serve.
+func (c *blobCache) hold(b *blob) {
+	c.mu.Lock()
+	b.held = true
+	c.mu.Unlock()
+}
+
+// releaseKept unpins b for a reader whose pages the kernel keeps (see
+// blobCache): with whole set, its content is in the page cache, so once
+// nobody uses b its in-memory content goes, unless a reader the kernel
+// does not serve used it. Otherwise it is release.
+func (c *blobCache) releaseKept(b *blob, whole bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.refs--
+	switch {
+	case b.refs > 0:
+	case b.gone:
+		b.drop()
+	case whole && !b.held && b.file == nil:
+		c.entries.Remove(b.hash)
+		b.gone = true
+		b.drop()
+		c.shed.Add(1)
 	default:
 		c.entries.Unpin(b.hash)
 	}

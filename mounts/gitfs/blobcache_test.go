@@ -301,3 +301,62 @@ func BenchmarkBlobCache(b *testing.B) {
 		}
 	})
 }
+
+func TestBlobCacheShedsWhatThePageCacheKeeps(t *testing.T) {
+	l := &staticLoader{content: map[plumbing.Hash][]byte{
+		hashOf(1): []byte("one"), hashOf(2): []byte("two"), hashOf(3): []byte("three"),
+		hashOf(4): []byte("four"), hashOf(5): bytes.Repeat([]byte{5}, 64),
+	}}
+	c := newBlobCache(1<<20, 64, t.TempDir(), nil)
+	ctx := context.Background()
+	get := func(b byte) *blob {
+		t.Helper()
+		e, err := c.acquire(ctx, hashOf(b), l.load(hashOf(b)))
+		require.NoError(t, err)
+		return e
+	}
+	cached := func(b byte) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.entries.Get(hashOf(b))
+		return ok
+	}
+
+	// Read whole by a reader that keeps the pages: gone at its close,
+	// and the next acquire decodes again.
+	c.releaseKept(get(1), true)
+	assert.False(t, cached(1))
+	assert.Equal(t, int64(1), c.shed.Load())
+	one := get(1)
+	assert.Equal(t, []byte("one"), readAll(t, one), "decoded again")
+	assert.Equal(t, 2, l.calls)
+	c.release(one) // an ordinary release keeps it
+
+	// Used by a reader the kernel does not serve: kept.
+	b := get(2)
+	c.hold(b)
+	c.releaseKept(b, true)
+	assert.True(t, cached(2), "held")
+
+	// Not read whole: kept.
+	c.releaseKept(get(3), false)
+	assert.True(t, cached(3), "read in part")
+
+	// Kept while another file has it open, gone with the last.
+	x, y := get(4), get(4)
+	c.releaseKept(x, true)
+	assert.True(t, cached(4), "still open")
+	assert.Equal(t, []byte("four"), readAll(t, y), "content stays while open")
+	c.releaseKept(y, true)
+	assert.False(t, cached(4))
+
+	// Spilled content is on disk, not in memory: kept.
+	s := get(5)
+	require.NotNil(t, s.file)
+	c.releaseKept(s, true)
+	assert.True(t, cached(5), "spilled")
+
+	assert.Equal(t, int64(2), c.shed.Load())
+	assert.True(t, cached(1))
+	assert.Equal(t, int64(len("one")+len("two")+len("three")+64), c.entries.Cost(), "what is kept still counts toward the bound")
+}

@@ -56,7 +56,13 @@
 // decoded once, not once per read, and files opened on it at once share
 // that one decode (so do lookups missing one tree at once). An open file
 // pins its content; a blob larger than the whole cache still decodes once
-// per open.
+// per open. What the kernel's page cache keeps is not kept here too: a
+// file the kernel face opens with its pages kept across opens
+// ([mounts.PagesKept]: an immutable connection, FOPEN_KEEP_CACHE) and
+// reads to its end, or a file offered whole to the page sink, leaves the
+// cache once no file uses it, unless a reader the kernel does not serve
+// (the tool face, a search) used it; spilled content stays. If the kernel
+// drops those pages, the next read decodes again.
 //
 // # Search
 //
@@ -69,10 +75,14 @@
 // the mount so as not to slow it; until it is there, searches scan. It is
 // published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
 // into place, so concurrent daemons indexing one tree are harmless), and
-// every later mount of a commit with that tree reads it, checked whole
-// (CRC-32C, structure, tree id), on its first search. A file that fails
-// the check is ignored, logged once and rebuilt; a cache directory it
-// cannot be saved to (a full disk) leaves it in memory, logged once.
+// every later mount of a commit with that tree opens it, checked whole
+// (CRC-32C, structure, tree id), on its first search. The mount holds its
+// names and trigram table and reads posting lists from the file as
+// searches need them (the file is never changed in place; one cut short
+// anyway makes a search fail over to the scan and the index be rebuilt).
+// A file that fails the check is ignored, logged once and rebuilt; a cache
+// directory it cannot be saved to (a full disk) leaves it in memory,
+// logged once.
 // Binary files (a NUL byte), files over 8 MiB and files that cannot be
 // read are always candidates. The index is per tree, not per subtree: a
 // commit that shares most of its tree with an indexed one is indexed

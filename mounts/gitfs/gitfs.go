@@ -561,17 +561,26 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 		f.blobs.release(b)
 		return nil, f.eio("open", name, n.hash, objstore.ErrSizeMismatch)
 	}
-	return &file{fs: f, name: name, attr: a, b: b}, nil
+	kept := mounts.PagesKept(ctx)
+	if !kept {
+		f.blobs.hold(b)
+	}
+	return &file{fs: f, name: name, attr: a, b: b, kept: kept}, nil
 }
 
 // file is an open regular file; its content is pinned in the blob cache.
 type file struct {
-	fs     *FS
-	name   string
-	attr   mounts.Attr
-	b      *blob
-	mu     sync.RWMutex // guards closed against ReadAt racing Close
-	closed bool
+	fs   *FS
+	name string
+	attr mounts.Attr
+	b    *blob
+	// kept says the reader keeps the pages it reads (mounts.PagesKept);
+	// readEnd is the end of the furthest read, so Close can tell
+	// whether the reader has all of the content.
+	kept    bool
+	readEnd atomic.Int64
+	mu      sync.RWMutex // guards closed against ReadAt racing Close
+	closed  bool
 }
 
 func (fl *file) ReadAt(p []byte, off int64) (int, error) {
@@ -587,6 +596,11 @@ func (fl *file) ReadAt(p []byte, off int64) (int, error) {
 	if err != nil && err != io.EOF {
 		return n, fl.fs.eio("read", fl.name, fl.b.hash, err)
 	}
+	if fl.kept {
+		end := off + int64(n)
+		for cur := fl.readEnd.Load(); end > cur && !fl.readEnd.CompareAndSwap(cur, end); cur = fl.readEnd.Load() {
+		}
+	}
 	return n, err
 }
 
@@ -599,7 +613,11 @@ func (fl *file) Close() error {
 		return mounts.PathErr("close", fl.name, fs.ErrClosed)
 	}
 	fl.closed = true
-	fl.fs.blobs.release(fl.b)
+	if fl.kept {
+		fl.fs.blobs.releaseKept(fl.b, fl.readEnd.Load() >= fl.b.size)
+	} else {
+		fl.fs.blobs.release(fl.b)
+	}
 	return nil
 }
 

@@ -863,3 +863,43 @@ func TestAScanDecodesItsWalkAhead(t *testing.T) {
 	read("src/x/d.go")
 	assert.Equal(t, loads+2, f.blobs.loads.Load(), "the opens found their content decoded")
 }
+
+// A file the kernel face opens with its pages kept (mounts.PagesKept) and
+// reads whole leaves nothing decoded behind; one read in part, or read by
+// any other reader, stays decoded.
+func TestFilesWhosePagesTheKernelKeepsAreNotKeptDecoded(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, map[string]string{"a": "alpha", "b": "bravo"})
+	f := openFS(t, Options{Src: dir})
+	kernel := mounts.WithPagesKept(context.Background())
+	tool := context.Background()
+	read := func(ctx context.Context, name string, n int) {
+		t.Helper()
+		fl, err := f.Open(ctx, name)
+		require.NoError(t, err)
+		buf := make([]byte, n)
+		_, err = fl.ReadAt(buf, 0)
+		if n >= 5 {
+			require.ErrorIs(t, err, io.EOF)
+		} else {
+			require.NoError(t, err)
+		}
+		require.NoError(t, fl.Close())
+	}
+	loads := func() int64 { return f.blobs.loads.Load() }
+
+	read(kernel, "a", 64)
+	read(kernel, "a", 64)
+	assert.Equal(t, int64(2), loads(), "read whole with its pages kept: decoded on each open")
+	assert.Equal(t, int64(2), f.blobs.shed.Load())
+
+	read(kernel, "b", 2)
+	read(kernel, "b", 64)
+	assert.Equal(t, int64(3), loads(), "read in part: kept for the rest")
+	read(kernel, "b", 64)
+	assert.Equal(t, int64(4), loads())
+
+	read(tool, "a", 64)
+	read(kernel, "a", 64)
+	read(kernel, "a", 64)
+	assert.Equal(t, int64(5), loads(), "a tool-face reader's content stays")
+}

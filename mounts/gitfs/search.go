@@ -158,6 +158,7 @@ func (s *searcher) drop(ix *codeindex.Index, err error) {
 		if s.dir != "" {
 			os.Remove(filepath.Join(s.dir, s.file()))
 		}
+		ix.Close() // a search still reading it fails, and scans
 	}
 	s.mu.Unlock()
 	s.index()
@@ -200,6 +201,11 @@ func (s *searcher) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.mu.Lock()
+	if s.ix != nil {
+		s.ix.Close()
+	}
+	s.mu.Unlock()
 }
 
 // indexed is one file of the tree to index.
@@ -236,6 +242,20 @@ func (s *searcher) build() {
 		}
 		if err := codeindex.Publish(s.dir, s.file(), data); err != nil {
 			s.f.logOnce("indexsave:"+s.file(), "gitfs: cannot save the search index; it is kept in memory", "err", unwrapPath(err))
+			break
+		}
+		// Saved: served from the file from here on, its posting lists
+		// read when a search needs them, rather than all of it held.
+		if fix, err := codeindex.Open(filepath.Join(s.dir, s.file()), s.key); err == nil {
+			s.mu.Lock()
+			if s.ix == ix && !s.closed {
+				s.ix = fix
+				fix = nil
+			}
+			s.mu.Unlock()
+			if fix != nil {
+				fix.Close()
+			}
 		}
 	}
 	s.mu.Lock()
@@ -279,7 +299,7 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 		return nil, nil, err
 	}
 	// A copy of the exact size: the buffer grew by doubling, and the
-	// index is held for the life of the mount.
+	// index is held for the life of the mount when it cannot be saved.
 	data := bytes.Clone(buf.Bytes())
 	ix, err := codeindex.Parse(data, s.key)
 	return ix, data, err

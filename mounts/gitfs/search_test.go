@@ -203,3 +203,50 @@ func TestConcurrentBuildersShareTheIndex(t *testing.T) {
 	assert.Equal(t, scanMatches(t, g, ".", "(?i)hello"), got)
 	assert.NotContains(t, logs.String(), "ignored")
 }
+
+// TestIndexCutShortAfterOpenFallsBackToTheScan: the mount reads posting
+// lists from the index file as searches need them; a file truncated in
+// place under it makes the search scan (and the index be rebuilt), never
+// answer wrong.
+func TestIndexCutShortAfterOpenFallsBackToTheScan(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	f := openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager})
+	f.search.wait()
+	idx, err := filepath.Glob(filepath.Join(cache, "index", "*.idx"))
+	require.NoError(t, err)
+	require.Len(t, idx, 1)
+
+	g := openFS(t, Options{Src: dir, CacheDir: cache})
+	got, ok := candidates(t, g, ".", "Hello")
+	require.True(t, ok, "warm from the file")
+	assert.Equal(t, []string{"a.go", "latin1.txt"}, got)
+	fi, err := os.Stat(idx[0])
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(idx[0], fi.Size()/2))
+
+	scanned := 0
+	for _, pat := range []string{"nothing", "zzz", "again", "Hello"} {
+		names, complete, err := g.Candidates(context.Background(), ".", parseRe(t, pat))
+		require.NoError(t, err)
+		if !complete {
+			scanned++
+			continue // scans: right by construction
+		}
+		re := regexp.MustCompile(pat)
+		var got []string
+		for _, n := range names {
+			data, err := mounts.ReadFile(context.Background(), g, n)
+			require.NoError(t, err)
+			if re.Match(data) {
+				got = append(got, n)
+			}
+		}
+		assert.Equalf(t, scanMatches(t, g, ".", pat), got, "%q", pat)
+	}
+	assert.Positive(t, scanned, "a search that needed what was cut off scanned")
+	g.search.wait()
+	got, ok = candidates(t, g, ".", "nothing")
+	require.True(t, ok, "rebuilt")
+	assert.Equal(t, []string{"b/d/e.md"}, got)
+}

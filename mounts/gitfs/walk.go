@@ -290,11 +290,15 @@ func (w *walker) ahead(name string, h plumbing.Hash, buf []byte, offer bool) {
 	if err != nil {
 		return
 	}
-	defer w.f.blobs.release(b)
 	sink := w.sink.Load()
 	if sink == nil || !offer {
+		w.f.blobs.release(b)
 		return
 	}
+	// Offered whole: from here on the page cache has it (or, should the
+	// face drop the offer, the kernel reads it on demand and it is
+	// decoded again).
+	defer w.f.blobs.releaseKept(b, true)
 	data := b.mem
 	if b.file != nil || int64(len(data)) != b.size {
 		n, err := b.readAt(buf[:b.size], 0)

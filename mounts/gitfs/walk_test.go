@@ -2,6 +2,7 @@ package gitfs
 
 import (
 	"context"
+	"github.com/go-git/go-git/v5/plumbing"
 	"strings"
 	"sync"
 	"testing"
@@ -126,4 +127,40 @@ func TestAScanOffersItsPages(t *testing.T) {
 	read("n/2")
 	assert.Never(t, func() bool { return f.walk.offered.Load() != 8 }, 50*time.Millisecond, 5*time.Millisecond,
 		"no sink, no offers")
+}
+
+// Content offered whole to the page sink is not kept decoded; without a
+// sink what is decoded ahead stays for the read that follows.
+func TestOfferedPagesAreNotKeptDecoded(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, map[string]string{"a": "alpha", "b": "bravo"})
+	f := openFS(t, Options{Src: dir})
+	ctx := context.Background()
+	na, err := f.resolve(ctx, "open", "a")
+	require.NoError(t, err)
+	nb, err := f.resolve(ctx, "open", "b")
+	require.NoError(t, err)
+	cached := func(h plumbing.Hash) bool {
+		b, err := f.blobs.pin(h)
+		require.NoError(t, err)
+		if b != nil {
+			f.blobs.release(b)
+		}
+		return b != nil
+	}
+	buf := make([]byte, 64)
+
+	f.walk.ahead("a", na.hash, buf, true) // no sink yet
+	assert.True(t, cached(na.hash), "decoded ahead, not offered: kept for the read")
+
+	p := &pages{got: map[string]string{}}
+	require.True(t, mounts.OfferPages(f, p.sink))
+	f.walk.ahead("a", na.hash, buf, true)
+	f.walk.ahead("b", nb.hash, buf, true)
+	got, _ := p.take()
+	assert.Equal(t, map[string]string{"a": "alpha", "b": "bravo"}, got)
+	assert.False(t, cached(na.hash), "offered: the page cache has it")
+	assert.False(t, cached(nb.hash))
+
+	f.walk.ahead("b", nb.hash, buf, false)
+	assert.True(t, cached(nb.hash), "decoded, to be offered later: kept")
 }

@@ -3,6 +3,7 @@ package codeindex
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -193,19 +194,27 @@ func TestCorrupt(t *testing.T) {
 	name := publish(t, dir)
 	good, err := os.ReadFile(name)
 	require.NoError(t, err)
-	_, err = Open(name, []byte("tree"))
+	ix, err := Open(name, []byte("tree"))
 	require.NoError(t, err)
+	require.NoError(t, ix.Close())
 	_, err = Open(name, []byte("other"))
 	assert.ErrorIs(t, err, ErrCorrupt, "another tree's index")
+	badName := filepath.Join(dir, "bad")
 	for i := range good {
 		bad := slices.Clone(good)
 		bad[i] ^= 0x5a
 		_, err := parse(bad, []byte("tree"))
 		require.ErrorIsf(t, err, ErrCorrupt, "byte %d flipped", i)
+		require.NoError(t, os.WriteFile(badName, bad, 0o600))
+		_, err = Open(badName, []byte("tree"))
+		require.ErrorIsf(t, err, ErrCorrupt, "byte %d flipped, from a file", i)
 	}
 	for n := range len(good) {
 		_, err := parse(good[:n], []byte("tree"))
 		require.ErrorIsf(t, err, ErrCorrupt, "cut at %d", n)
+		require.NoError(t, os.WriteFile(badName, good[:n], 0o600))
+		_, err = Open(badName, []byte("tree"))
+		require.ErrorIsf(t, err, ErrCorrupt, "cut at %d, from a file", n)
 	}
 	_, err = Open(filepath.Join(dir, "missing"), []byte("tree"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
@@ -263,4 +272,77 @@ func TestLiteralsNarrowPastTrigrams(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, Literals(sre), 1)
 	assert.Len(t, Literals(sre)[0], 9)
+}
+
+// TestOpenReadsPostingsFromTheFile: an index opened from a file answers
+// as the same index in memory, reading its posting lists from the file;
+// once the file is cut short under it (truncated in place), a query that
+// needs what is gone is an error wrapping ErrCorrupt, never an answer.
+func TestOpenReadsPostingsFromTheFile(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	files := make([][]byte, 200)
+	names := make([]string, len(files))
+	for i := range files {
+		files[i] = randText(r)
+		names[i] = fmt.Sprint("f", i)
+	}
+	b := NewBuilder(names, 2)
+	for k := range b.Shards() {
+		lo, hi := b.Range(k)
+		for id := lo; id < hi; id++ {
+			b.Add(k, id, files[id])
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
+	mem, err := parse(buf.Bytes(), []byte("tree"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, Publish(dir, "idx", buf.Bytes()))
+	name := filepath.Join(dir, "idx")
+	ix, err := Open(name, []byte("tree"))
+	require.NoError(t, err)
+	defer ix.Close()
+	require.Nil(t, ix.post, "postings are not read into memory")
+	require.NotZero(t, ix.postLen)
+
+	var pats []string
+	for range 300 {
+		pats = append(pats, randPattern(r))
+	}
+	query := func(ix *Index, pat string) ([]uint32, bool, error) {
+		sre, err := syntax.Parse(pat, syntax.Perl)
+		require.NoError(t, err)
+		return ix.Candidates(Query(sre), Literals(sre))
+	}
+	narrowed := 0
+	for _, pat := range pats {
+		want, wantAll, err := query(mem, pat)
+		require.NoError(t, err)
+		got, all, err := query(ix, pat)
+		require.NoError(t, err)
+		require.Equal(t, wantAll, all, pat)
+		require.Equal(t, want, got, pat)
+		if !all {
+			narrowed++
+		}
+	}
+	require.Greater(t, narrowed, 100)
+
+	// Cut the posting lists in half, in place.
+	require.NoError(t, os.Truncate(name, ix.postAt+int64(ix.postLen/2)))
+	failed := 0
+	for _, pat := range pats {
+		want, wantAll, err := query(mem, pat)
+		require.NoError(t, err)
+		got, all, err := query(ix, pat)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			failed++
+			continue
+		}
+		require.Equal(t, wantAll, all, pat)
+		require.Equal(t, want, got, pat)
+	}
+	assert.Greater(t, failed, 10, "queries that need the postings cut off fail")
 }

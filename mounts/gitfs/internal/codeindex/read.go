@@ -24,13 +24,29 @@ var ErrCorrupt = errors.New("corrupt index")
 
 var errTooBig = errors.New("index: postings over 4 GiB")
 
-// Index is an index read into memory and checked. It is immutable and safe
-// for concurrent use.
+// Index is an index, checked. Its names and trigram table are in memory;
+// its posting lists, the bulk of it, are in memory for an index parsed
+// from memory (Parse) and read from the file when needed for one opened
+// from a file (Open), so that a mount's index costs the daemon a fraction
+// of its size. It is immutable and safe for concurrent use.
 type Index struct {
 	names []string
 	scan  []uint32
 	tris  []byte // ntri × 12
-	post  []byte
+	post  []byte // the posting lists, in memory; or
+	// f holds them at postAt, postLen bytes (Open).
+	f       *os.File
+	postAt  int64
+	postLen uint64
+}
+
+// Close releases the file of an index opened from one; a posting list
+// read after Close is an error.
+func (ix *Index) Close() error {
+	if ix.f == nil {
+		return nil
+	}
+	return ix.f.Close()
 }
 
 // Len returns the number of files.
@@ -42,15 +58,83 @@ func (ix *Index) Name(id uint32) string { return ix.names[id] }
 // Scanned returns how many files the index does not hold.
 func (ix *Index) Scanned() int { return len(ix.scan) }
 
-// Open reads the index in file name and checks it whole: its checksum,
+// Open opens the index in file name and checks it whole: its checksum,
 // its structure, and that it is the index of key. Any failure but a
-// missing file is an error wrapping ErrCorrupt.
-func Open(name string, key []byte) (*Index, error) {
-	data, err := os.ReadFile(name)
+// missing file is an error wrapping ErrCorrupt. The index keeps the file
+// open and reads its posting lists from it (pread) when a query needs
+// them: a file changed in place after Open (it never is: Publish renames
+// a new file over the old) makes a short read an error, never a guess.
+func Open(name string, key []byte) (_ *Index, err error) {
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return parse(data, key)
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	le := binary.LittleEndian
+	minLen := int64(len(magic) + 4 + len(endMagic) + 4)
+	if size < minLen {
+		return nil, corrupt("no header")
+	}
+	tail := make([]byte, 4+len(endMagic))
+	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if string(tail[4:]) != endMagic {
+		return nil, corrupt("truncated")
+	}
+	end := size - int64(len(tail))
+	crc := crc32.New(castagnoli)
+	if n, err := io.CopyBuffer(crc, io.NewSectionReader(f, 0, end), make([]byte, 256<<10)); err != nil || n != end {
+		return nil, corrupt("truncated")
+	}
+	if crc.Sum32() != le.Uint32(tail) {
+		return nil, corrupt("checksum mismatch")
+	}
+	// The header, for where the posting lists start; then all before them.
+	hdr := make([]byte, min(end, int64(len(magic)+4+len(key)+3*4+4*8)))
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	postOff, err := postingsAt(hdr, key)
+	if err != nil {
+		return nil, err
+	}
+	if postOff > uint64(end) {
+		return nil, corrupt("bad offsets")
+	}
+	head := make([]byte, postOff)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	ix, err := parseBody(head, uint64(end), key)
+	if err != nil {
+		return nil, err
+	}
+	ix.f, ix.postAt, ix.postLen = f, int64(postOff), uint64(end)-postOff
+	return ix, nil
+}
+
+// postingsAt returns where the posting lists start, from the header.
+func postingsAt(hdr, key []byte) (uint64, error) {
+	p := len(magic)
+	if len(hdr) < p+4 || string(hdr[:p]) != magic {
+		return 0, corrupt("no header")
+	}
+	klen := int(binary.LittleEndian.Uint32(hdr[p:]))
+	p += 4
+	if klen != len(key) || p+klen+3*4+4*8 > len(hdr) || !bytes.Equal(hdr[p:p+klen], key) {
+		return 0, corrupt("another tree's index")
+	}
+	return binary.LittleEndian.Uint64(hdr[p+klen+12+3*8:]), nil
 }
 
 func corrupt(why string) error { return fmt.Errorf("%w: %s", ErrCorrupt, why) }
@@ -67,7 +151,19 @@ func parse(data, key []byte) (*Index, error) {
 	if crc32.Checksum(data[:end], castagnoli) != le.Uint32(data[end:]) {
 		return nil, corrupt("checksum mismatch")
 	}
-	body := data[:end]
+	ix, err := parseBody(data[:end], uint64(end), key)
+	if err != nil {
+		return nil, err
+	}
+	ix.post = data[end-int(ix.postLen) : end]
+	return ix, nil
+}
+
+// parseBody checks and reads the body of an index, of bodyLen bytes, from
+// body, which holds at least all of it before the posting lists. The
+// index it returns has its postLen set, not its postings.
+func parseBody(body []byte, bodyLen uint64, key []byte) (*Index, error) {
+	le := binary.LittleEndian
 	p := len(magic)
 	klen := int(le.Uint32(body[p:]))
 	p += 4
@@ -84,10 +180,10 @@ func parse(data, key []byte) (*Index, error) {
 	}
 	namesOff, scanOff, triOff, postOff := offs[0], offs[1], offs[2], offs[3]
 	if namesOff != uint64(p) || scanOff < namesOff || triOff < scanOff || postOff < triOff ||
-		postOff > uint64(len(body)) || postOff-triOff != uint64(ntri)*12 {
+		postOff > uint64(len(body)) || postOff > bodyLen || postOff-triOff != uint64(ntri)*12 {
 		return nil, corrupt("bad offsets")
 	}
-	ix := &Index{tris: body[triOff:postOff], post: body[postOff:]}
+	ix := &Index{tris: body[triOff:postOff], postLen: bodyLen - postOff}
 	// Names.
 	nb := body[namesOff:scanOff]
 	ix.names = make([]string, 0, min(int(nfiles), len(nb)))
@@ -121,7 +217,7 @@ func parse(data, key []byte) (*Index, error) {
 	prevTri, prevOff := int64(-1), uint64(0)
 	for i := range int(ntri) {
 		t, off := le.Uint32(ix.tris[12*i:]), uint64(le.Uint32(ix.tris[12*i+4:]))
-		if int64(t) <= prevTri || t >= 1<<24 || off < prevOff || off > uint64(len(ix.post)) {
+		if int64(t) <= prevTri || t >= 1<<24 || off < prevOff || off > ix.postLen {
 			return nil, corrupt("bad trigram table")
 		}
 		prevTri, prevOff = int64(t), off
@@ -140,14 +236,17 @@ func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) 
 		return nil, nil, nil
 	}
 	off, count := le.Uint32(ix.tris[12*i+4:]), le.Uint32(ix.tris[12*i+8:])
-	end := uint32(len(ix.post))
+	end := uint32(ix.postLen)
 	if i+1 < n {
 		end = le.Uint32(ix.tris[12*(i+1)+4:])
 	}
 	if off > end {
 		return nil, nil, corrupt("bad postings")
 	}
-	b := ix.post[off:end]
+	b, err := ix.postings(off, end)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := make([]uint32, 0, min(int(count), len(b)))
 	var ms []uint8
 	if masks {
@@ -171,6 +270,18 @@ func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) 
 		b = b[m:]
 	}
 	return out, ms, nil
+}
+
+// postings returns the bytes [off, end) of the posting lists.
+func (ix *Index) postings(off, end uint32) ([]byte, error) {
+	if ix.f == nil {
+		return ix.post[off:end], nil
+	}
+	b := make([]byte, end-off)
+	if n, err := ix.f.ReadAt(b, ix.postAt+int64(off)); n < len(b) {
+		return nil, fmt.Errorf("%w: postings: %v", ErrCorrupt, err)
+	}
+	return b, nil
 }
 
 // Query analyses re (as regexp/syntax parsed it, with the flags it is

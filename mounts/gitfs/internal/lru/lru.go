@@ -139,6 +139,21 @@ func (c *LRU[K, V]) Unpin(k K) bool {
 	return true
 }
 
+// Remove removes k, pinned or not, without telling onEvict (the caller
+// decided), and reports whether it was there.
+func (c *LRU[K, V]) Remove(k K) bool {
+	e, ok := c.m[k]
+	if !ok {
+		return false
+	}
+	if e.next != nil {
+		c.unlink(e)
+	}
+	delete(c.m, k)
+	c.used -= e.cost
+	return true
+}
+
 // Len returns the number of entries, pinned ones included.
 func (c *LRU[K, V]) Len() int { return len(c.m) }
 

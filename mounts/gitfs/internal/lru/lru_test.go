@@ -153,3 +153,20 @@ func TestZeroBoundKeepsOnlyTheNewest(t *testing.T) {
 	c.Add("also empty", []byte{})
 	assert.Equal(t, []string{"empty", "also empty"}, order(c), "entries of no cost fit any bound")
 }
+
+func TestRemove(t *testing.T) {
+	var evicted []string
+	c := newBytes(10, &evicted)
+	c.Add("a", []byte("aaa"))
+	c.AddPinned("b", []byte("bb"))
+	if !c.Remove("a") || !c.Remove("b") || c.Remove("a") {
+		t.Fatal("Remove reports an entry that is not there, or misses one that is")
+	}
+	if c.Len() != 0 || c.Cost() != 0 || len(evicted) != 0 || len(order(c)) != 0 {
+		t.Fatalf("after Remove: len %d cost %d evicted %v order %v", c.Len(), c.Cost(), evicted, order(c))
+	}
+	c.Add("c", []byte("cccccccccc"))
+	if got := order(c); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("order after Remove and Add: %v", got)
+	}
+}

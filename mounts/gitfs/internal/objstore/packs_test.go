@@ -584,6 +584,18 @@ func TestBaseCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	_, ok = c.get(2, 40)
 	assert.False(t, ok, "keyed by pack too")
 	assert.LessOrEqual(t, c.lru.Cost(), int64(100))
+
+	// The bound is on what is held: a grown buffer's capacity.
+	c = newBaseCache(100)
+	c.put(1, 10, make([]byte, 10, 20), plumbing.BlobObject)
+	c.put(1, 20, make([]byte, 10, 26), plumbing.BlobObject)
+	_, ok = c.get(1, 20)
+	assert.False(t, ok, "a base whose buffer is over a quarter of the cache is not kept")
+	for off := int64(30); off <= 80; off += 10 {
+		c.put(1, off, make([]byte, 10, 20), plumbing.BlobObject)
+	}
+	assert.Equal(t, int64(100), c.lru.Cost(), "five buffers of 20")
+	assert.Equal(t, 5, c.lru.Len())
 }
 
 // BenchmarkDecodeHead decodes every blob of HEAD of $GITFS_BENCH_REPO (a

@@ -262,28 +262,35 @@ func (r *gitResults) print(name string, files int, treeBytes int64, o *options) 
 	return failed
 }
 
-// timeMount starts `bin mount` of src at rev, times it until a first
-// readdir of MNT/repo answers, runs fn (if any) on the live mount, and
-// unmounts. It returns the milliseconds to the first listing.
+// timeMount is withMount of a git mount of src at rev on /repo.
 func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) error) (float64, error) {
+	return withMount(bin, verbose, []string{"type=git,src=" + src + ",rev=" + rev + ",dst=/repo"}, "repo", fn)
+}
+
+// withMount starts `bin mount` with the mount specs, times it until a
+// first listing of MNT/sub answers (what an agent waits for, so it is
+// polled every millisecond rather than by waitReady), runs fn (if any) on
+// the live mount, and unmounts. It returns the milliseconds to the first
+// listing.
+func withMount(bin string, verbose bool, specs []string, sub string, fn func(mnt string, pid int) error) (float64, error) {
 	mnt, err := os.MkdirTemp("", "vfsmount-bench-gitmnt-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(mnt)
+	var args []string
+	for _, s := range specs {
+		args = append(args, "--mount", s)
+	}
 	start := time.Now()
-	d, err := startDaemon(bin, mnt, verbose, "--mount", "type=git,src="+src+",rev="+rev+",dst=/repo")
+	d, err := startDaemon(bin, mnt, verbose, args...)
 	if err != nil {
 		return 0, err
 	}
 	defer d.stop()
-	// Ready means a first listing of /repo answers: what an agent waits
-	// for, so it is polled every millisecond rather than by waitReady.
-	repo := filepath.Join(mnt, "repo")
-	var ready time.Duration
+	dir := filepath.Join(mnt, sub)
 	for {
-		if ents, err := os.ReadDir(repo); err == nil && len(ents) > 0 {
-			ready = time.Since(start)
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			break
 		}
 		select {
@@ -292,11 +299,12 @@ func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) 
 			return 0, fmt.Errorf("vfsmount exited before the mount was ready (%v):\n%s", err, d.log.String())
 		case <-time.After(time.Millisecond):
 		}
-		if time.Since(start) > 60*time.Second {
+		if time.Since(start) > 2*time.Minute {
 			_ = d.cmd.Process.Kill()
-			return 0, fmt.Errorf("not mounted after a minute:\n%s", d.log.String())
+			return 0, fmt.Errorf("not mounted after two minutes:\n%s", d.log.String())
 		}
 	}
+	ready := ms(time.Since(start))
 	var ferr error
 	if fn != nil {
 		ferr = fn(mnt, d.cmd.Process.Pid)
@@ -304,7 +312,7 @@ func timeMount(bin, src, rev string, verbose bool, fn func(mnt string, pid int) 
 	if err := d.stop(); err != nil && ferr == nil {
 		ferr = fmt.Errorf("unmount: %w", err)
 	}
-	return ms(ready), ferr
+	return ready, ferr
 }
 
 // timeTar times `tar -cf - -C dir .` into a pipe (tar skips reading the

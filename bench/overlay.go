@@ -270,48 +270,6 @@ func (r *overlayResults) print(files int, o *options) {
 	}
 }
 
-// withMount starts `bin mount` with the mount specs, waits for MNT/sub,
-// runs fn and unmounts; it returns the milliseconds until MNT/sub listed.
-func withMount(bin string, verbose bool, specs []string, sub string, fn func(mnt string, pid int) error) (float64, error) {
-	mnt, err := os.MkdirTemp("", "vfsmount-bench-ovmnt-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(mnt)
-	var args []string
-	for _, s := range specs {
-		args = append(args, "--mount", s)
-	}
-	start := time.Now()
-	d, err := startDaemon(bin, mnt, verbose, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer d.stop()
-	dir := filepath.Join(mnt, sub)
-	for {
-		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			break
-		}
-		select {
-		case err := <-d.done:
-			d.done <- err
-			return 0, fmt.Errorf("vfsmount exited before the mount was ready (%v):\n%s", err, d.log.String())
-		case <-time.After(time.Millisecond):
-		}
-		if time.Since(start) > 2*time.Minute {
-			_ = d.cmd.Process.Kill()
-			return 0, fmt.Errorf("not mounted after two minutes:\n%s", d.log.String())
-		}
-	}
-	ready := ms(time.Since(start))
-	ferr := fn(mnt, d.cmd.Process.Pid)
-	if err := d.stop(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("unmount: %w", err)
-	}
-	return ready, ferr
-}
-
 // timeSmallFiles times writing 1,000 files of 4 KiB into a new directory.
 func timeSmallFiles(dir string) (float64, error) {
 	data := bytes.Repeat([]byte("x"), 4096)

@@ -456,18 +456,58 @@ func gitOut(dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// importCommits makes dir a repository, through git init and git
+// fast-import, of one commit of every file in paths (content holds them)
+// and then edits more commits, each of the files edit names (edit changes
+// content as it likes), and repacks it so that older versions are deltas.
+func importCommits(dir string, paths []string, content map[string][]byte, edits int, edit func() []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := gitOut(dir, "init", "-q", "-b", "main"); err != nil {
+		return err
+	}
+	fi := exec.Command("git", "-C", dir, "fast-import", "--quiet")
+	in, err := fi.StdinPipe()
+	if err != nil {
+		return err
+	}
+	var errb bytes.Buffer
+	fi.Stderr = &errb
+	if err := fi.Start(); err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(in, 1<<20)
+	when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	for c := 0; c <= edits; c++ {
+		msg := fmt.Sprintf("commit %d", c)
+		fmt.Fprintf(w, "commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\ndata %d\n%s\n", when+int64(c)*3600, len(msg), msg)
+		files := paths
+		if c > 0 {
+			files = edit()
+		}
+		for _, p := range files {
+			fmt.Fprintf(w, "M 100644 inline %s\ndata %d\n", p, len(content[p]))
+			w.Write(content[p])
+			w.WriteByte('\n')
+		}
+	}
+	if err := errors.Join(w.Flush(), in.Close()); err != nil {
+		return err
+	}
+	if err := fi.Wait(); err != nil {
+		return fmt.Errorf("git fast-import: %w: %s", err, errb.String())
+	}
+	_, err = gitOut(dir, "repack", "-adq", "--window=10", "--depth=20")
+	return err
+}
+
 // genGitRepo writes, through git fast-import, a repository of top*sub
 // directories (plus the top ones) of per files each, source-like text of
 // 1-6 KiB, then `commits` more commits that each grow up to genEdits files;
 // it repacks so that older versions are deltas and returns the number of
 // deltas in the pack. (The native checkout is made apart, by git archive.)
 func genGitRepo(dir string, top, sub, per, commits int) (int, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	if _, err := gitOut(dir, "init", "-q", "-b", "main"); err != nil {
-		return 0, err
-	}
 	rng := rand.New(rand.NewPCG(20, 24))
 	var paths []string
 	content := map[string][]byte{}
@@ -480,43 +520,16 @@ func genGitRepo(dir string, top, sub, per, commits int) (int, error) {
 			}
 		}
 	}
-	fi := exec.Command("git", "-C", dir, "fast-import", "--quiet")
-	in, err := fi.StdinPipe()
+	err := importCommits(dir, paths, content, commits, func() []string {
+		var edit []string
+		for range min(genEdits, len(paths)) {
+			p := paths[rng.IntN(len(paths))]
+			content[p] = append(content[p], sourceText(rng, 80)...)
+			edit = append(edit, p)
+		}
+		return edit
+	})
 	if err != nil {
-		return 0, err
-	}
-	var errb bytes.Buffer
-	fi.Stderr = &errb
-	if err := fi.Start(); err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriterSize(in, 1<<20)
-	when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-	for c := 0; c <= commits; c++ {
-		msg := fmt.Sprintf("commit %d", c)
-		fmt.Fprintf(w, "commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\ndata %d\n%s\n", when+int64(c)*3600, len(msg), msg)
-		edit := paths
-		if c > 0 {
-			edit = nil
-			for range min(genEdits, len(paths)) {
-				p := paths[rng.IntN(len(paths))]
-				content[p] = append(content[p], sourceText(rng, 80)...)
-				edit = append(edit, p)
-			}
-		}
-		for _, p := range edit {
-			fmt.Fprintf(w, "M 100644 inline %s\ndata %d\n", p, len(content[p]))
-			w.Write(content[p])
-			w.WriteByte('\n')
-		}
-	}
-	if err := errors.Join(w.Flush(), in.Close()); err != nil {
-		return 0, err
-	}
-	if err := fi.Wait(); err != nil {
-		return 0, fmt.Errorf("git fast-import: %w: %s", err, errb.String())
-	}
-	if _, err := gitOut(dir, "repack", "-adq", "--window=10", "--depth=20"); err != nil {
 		return 0, err
 	}
 	packs, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.idx"))

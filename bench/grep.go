@@ -440,12 +440,6 @@ func grepText(rng *rand.Rand, n int) []byte {
 // genGrepRepo writes the grep suite's repository: one commit of every
 // file, a second editing a sixth of them, repacked with deltas.
 func genGrepRepo(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if _, err := gitOut(dir, "init", "-q", "-b", "main"); err != nil {
-		return err
-	}
 	rng := rand.New(rand.NewPCG(18, 2))
 	var paths []string
 	content := map[string][]byte{}
@@ -458,42 +452,13 @@ func genGrepRepo(dir string) error {
 			}
 		}
 	}
-	fi := exec.Command("git", "-C", dir, "fast-import", "--quiet")
-	in, err := fi.StdinPipe()
-	if err != nil {
-		return err
-	}
-	var errb strings.Builder
-	fi.Stderr = &errb
-	if err := fi.Start(); err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(in, 1<<20)
-	when := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-	for c := range 2 {
-		msg := fmt.Sprintf("commit %d", c)
-		fmt.Fprintf(w, "commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\ndata %d\n%s\n", when+int64(c)*3600, len(msg), msg)
-		edit := paths
-		if c > 0 {
-			edit = nil
-			for range len(paths) / 6 {
-				p := paths[rng.IntN(len(paths))]
-				content[p] = append(content[p], grepText(rng, 200)...)
-				edit = append(edit, p)
-			}
+	return importCommits(dir, paths, content, 1, func() []string {
+		var edit []string
+		for range len(paths) / 6 {
+			p := paths[rng.IntN(len(paths))]
+			content[p] = append(content[p], grepText(rng, 200)...)
+			edit = append(edit, p)
 		}
-		for _, p := range edit {
-			fmt.Fprintf(w, "M 100644 inline %s\ndata %d\n", p, len(content[p]))
-			w.Write(content[p])
-			w.WriteByte('\n')
-		}
-	}
-	if err := errors.Join(w.Flush(), in.Close()); err != nil {
-		return err
-	}
-	if err := fi.Wait(); err != nil {
-		return fmt.Errorf("git fast-import: %w: %s", err, errb.String())
-	}
-	_, err = gitOut(dir, "repack", "-adq", "--window=10", "--depth=20")
-	return err
+		return edit
+	})
 }

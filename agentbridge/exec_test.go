@@ -209,7 +209,6 @@ func TestExecSessionBounds(t *testing.T) {
 	}
 	s := w.NewSession()
 	first, second := start(s), start(s)
-	time.Sleep(10 * time.Millisecond)
 	var id int
 	fmt.Sscan(first, &id)
 	p, _ := s.proc(id)
@@ -222,7 +221,14 @@ func TestExecSessionBounds(t *testing.T) {
 
 	// The lifetime bound: after MaxShellTimeout the process is stopped,
 	// and the next read says why.
-	time.Sleep(3500 * time.Millisecond)
+	fmt.Sscan(sec["session"], &id)
+	third, ok := s.proc(id)
+	require.True(t, ok)
+	select {
+	case <-third.done:
+	case <-time.After(time.Minute):
+		t.Fatal("the process outlived MaxShellTimeout (3s) by a minute")
+	}
 	r = sessionCall(t, w, s, "codex", "write_stdin", obj{"session_id": sec["session"]})
 	sec2, _ := execOut(t, r.Text)
 	assert.Equal(t, "137", sec2["exit"], r.Text)

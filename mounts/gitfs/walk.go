@@ -40,6 +40,7 @@ type walker struct {
 	mu     sync.Mutex
 	cond   sync.Cond
 	stack  []job // to do, the next at the end
+	active int   // jobs the workers are doing
 	closed bool
 	wg     sync.WaitGroup
 
@@ -217,8 +218,12 @@ func (w *walker) work() {
 		j := w.stack[len(w.stack)-1]
 		w.stack[len(w.stack)-1] = job{}
 		w.stack = w.stack[:len(w.stack)-1]
+		w.active++
 		w.mu.Unlock()
 		w.do(j, buf)
+		w.mu.Lock()
+		w.active--
+		w.mu.Unlock()
 	}
 }
 

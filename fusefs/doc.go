@@ -113,6 +113,41 @@
 // works this way. [ImmutableRoots] says which directories qualify; the
 // whole mode lives in immutable.go.
 //
+// # Copy-on-write mounts
+//
+// A writable layer over a commit ([mounts.Description.CopyOnWrite], the
+// overlay of a writable git mount) is mostly files nobody changed, and a
+// full read of it through the main connection paid the OPEN and RELEASE
+// round trips per file that an immutable connection saves: ten times the
+// git mount's warm tar. Since it changes only through this process (the
+// kernel, or the library, which calls [Server.Invalidate]), it gets, with
+// [Options.Immutable], a connection of its own that answers OPEN and
+// OPENDIR with ENOSYS as an immutable one does, but stays writable. Its
+// READs, WRITEs and FSYNCs come without a handle and go through the
+// connection's file cache (readerCache): one file per recently used node,
+// opened by name read-only, or for reading and writing at the first
+// WRITE, which is when the overlay copies a commit's file up; a
+// read-only file is dropped when its content changes by name (a truncate),
+// and every cached file of a name the library changed goes at its
+// Invalidate. A file created here (CREATE) still gets a handle of its own.
+// The kernel keeps every file's pages across opens and is told of library
+// changes as on the main connection.
+//
+// Nothing tells the server when the kernel opens or closes a file, so an
+// UNLINK or a RENAME over the last name of a regular file the kernel knows
+// first opens that file once more and pins it to the node (pinOrphan),
+// until the kernel's FORGET, which comes after the last close: reads of an
+// unlinked open file go on working, and so do writes when the file was
+// written through this connection before (one only ever read is pinned
+// read-only, so that removing a commit's file never copies it up). The
+// other prices: the audit log records one open per cached file rather than
+// per open(2), a read-denied file fails at READ rather than at open(2), a
+// file the library removes while a program holds it open reads as gone,
+// and an open file shows changes made by name since it was opened (the
+// kernel reads the inode, not the file it opened), as on a local file
+// system but unlike the main connection, whose handles keep the file they
+// opened (as Linux's overlayfs does across a copy-up).
+//
 // # Readiness
 //
 // [Mount] returns once every connection is mounted, and no other process

@@ -2,11 +2,8 @@ package fusefs
 
 import (
 	"bytes"
-	"container/list"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"path"
 	"path/filepath"
@@ -77,7 +74,7 @@ func (c *conn) immutableStart(opts *Options, logger *slog.Logger) []string {
 	}
 	all := opts.roots
 	if all == nil {
-		all = ImmutableRoots(c.fsys)
+		all = append(ImmutableRoots(c.fsys), CopyOnWriteRoots(c.fsys)...)
 	}
 	var roots []string
 	for _, root := range all {
@@ -95,15 +92,17 @@ func (c *conn) immutableStart(opts *Options, logger *slog.Logger) []string {
 	return roots
 }
 
-// mountImmutable mounts root's subtree on a connection of its own, on top
-// of the directory the main connection shows there.
-func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
+// mountStacked mounts root's subtree, immutable or copy-on-write, on a
+// connection of its own, on top of the directory the main connection shows
+// there.
+func (s *Server) mountStacked(root string, opts Options) (*Server, error) {
 	fsys := s.conn.fsys
 	if !mounts.ValidPath(root) || root == "." {
 		return nil, fmt.Errorf("not a directory name: %q", root)
 	}
-	if !mounts.DescribeAt(fsys, root).Immutable {
-		return nil, errors.New("its content is not immutable")
+	d := mounts.DescribeAt(fsys, root)
+	if !d.Immutable && (!d.CopyOnWrite || d.External) {
+		return nil, errors.New("its content is neither immutable nor copy-on-write")
 	}
 	ctx := mountCtx()
 	parent, err := fsys.Stat(ctx, path.Dir(root))
@@ -116,8 +115,12 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 		}
 	}
 	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
-	c.setImmutable()
-	opts.ReadOnly = true
+	if d.Immutable {
+		c.setImmutable()
+		opts.ReadOnly = true
+	} else {
+		c.setCopyOnWrite()
+	}
 	opts.Passthrough = false
 	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
 	if err != nil {
@@ -129,7 +132,7 @@ func (s *Server) mountImmutable(root string, opts Options) (*Server, error) {
 // setImmutable makes c a connection of immutable content (see "# Immutable
 // mounts" in the package doc).
 func (c *conn) setImmutable() {
-	c.immutable = true
+	c.immutable, c.openless = true, true
 	c.readers = newReaderCache(maxReaders)
 }
 
@@ -137,157 +140,6 @@ func (c *conn) setImmutable() {
 func (c *conn) closed() {
 	c.pages.Load().stop(c)
 	c.readers.clear()
-}
-
-// readImmutable serves a READ without a handle, which only an immutable
-// connection gets: through the connection's reader cache.
-func (n *node) readImmutable(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
-	defer n.conn.rescue("read", &errno)
-	n.served.Store(true)
-	n.conn.pages.Load().known(n)
-	r, err := n.conn.readers.get(n, func() (mounts.File, error) {
-		name, ok := n.name()
-		if !ok {
-			return nil, mounts.PathErr("read", ".", syscall.ENOENT)
-		}
-		// The kernel keeps the pages it reads here across opens,
-		// so the mount need not keep the content after the file
-		// leaves the reader cache.
-		return n.conn.fsys.Open(mounts.WithPagesKept(n.conn.ctx(ctx)), name)
-	})
-	if err != nil {
-		return nil, n.conn.errs.errno("read", err)
-	}
-	defer n.conn.readers.put(r)
-	k, err := r.f.ReadAt(dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, n.conn.errs.errno("read", err)
-	}
-	return fuse.ReadResultData(dest[:k]), 0
-}
-
-// readerCache holds the files that handle-less READs go through, one per
-// node, for the nodes read most recently. Opening the file for every READ
-// would cost a name walk each time and, for a blob larger than the git
-// mount's content cache, a decode each time; keeping every node's file
-// open would pin every blob ever read. A few dozen open files cover the
-// files programs read at once, and a large file read in many READs keeps
-// its one file while it is read.
-type readerCache struct {
-	max int
-
-	mu sync.Mutex
-	ll list.List // of *reader, most recently used at the front
-	m  map[*node]*list.Element
-}
-
-// reader is one cached open file. refs counts the READs using it; an
-// evicted reader is closed by the last of them.
-type reader struct {
-	n       *node
-	f       mounts.File
-	refs    int
-	evicted bool
-}
-
-// maxReaders bounds the reader cache.
-const maxReaders = 64
-
-func newReaderCache(max int) *readerCache {
-	return &readerCache{max: max, m: make(map[*node]*list.Element)}
-}
-
-// get returns n's reader, opening the file with open on a miss. Two READs
-// missing at once may both open; the second file is kept and the first
-// closed when its READ is done.
-func (c *readerCache) get(n *node, open func() (mounts.File, error)) (*reader, error) {
-	c.mu.Lock()
-	if el, ok := c.m[n]; ok {
-		r := el.Value.(*reader)
-		r.refs++
-		c.ll.MoveToFront(el)
-		c.mu.Unlock()
-		return r, nil
-	}
-	c.mu.Unlock()
-
-	f, err := open()
-	if err != nil {
-		return nil, err
-	}
-	r := &reader{n: n, f: f, refs: 1}
-	var closeNow []*reader
-	c.mu.Lock()
-	if el, ok := c.m[n]; ok {
-		closeNow = append(closeNow, c.evictLocked(el))
-	}
-	c.m[n] = c.ll.PushFront(r)
-	for c.ll.Len() > c.max {
-		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
-	}
-	c.mu.Unlock()
-	closeAll(closeNow)
-	return r, nil
-}
-
-// put ends one READ's use of r.
-func (c *readerCache) put(r *reader) {
-	c.mu.Lock()
-	r.refs--
-	last := r.evicted && r.refs == 0
-	c.mu.Unlock()
-	if last {
-		r.f.Close()
-	}
-}
-
-// drop evicts n's reader, if any.
-func (c *readerCache) drop(n *node) {
-	c.mu.Lock()
-	var closeNow []*reader
-	if el, ok := c.m[n]; ok {
-		closeNow = append(closeNow, c.evictLocked(el))
-	}
-	c.mu.Unlock()
-	closeAll(closeNow)
-}
-
-// clear closes every reader nothing uses, once the connection is gone.
-func (c *readerCache) clear() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	var closeNow []*reader
-	for c.ll.Len() > 0 {
-		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
-	}
-	c.mu.Unlock()
-	closeAll(closeNow)
-}
-
-// evictLocked removes el and returns its reader when nothing uses it any
-// more (the caller closes it, outside the lock), nil otherwise.
-func (c *readerCache) evictLocked(el *list.Element) *reader {
-	r := c.ll.Remove(el).(*reader)
-	if c.m[r.n] == el {
-		delete(c.m, r.n)
-	}
-	r.evicted = true
-	if r.refs > 0 {
-		return nil
-	}
-	return r
-}
-
-// closeAll closes the files of rs, skipping nils. A read-only file's Close
-// has nothing to report.
-func closeAll(rs []*reader) {
-	for _, r := range rs {
-		if r != nil {
-			r.f.Close()
-		}
-	}
 }
 
 // noOpendir lets the kernel open the directories of an immutable

@@ -48,6 +48,18 @@ type node struct {
 	// listing is a directory's listing on an immutable connection, kept
 	// once read. The stream hands out copies of its entries.
 	listing []fuse.DirEntry
+	// pinned is the file a node of a copy-on-write connection got when it
+	// lost its last name (pinOrphan), also in open; wrote is set once a
+	// WRITE without a handle reached it.
+	pinned *handle
+	wrote  atomic.Bool
+}
+
+// lastLinks is the link count the mount last reported for n.
+func (n *node) lastLinks() uint32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last.Nlink
 }
 
 // lastSize is the size the mount last reported for n.
@@ -232,9 +244,11 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 		n.remember(a)
 	}
 	fillAttr(&out.Attr, a)
-	if !ok && a.Nlink == 0 {
+	if !ok && (a.Nlink == 0 || n.lastLinks() <= 1) {
 		// No name left: a link count of 0 is the truth, not "unknown"
-		// (fstat of an unlinked or overwritten open file).
+		// (fstat of an unlinked or overwritten open file), also when
+		// the file says otherwise because it is one of a layer below
+		// that never saw the removal (an overlay's commit).
 		out.Nlink = 0
 	}
 	out.SetTimeout(n.cache.attr)
@@ -246,6 +260,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	ctx = n.conn.ctx(ctx)
 	h := asHandle(f)
 	name, named := n.name()
+	if !named && h == nil {
+		// On an openless connection a file with no name left has
+		// the file it was pinned with (pinOrphan).
+		h = n.anyHandle()
+	}
 	if !named && h == nil {
 		return syscall.ENOENT
 	}
@@ -291,6 +310,10 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return mounts.Truncate(ctx, n.conn.fsys, name, int64(size))
 		}); errno != 0 {
 			return errno
+		} else {
+			// A cached read-only file of a commit's blob would not
+			// show the copy-up.
+			n.conn.readers.dropReadOnly(n)
 		}
 	}
 	atime, aok := in.GetATime() // UTIME_NOW arrives as time.Now()
@@ -367,7 +390,7 @@ func openFlags(flags uint32) int {
 
 func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
 	defer n.conn.rescue("open", &errno)
-	if n.conn.immutable {
+	if n.conn.openless {
 		// See "# Immutable mounts": the kernel takes ENOSYS as a
 		// success, and never sends OPEN on this connection again.
 		return nil, 0, syscall.ENOSYS
@@ -451,7 +474,12 @@ func (n *node) Unlink(ctx context.Context, elem string) (errno syscall.Errno) {
 	if errno != 0 {
 		return errno
 	}
-	return n.conn.errs.errno("unlink", mounts.Unlink(n.conn.ctx(ctx), n.conn.fsys, name))
+	undo := n.pinChild(ctx, elem)
+	err := mounts.Unlink(n.conn.ctx(ctx), n.conn.fsys, name)
+	if err != nil {
+		undo()
+	}
+	return n.conn.errs.errno("unlink", err)
 }
 
 // renameFlags translates renameat2(2) flags. RENAME_WHITEOUT (overlayfs
@@ -488,7 +516,15 @@ func (n *node) Rename(ctx context.Context, elem string, newParent gofs.InodeEmbe
 	if errno != 0 {
 		return errno
 	}
-	return n.conn.errs.errno("rename", mounts.Rename(n.conn.ctx(ctx), n.conn.fsys, oldName, newName, rf))
+	undo := func() {}
+	if rf&mounts.RenameExchange == 0 {
+		undo = np.pinChild(ctx, newElem)
+	}
+	err := mounts.Rename(n.conn.ctx(ctx), n.conn.fsys, oldName, newName, rf)
+	if err != nil {
+		undo()
+	}
+	return n.conn.errs.errno("rename", err)
 }
 
 func (n *node) Symlink(ctx context.Context, target, elem string, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {

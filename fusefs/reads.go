@@ -10,19 +10,31 @@ import (
 
 var (
 	_ = (gofs.NodeReader)((*node)(nil))
+	_ = (gofs.NodeWriter)((*node)(nil))
 	_ = (gofs.NodeFlusher)((*node)(nil))
 	_ = (gofs.NodeFsyncer)((*node)(nil))
 	_ = (gofs.NodeOnForgetter)((*node)(nil))
 )
 
 // Read serves READ. A request with a handle reads through it; one without
-// comes from an immutable connection, where the kernel opens files itself
-// (readImmutable).
+// comes from an openless connection, where the kernel opens files itself
+// (readNoHandle).
 func (n *node) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	if h := asHandle(f); h != nil {
 		return h.Read(ctx, dest, off)
 	}
-	return n.readImmutable(ctx, dest, off)
+	return n.readNoHandle(ctx, dest, off)
+}
+
+// Write serves WRITE, as Read does READ.
+func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off int64) (written uint32, errno syscall.Errno) {
+	if h := asHandle(f); h != nil {
+		return h.Write(ctx, data, off)
+	}
+	if !n.conn.openless || n.conn.immutable {
+		return 0, syscall.EBADF
+	}
+	return n.writeNoHandle(ctx, data, off)
 }
 
 // Flush answers ENOSYS, which tells the kernel never to send FLUSH again on
@@ -32,18 +44,22 @@ func (n *node) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off int
 // RELEASE.
 func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno { return syscall.ENOSYS }
 
-// Fsync syncs through the handle; a file opened without one (immutable
-// content) has nothing to make durable.
+// Fsync syncs through the handle, or without one on a copy-on-write
+// connection (fsyncNoHandle); a file of immutable content has nothing to
+// make durable.
 func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
 	if h := asHandle(f); h != nil {
 		return h.Fsync(ctx, flags)
 	}
+	if n.conn.openless && !n.conn.immutable {
+		return n.fsyncNoHandle(ctx)
+	}
 	return 0
 }
 
-// OnForget drops the node's cached reader when the kernel forgets it.
+// OnForget drops the node's cached file, and the one it was pinned with,
+// when the kernel forgets it.
 func (n *node) OnForget() {
-	if n.conn.readers != nil {
-		n.conn.readers.drop(n)
-	}
+	n.conn.readers.drop(n)
+	n.unpin()
 }

@@ -25,7 +25,7 @@ func TestReaderCache(t *testing.T) {
 	}
 	get := func(c *readerCache, n string) *reader {
 		t.Helper()
-		r, err := c.get(nodes[n], func() (mounts.File, error) { return fsys.Open(ctx, n) })
+		r, err := c.get(nodes[n], false, func(bool) (mounts.File, bool, error) { f, err := fsys.Open(ctx, n); return f, true, err })
 		require.NoError(t, err)
 		buf := make([]byte, 1)
 		_, err = r.f.ReadAt(buf, 0)

@@ -45,7 +45,10 @@ type Options struct {
 	// its directory, where the kernel opens and closes files without
 	// asking; a single immutable mount (no table) is served that way on
 	// the main connection. See "# Immutable mounts" in the package doc.
-	// A root that cannot be mounted is served through the main
+	// Each copy-on-write mount ([mounts.Description.CopyOnWrite], a
+	// writable git mount, with no other mount below it) is served on a
+	// writable connection of its own the same way, see "# Copy-on-write
+	// mounts". A root that cannot be mounted is served through the main
 	// connection like the rest, with a log line saying why.
 	Immutable bool
 
@@ -92,10 +95,11 @@ type conn struct {
 	// root's parent, for its ".." entry.
 	prefix    string
 	parentIno uint64
-	// immutable is set on immutable connections: OPEN answers ENOSYS and
-	// reads go through readers.
-	immutable bool
-	readers   *readerCache
+	// immutable is set on immutable connections, openless on those and
+	// on copy-on-write ones: OPEN answers ENOSYS, and reads (and on
+	// copy-on-write connections writes) go through readers.
+	immutable, openless bool
+	readers             *readerCache
 	// pages is the page store every immutable connection shares (the
 	// main connection's too, which stops it), nil until every
 	// connection is mounted, and when none is immutable.
@@ -139,9 +143,9 @@ func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
 	}
 	var stacked []string
 	for _, root := range roots {
-		sub, err := s.mountImmutable(root, opts)
+		sub, err := s.mountStacked(root, opts)
 		if err != nil {
-			logger.Warn("fusefs: serving an immutable mount through the main connection",
+			logger.Warn("fusefs: serving a mount through the main connection",
 				"root", root, "err", err)
 			continue
 		}
@@ -240,7 +244,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, erro
 		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
 	}
 	raw := fs.NewNodeFS(c.root, fo)
-	if c.immutable {
+	if c.openless {
 		raw = noOpendir{raw}
 	}
 	if opts.wrapRaw != nil {
@@ -261,7 +265,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, erro
 	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
-	if !c.immutable {
+	if !c.openless {
 		// A connection with no handles has nothing to pass through.
 		c.setupPassthrough(srv, opts.Passthrough, mountpoint)
 	}
@@ -358,29 +362,63 @@ func (s *Server) Invalidate(names ...string) {
 			s.conn.log.Debug("fusefs: invalidate: invalid name ignored", "name", name)
 			continue
 		}
-		s.conn.invalidate(name)
+		s.connOf(name).invalidate(name)
 	}
+}
+
+// connOf returns the connection that serves name: a copy-on-write one
+// stacked at or above it, or the main one. (Immutable ones never change.)
+// Only that connection is told: the main one's entry for a stacked root
+// is a mount point, which the kernel would unmount to invalidate it.
+func (s *Server) connOf(name string) *conn {
+	for _, sub := range s.subs {
+		if !sub.conn.immutable && within(name, sub.conn.prefix) {
+			return sub.conn
+		}
+	}
+	return s.conn
 }
 
 func (c *conn) invalidate(name string) {
 	cur := c.root.EmbeddedInode()
-	if name == "." {
+	rest := name
+	if c.prefix != "." {
+		rest = strings.TrimPrefix(strings.TrimPrefix(name, c.prefix), "/")
+	}
+	if rest == "" || rest == "." {
 		c.notify(cur.NotifyContent(0, 0), "content", name)
+		c.readers.clear()
 		return
 	}
-	rest := name
 	for rest != "" {
 		elem, tail, _ := strings.Cut(rest, "/")
 		child := cur.GetChild(elem)
 		if child == nil || tail == "" {
 			if child != nil {
 				c.notify(child.NotifyContent(0, 0), "content", name)
+				c.dropFiles(child)
 			}
 			c.notify(cur.NotifyEntry(elem), "entry", name)
 			c.notify(cur.NotifyContent(0, 0), "content", name)
 			return
 		}
 		cur, rest = child, tail
+	}
+}
+
+// dropFiles drops the cached files of ch, whose content changed behind the
+// kernel's back: of every node when ch is a directory (a checkpoint
+// restored, a tree reset), whose files below are not worth a walk.
+func (c *conn) dropFiles(ch *fs.Inode) {
+	if c.readers == nil {
+		return
+	}
+	if ch.IsDir() {
+		c.readers.clear()
+		return
+	}
+	if n, ok := ch.Operations().(*node); ok {
+		c.readers.drop(n)
 	}
 }
 

@@ -251,6 +251,12 @@ type Description struct {
 	// directory edited by other programs): the kernel face keeps its
 	// caches short.
 	External bool
+	// CopyOnWrite content is a writable layer over immutable content (a
+	// git commit made writable) that changes only through this process:
+	// the kernel face serves it on a connection of its own where the
+	// kernel opens files without asking, as it does for immutable
+	// content. Never set together with External.
+	CopyOnWrite bool
 	// IgnoreFiles says the mount's .gitignore files describe its own
 	// content (a host checkout, where build output and the like are
 	// ignored), so a search of the tree honours them. A git commit's

@@ -235,10 +235,12 @@ func (f *FS) initialise(ctx context.Context) error {
 
 // Describe says what the overlay is: the lower's type and source, mutable.
 // An upper that other programs may change (a host directory) makes the
-// overlay External.
+// overlay External; otherwise an overlay of immutable content changes only
+// through this process, and is CopyOnWrite.
 func (f *FS) Describe() mounts.Description {
 	d := mounts.Describe(f.lower)
-	return mounts.Description{Type: d.Type, Source: d.Source, External: mounts.Describe(f.upper).External}
+	external := mounts.Describe(f.upper).External
+	return mounts.Description{Type: d.Type, Source: d.Source, External: external, CopyOnWrite: d.Immutable && !external}
 }
 
 // Capabilities reports the verbs the upper layer can honour (see New).

@@ -1,0 +1,372 @@
+package fusefs
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// This file is what the two kinds of openless connection share (see "#
+// Immutable mounts" and "# Copy-on-write mounts" in the package doc): the
+// kernel opens and closes files without asking, so READ, WRITE and FSYNC
+// arrive without a handle and go through the connection's file cache
+// (readerCache), and a file unlinked while the kernel may hold it open
+// keeps a file of its own until the kernel forgets it (pinOrphan).
+
+// CopyOnWriteRoots returns the directories [Options.Immutable] serves on
+// copy-on-write connections of their own, from fsys's mount table
+// ([mounts.Mounts]): the mount points of copy-on-write mounts
+// ([mounts.Description.CopyOnWrite], a writable git mount with a memory
+// upper) with no other mount below them.
+func CopyOnWriteRoots(fsys mounts.FS) []string {
+	var roots []string
+	table := mounts.Mounts(fsys)
+	for _, m := range table {
+		if !m.CopyOnWrite || m.External || m.Prefix == "/" {
+			continue
+		}
+		nested := false
+		for _, o := range table {
+			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
+		}
+		if !nested {
+			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
+		}
+	}
+	return roots
+}
+
+// setCopyOnWrite makes c a copy-on-write connection: openless, writable.
+func (c *conn) setCopyOnWrite() {
+	c.openless = true
+	c.readers = newReaderCache(maxReaders)
+}
+
+// readNoHandle serves a READ without a handle, which only an openless
+// connection gets: through the connection's file cache, or the file a node
+// with no name left was pinned with.
+func (n *node) readNoHandle(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
+	defer n.conn.rescue("read", &errno)
+	n.served.Store(true)
+	n.conn.pages.Load().known(n)
+	if _, named := n.name(); !named {
+		if h := n.anyHandle(); h != nil {
+			return h.Read(ctx, dest, off)
+		}
+		return nil, syscall.ENOENT
+	}
+	r, err := n.conn.readers.get(n, false, n.opener(ctx))
+	if err != nil {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	defer n.conn.readers.put(r)
+	k, err := r.f.ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, n.conn.errs.errno("read", err)
+	}
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+// writeNoHandle serves a WRITE without a handle (a copy-on-write
+// connection): through a file of the cache opened for writing, which the
+// first write to a file of the commit copies up.
+func (n *node) writeNoHandle(ctx context.Context, data []byte, off int64) (written uint32, errno syscall.Errno) {
+	defer n.conn.rescue("write", &errno)
+	if _, named := n.name(); !named {
+		if h := n.anyHandle(); h != nil {
+			return h.Write(ctx, data, off)
+		}
+		return 0, syscall.ENOENT
+	}
+	r, err := n.conn.readers.get(n, true, n.opener(ctx))
+	if err != nil {
+		return 0, n.conn.errs.errno("write", err)
+	}
+	defer n.conn.readers.put(r)
+	n.wrote.Store(true)
+	k, err := r.f.(mounts.WritableFile).WriteAt(data, off)
+	if err != nil && k == 0 {
+		return 0, n.conn.errs.errno("write", err)
+	}
+	return uint32(k), 0
+}
+
+// fsyncNoHandle serves an FSYNC without a handle: through the cached file
+// written last, or one opened for the purpose when that has left the cache.
+// A file never written through this connection has nothing of its to make
+// durable, and is not opened for writing (which would copy it up).
+func (n *node) fsyncNoHandle(ctx context.Context) (errno syscall.Errno) {
+	defer n.conn.rescue("fsync", &errno)
+	if !n.wrote.Load() {
+		return 0
+	}
+	if _, named := n.name(); !named {
+		if wf, ok := handleWriter(n.anyHandle()); ok {
+			return n.conn.errs.errno("fsync", wf.Sync())
+		}
+		return 0
+	}
+	r, err := n.conn.readers.get(n, true, n.opener(ctx))
+	if err != nil {
+		return n.conn.errs.errno("fsync", err)
+	}
+	defer n.conn.readers.put(r)
+	return n.conn.errs.errno("fsync", r.f.(mounts.WritableFile).Sync())
+}
+
+// opener returns the function the file cache opens n with, by its name:
+// read-only, or for reading and writing (for writing only when the mount
+// refuses reading).
+func (n *node) opener(ctx context.Context) func(write bool) (mounts.File, bool, error) {
+	return func(write bool) (mounts.File, bool, error) {
+		name, ok := n.name()
+		if !ok {
+			return nil, false, mounts.PathErr("open", ".", syscall.ENOENT)
+		}
+		octx := n.conn.ctx(ctx)
+		if !write {
+			// The kernel keeps the pages it reads here across
+			// opens, so the mount need not keep the content after
+			// the file leaves the cache.
+			f, err := n.conn.fsys.Open(mounts.WithPagesKept(octx), name)
+			return f, true, err
+		}
+		f, err := mounts.OpenFile(octx, n.conn.fsys, name, os.O_RDWR, 0)
+		if !errors.Is(err, fs.ErrPermission) {
+			return f, true, err
+		}
+		f, err = mounts.OpenFile(octx, n.conn.fsys, name, os.O_WRONLY, 0)
+		return f, false, err
+	}
+}
+
+// pinOrphan gives regular file n, about to lose its last name through
+// op (an UNLINK, or a RENAME over it), a file of its own: the kernel opens
+// files without telling us, so one may be open, and it must still read
+// (and, when it was written through this connection, write) once no name
+// leads to it. The file goes with the kernel's FORGET, which comes after
+// the last close. It returns undo, for when op fails.
+func (n *node) pinOrphan(ctx context.Context) (undo func()) {
+	if !n.conn.openless || n.conn.immutable || n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return func() {}
+	}
+	n.mu.Lock()
+	links, pinned := n.last.Nlink, n.pinned != nil
+	n.mu.Unlock()
+	if pinned || links > 1 {
+		return func() {}
+	}
+	f, _, err := n.opener(ctx)(n.wrote.Load())
+	if err != nil {
+		return func() {}
+	}
+	h := &handle{n: n, f: f}
+	n.mu.Lock()
+	if n.open == nil {
+		n.open = make(map[*handle]struct{})
+	}
+	n.open[h] = struct{}{}
+	n.pinned = h
+	n.mu.Unlock()
+	return n.unpin
+}
+
+// pinChild pins the file directory n knows as elem, if any (pinOrphan).
+func (n *node) pinChild(ctx context.Context, elem string) (undo func()) {
+	if !n.conn.openless || n.conn.immutable {
+		return func() {}
+	}
+	ch := n.GetChild(elem)
+	if ch == nil {
+		return func() {}
+	}
+	cn, ok := ch.Operations().(*node)
+	if !ok {
+		return func() {}
+	}
+	return cn.pinOrphan(ctx)
+}
+
+// unpin closes the file pinOrphan gave n, if any.
+func (n *node) unpin() {
+	n.mu.Lock()
+	h := n.pinned
+	if h != nil {
+		delete(n.open, h)
+		n.pinned = nil
+	}
+	n.mu.Unlock()
+	if h != nil {
+		h.f.Close()
+	}
+}
+
+// readerCache holds the files that handle-less READs, WRITEs and FSYNCs go
+// through, one per node, for the nodes used most recently. Opening the
+// file for every request would cost a name walk each time and, for a blob
+// larger than the git mount's content cache, a decode each time; keeping
+// every node's file open would pin every blob ever read. A few dozen open
+// files cover the files programs use at once, and a large file read or
+// written in many requests keeps its one file meanwhile.
+type readerCache struct {
+	max int
+
+	mu sync.Mutex
+	ll list.List // of *reader, most recently used at the front
+	m  map[*node]*list.Element
+}
+
+// reader is one cached open file. refs counts the requests using it; an
+// evicted reader is closed by the last of them. write says it was opened
+// for writing, read that it can be read (a file the mount would open for
+// writing only cannot).
+type reader struct {
+	n           *node
+	f           mounts.File
+	read, write bool
+	refs        int
+	evicted     bool
+}
+
+// maxReaders bounds the reader cache.
+const maxReaders = 64
+
+func newReaderCache(max int) *readerCache {
+	return &readerCache{max: max, m: make(map[*node]*list.Element)}
+}
+
+// get returns n's file, for writing when write is set, opening one with
+// open on a miss. A cached file that cannot do what is asked is replaced:
+// by one opened for writing at a write after reads (the read-only file of
+// a commit's blob would not see the copy-up), by one opened for reading at
+// a read after writes through a file the mount would open for writing
+// only. Two requests
+// missing at once may both open; the second file is kept and the first
+// closed when its request is done.
+func (c *readerCache) get(n *node, write bool, open func(write bool) (f mounts.File, readable bool, err error)) (*reader, error) {
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		r := el.Value.(*reader)
+		if (write && r.write) || (!write && r.read) {
+			r.refs++
+			c.ll.MoveToFront(el)
+			c.mu.Unlock()
+			return r, nil
+		}
+	}
+	c.mu.Unlock()
+
+	f, readable, err := open(write)
+	if err != nil {
+		return nil, err
+	}
+	_, canWrite := f.(mounts.WritableFile)
+	if write && !canWrite {
+		f.Close()
+		return nil, mounts.PathErr("write", ".", syscall.EBADF)
+	}
+	r := &reader{n: n, f: f, read: readable, write: write, refs: 1}
+	var closeNow []*reader
+	c.mu.Lock()
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.m[n] = c.ll.PushFront(r)
+	for c.ll.Len() > c.max {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+	return r, nil
+}
+
+// put ends one request's use of r.
+func (c *readerCache) put(r *reader) {
+	c.mu.Lock()
+	r.refs--
+	last := r.evicted && r.refs == 0
+	c.mu.Unlock()
+	if last {
+		r.f.Close()
+	}
+}
+
+// drop evicts n's file, if any.
+func (c *readerCache) drop(n *node) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	if el, ok := c.m[n]; ok {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// dropReadOnly evicts n's file if it was opened read-only: its content
+// changed by name (a truncate), which such a file of the commit's blob
+// would not show.
+func (c *readerCache) dropReadOnly(n *node) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	if el, ok := c.m[n]; ok && !el.Value.(*reader).write {
+		closeNow = append(closeNow, c.evictLocked(el))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// clear closes every file nothing uses (the others are closed by the last
+// request using them): once the connection is gone, or when a whole
+// directory changed behind the kernel's back.
+func (c *readerCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	for c.ll.Len() > 0 {
+		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
+// evictLocked removes el and returns its reader when nothing uses it any
+// more (the caller closes it, outside the lock), nil otherwise.
+func (c *readerCache) evictLocked(el *list.Element) *reader {
+	r := c.ll.Remove(el).(*reader)
+	if c.m[r.n] == el {
+		delete(c.m, r.n)
+	}
+	r.evicted = true
+	if r.refs > 0 {
+		return nil
+	}
+	return r
+}
+
+// closeAll closes the files of rs, skipping nils. What a written file has
+// to report it reported at its WRITEs and FSYNCs.
+func closeAll(rs []*reader) {
+	for _, r := range rs {
+		if r != nil {
+			r.f.Close()
+		}
+	}
+}

@@ -297,9 +297,18 @@ func (p *pageStore) store(c *conn, rel string, data []byte) bool {
 		int64(len(data)) != n.lastSize() || !n.pushed.CompareAndSwap(false, true) {
 		return true // read, stored (or being stored), or not what the kernel was told
 	}
+	if n.changed.Load() {
+		return true
+	}
 	switch errno := ch.WriteCache(0, data); errno {
 	case 0:
 		p.stored.Add(1)
+		if n.changed.Load() {
+			// Changed while the pages went in (a WRITE on a
+			// copy-on-write connection holds the pages the store
+			// waits for): they are the commit's, not the file's.
+			c.notify(ch.NotifyContent(0, 0), "content", rel)
+		}
 	case syscall.ENOENT: // the kernel does not know the node (yet, or any more)
 		n.pushed.Store(false)
 		return false
@@ -308,6 +317,33 @@ func (p *pageStore) store(c *conn, rel string, data []byte) bool {
 		p.log.Debug("fusefs: storing offered pages failed", "name", rel, "errno", errno.Error())
 	}
 	return true
+}
+
+// unpark drops the pages parked for the fsys-relative name and below it:
+// it changed, and they are of what it was.
+func (p *pageStore) unpark(name string) {
+	if p == nil || p.nParked.Load() == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for dir, pgs := range p.parked {
+		kept := pgs[:0]
+		for _, q := range pgs {
+			if full := path.Join(q.c.prefix, q.rel); within(full, name) {
+				p.bytes -= int64(len(q.data))
+				continue
+			}
+			kept = append(kept, q)
+		}
+		if len(kept) == 0 {
+			delete(p.parked, dir)
+			p.dirs = slices.DeleteFunc(p.dirs, func(d string) bool { return d == dir })
+		} else {
+			p.parked[dir] = kept
+		}
+	}
+	p.nParked.Store(int64(len(p.parked)))
 }
 
 // park keeps pg, the page of the fsys-relative name, for a later try.

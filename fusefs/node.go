@@ -53,6 +53,10 @@ type node struct {
 	// WRITE without a handle reached it.
 	pinned *handle
 	wrote  atomic.Bool
+	// changed is set when the node's content or name changed on a
+	// copy-on-write connection (a write, a truncate, a rename, a library
+	// change): pages offered of the commit's file are not its any more.
+	changed atomic.Bool
 }
 
 // lastLinks is the link count the mount last reported for n.
@@ -313,6 +317,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		} else {
 			// A cached read-only file of a commit's blob would not
 			// show the copy-up.
+			n.changed.Store(true)
 			n.conn.readers.dropReadOnly(n)
 		}
 	}
@@ -519,6 +524,11 @@ func (n *node) Rename(ctx context.Context, elem string, newParent gofs.InodeEmbe
 	undo := func() {}
 	if rf&mounts.RenameExchange == 0 {
 		undo = np.pinChild(ctx, newElem)
+	}
+	for _, ch := range []*gofs.Inode{n.GetChild(elem), np.GetChild(newElem)} {
+		if cn, ok := nodeOf(ch); ok {
+			cn.changed.Store(true)
+		}
 	}
 	err := mounts.Rename(n.conn.ctx(ctx), n.conn.fsys, oldName, newName, rf)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -94,6 +95,7 @@ func (n *node) writeNoHandle(ctx context.Context, data []byte, off int64) (writt
 	}
 	defer n.conn.readers.put(r)
 	n.wrote.Store(true)
+	n.changed.Store(true)
 	k, err := r.f.(mounts.WritableFile).WriteAt(data, off)
 	if err != nil && k == 0 {
 		return 0, n.conn.errs.errno("write", err)
@@ -186,15 +188,20 @@ func (n *node) pinChild(ctx context.Context, elem string) (undo func()) {
 	if !n.conn.openless || n.conn.immutable {
 		return func() {}
 	}
-	ch := n.GetChild(elem)
-	if ch == nil {
-		return func() {}
-	}
-	cn, ok := ch.Operations().(*node)
+	cn, ok := nodeOf(n.GetChild(elem))
 	if !ok {
 		return func() {}
 	}
 	return cn.pinOrphan(ctx)
+}
+
+// nodeOf returns the node of in, if in is one.
+func nodeOf(in *gofs.Inode) (*node, bool) {
+	if in == nil {
+		return nil, false
+	}
+	n, ok := in.Operations().(*node)
+	return n, ok
 }
 
 // unpin closes the file pinOrphan gave n, if any.

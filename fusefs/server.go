@@ -385,6 +385,10 @@ func (c *conn) invalidate(name string) {
 	if c.prefix != "." {
 		rest = strings.TrimPrefix(strings.TrimPrefix(name, c.prefix), "/")
 	}
+	if !c.immutable {
+		// Pages offered of the name before it changed are not its.
+		c.pages.Load().unpark(name)
+	}
 	if rest == "" || rest == "." {
 		c.notify(cur.NotifyContent(0, 0), "content", name)
 		c.readers.clear()
@@ -417,7 +421,8 @@ func (c *conn) dropFiles(ch *fs.Inode) {
 		c.readers.clear()
 		return
 	}
-	if n, ok := ch.Operations().(*node); ok {
+	if n, ok := nodeOf(ch); ok {
+		n.changed.Store(true)
 		c.readers.drop(n)
 	}
 }

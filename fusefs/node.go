@@ -704,7 +704,7 @@ type dirHandle struct {
 	n  *node
 	ds gofs.DirStream
 	// ents and attrs are the listing and its entries' attributes when it
-	// came with them (mounts.StatDirFS on an immutable connection):
+	// came with them (mounts.StatDirFS on an openless connection):
 	// READDIRPLUS then answers its lookups from here, by a search of the
 	// sorted entries, instead of a Stat per entry.
 	ents  []mounts.DirEntry
@@ -746,12 +746,13 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	return &e, errno
 }
 
-// open starts the listing: with the entries' attributes on an immutable
+// open starts the listing: with the entries' attributes on an openless
 // connection whose tree can list them so, the node's own listing otherwise.
+// (A copy-on-write connection keeps no listing: each READDIR lists anew.)
 func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	n := d.n
 	sd, ok := n.conn.fsys.(mounts.StatDirFS)
-	if !ok || !n.conn.immutable {
+	if !ok || !n.conn.openless {
 		return n.Readdir(ctx)
 	}
 	n.mu.Lock()

@@ -195,7 +195,12 @@
 // READ as usual, as it is when the kernel drops those pages like any
 // others. The offers come
 // through the decorators, so the path rules drop the pages of denied files
-// before they reach the kernel. A single file read in a directory (an
+// before they reach the kernel. A copy-on-write connection takes them too:
+// the overlay passes on only the pages of names it still serves from the
+// commit, and the store leaves alone a node whose content or name changed
+// there (and drops what it stored when the change came while the pages
+// went in, since the kernel's write held them), and forgets parked pages
+// of a name the library changed. A single file read in a directory (an
 // agent looking at one file) triggers nothing, and neither does listing
 // alone (find, ls -R).
 //

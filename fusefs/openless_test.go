@@ -1,0 +1,110 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// cowWorkspace is an overlay of a memory upper over an immutable memory
+// tree on /repo, next to a memory mount on /memory, mounted with
+// Options.Immutable: /repo gets a copy-on-write connection of its own.
+func cowWorkspace(t *testing.T, files map[string]string) (*Server, string, *overlayfs.FS) {
+	t.Helper()
+	ctx := context.Background()
+	lower := memfs.New(memfs.Options{})
+	for name, content := range files {
+		require.NoError(t, mounts.WriteFile(ctx, lower, name, []byte(content), 0o644))
+	}
+	ov, err := overlayfs.New(ctx, describedFS{lower, mounts.Description{Type: "git", Immutable: true}},
+		memfs.New(memfs.Options{}), overlayfs.Options{})
+	require.NoError(t, err)
+	require.True(t, ov.Describe().CopyOnWrite)
+	u, err := union.New(map[string]mounts.FS{"/repo": ov, "/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"repo"}, CopyOnWriteRoots(u))
+	srv, dir := mountFS(t, u, Options{Immutable: true})
+	require.Len(t, srv.subs, 1, "/repo on a connection of its own")
+	c := srv.subs[0].conn
+	require.True(t, c.openless && !c.immutable)
+	return srv, dir, ov
+}
+
+// TestCopyOnWriteConnection: the kernel opens files without asking (OPEN
+// answers ENOSYS), reads and writes reach the overlay without handles, and
+// the page store stores offered pages of untouched files only.
+func TestCopyOnWriteConnection(t *testing.T) {
+	srv, dir, _ := cowWorkspace(t, map[string]string{"a": "alpha", "b": "bravo", "c": "charlie"})
+	c := srv.subs[0].conn
+	node := func(name string) *node {
+		t.Helper()
+		ch := c.root.GetChild(name)
+		require.NotNil(t, ch, name)
+		return ch.Operations().(*node)
+	}
+	repo := filepath.Join(dir, "repo")
+	for _, name := range []string{"a", "b", "c"} {
+		statT(t, filepath.Join(repo, name)) // the kernel knows the nodes
+	}
+	pages := srv.conn.pages.Load()
+	require.NotNil(t, pages, "the copy-on-write connection has the page store")
+
+	// Untouched: stored, and then read from the page cache.
+	pages.offer("repo/a", []byte("alpha"))
+	assert.Equal(t, int64(1), pages.stored.Load())
+	b, err := os.ReadFile(filepath.Join(repo, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alpha", string(b))
+	assert.False(t, node("a").served.Load(), "read from the page cache")
+
+	// Written through the kernel: the commit's pages are not the file's.
+	// (In place, so the size the kernel knows stays the offer's.)
+	fb, err := os.OpenFile(filepath.Join(repo, "b"), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fb.WriteAt([]byte("BRAVO"), 0)
+	require.NoError(t, err)
+	require.NoError(t, fb.Close())
+	assert.True(t, node("b").changed.Load())
+	require.Equal(t, int64(5), node("b").lastSize())
+	pages.offer("repo/b", []byte("bravo"))
+	assert.Equal(t, int64(1), pages.stored.Load(), "a written file is left alone")
+	b, err = os.ReadFile(filepath.Join(repo, "b"))
+	require.NoError(t, err)
+	assert.Equal(t, "BRAVO", string(b))
+
+	// A write without a handle (the kernel opened the file itself) and
+	// a read-back through the same cached file.
+	f, err := os.OpenFile(filepath.Join(repo, "c"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("C"), 0)
+	require.NoError(t, err)
+	buf := make([]byte, 7)
+	_, err = f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "Charlie", string(buf))
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	assert.True(t, node("c").wrote.Load())
+
+	// A new file gets a handle (CREATE), as anywhere.
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "new"), []byte("n"), 0o644))
+	b, err = os.ReadFile(filepath.Join(repo, "new"))
+	require.NoError(t, err)
+	assert.Equal(t, "n", string(b))
+	// And the connection is writable, unlike an immutable one.
+	require.NoError(t, os.Mkdir(filepath.Join(repo, "dir"), 0o755))
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(repo, &st))
+	assert.Zero(t, st.Flags&unix.ST_RDONLY, "mounted read-write")
+}

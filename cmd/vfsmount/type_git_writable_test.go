@@ -54,6 +54,7 @@ func TestGitWritable(t *testing.T) {
 		assert.Equal(t, "copy-on-write over git@"+sha[:12], m[0].Source)
 		assert.False(t, m[0].Immutable, "the kernel face must not cache a writable mount as immutable")
 		assert.Empty(t, fusefs.ImmutableRoots(ws.FS), "nor serve it on an immutable connection")
+		assert.Equal(t, []string{"repo"}, fusefs.CopyOnWriteRoots(ws.FS), "but on a copy-on-write one")
 		assert.False(t, ws.Kernel.ReadOnly)
 	})
 
@@ -84,6 +85,7 @@ func TestGitWritable(t *testing.T) {
 		up := filepath.Join(t.TempDir(), "upper")
 		ws, err := buildSpecs(t, "type=git,src="+dir+",dst=/repo,writable,upper="+up)
 		require.NoError(t, err)
+		assert.Empty(t, fusefs.CopyOnWriteRoots(ws.FS), "a host upper may change behind the mount's back: the main connection serves it")
 		require.NoError(t, mounts.WriteFile(ctx, ws.FS, "repo/src/a.txt", []byte("host\n"), 0o644))
 		require.NoError(t, ws.Close())
 		ws, err = buildSpecs(t, "type=git,src="+dir+",dst=/repo,writable,upper="+up)

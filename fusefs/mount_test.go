@@ -604,6 +604,21 @@ func TestProbeAndForceUnmountLive(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateLive, st)
 
+	// The mount table and the stat are two looks: when what answers the
+	// stat is not the mount the table listed (a stale mount detached in
+	// between, and the plain directory below answering), the probe must
+	// not take it for a live mount.
+	m, found, err := mountAt(dir)
+	require.NoError(t, err)
+	require.True(t, found)
+	st, moved, err := probeMounted(dir, m.dev)
+	require.NoError(t, err)
+	assert.Equal(t, StateLive, st)
+	assert.False(t, moved)
+	_, moved, err = probeMounted(plain, m.dev)
+	require.NoError(t, err)
+	assert.True(t, moved, "a plain directory answering for the mount")
+
 	require.NoError(t, ForceUnmount(dir))
 	waited := make(chan struct{})
 	go func() { srv.Wait(); close(waited) }()

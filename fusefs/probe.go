@@ -74,56 +74,81 @@ func Probe(mountpoint string) (State, error) {
 	if err != nil {
 		return StateNone, err
 	}
-	fuse, found, err := mountedAt(abs)
-	if err != nil {
-		return StateNone, err
+	// The mount table and the stat are two looks: a mount cleared or
+	// made in between (a stale one detached by the vfsmount that takes
+	// its place) makes the stat answer from another file system than
+	// the table said, and the probe looks again.
+	for range probeLooks {
+		m, found, err := mountAt(abs)
+		if err != nil {
+			return StateNone, err
+		}
+		if !found || !isFUSE(m.fstype) {
+			return StateNone, nil
+		}
+		st, moved, err := probeWithin(abs, m.dev)
+		if !moved {
+			if err != nil {
+				err = fmt.Errorf("fusefs: probe %s: %w", mountpoint, err)
+			}
+			return st, err
+		}
 	}
-	if !found || !fuse {
-		return StateNone, nil
-	}
+	return StateNone, fmt.Errorf("fusefs: probe %s: the mounts there keep changing", mountpoint)
+}
+
+// probeLooks bounds the looks of a Probe while the mounts at its mount
+// point change under it.
+const probeLooks = 10
+
+// probeWithin runs probeMounted of the mount of device dev at abs within
+// probeTimeout, after which the server is taken for stale.
+func probeWithin(abs, dev string) (State, bool, error) {
 	type result struct {
-		st  State
-		err error
+		st    State
+		err   error
+		moved bool
 	}
 	done := make(chan result, 1)
 	go func() {
-		st, err := probeMounted(abs)
-		done <- result{st, err}
+		st, moved, err := probeMounted(abs, dev)
+		done <- result{st, err, moved}
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil {
-			r.err = fmt.Errorf("fusefs: probe %s: %w", mountpoint, r.err)
-		}
-		return r.st, r.err
+		return r.st, r.moved, r.err
 	case <-time.After(probeTimeout):
-		return StateStale, nil
+		return StateStale, false, nil
 	}
 }
 
 // probeMounted probes the FUSE mount at abs and the connections stacked on
 // it.
-func probeMounted(abs string) (State, error) {
-	switch err := statSync(abs); {
+func probeMounted(abs, dev string) (st State, moved bool, err error) {
+	var stx unix.Statx_t
+	switch err := unix.Statx(unix.AT_FDCWD, abs, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx); {
 	case err == nil:
+		if fmt.Sprintf("%d:%d", stx.Dev_major, stx.Dev_minor) != dev {
+			return StateNone, true, nil // another file system answered
+		}
 	case isDisconnected(err):
-		return StateStale, nil
+		return StateStale, false, nil
 	default:
 		// Something answered (EACCES from a mount of another user
 		// without allow_other, say): not ours to call dead.
-		return StateLive, err
+		return StateLive, false, err
 	}
 	for _, root := range stackedRoots(abs) {
 		mp := filepath.Join(abs, filepath.FromSlash(root))
 		fuse, found, err := mountedAt(mp)
 		if err != nil {
-			return StateLive, err
+			return StateLive, false, err
 		}
 		if !found || !fuse || isDisconnected(statSync(mp)) {
-			return StateIncomplete, nil
+			return StateIncomplete, false, nil
 		}
 	}
-	return StateLive, nil
+	return StateLive, false, nil
 }
 
 // statSync stats name, asking the server: FORCE_SYNC, since attributes the
@@ -327,12 +352,18 @@ func isFUSE(fstype string) bool {
 // mountedAt reports whether something is mounted at abs according to
 // /proc/self/mountinfo, and whether the topmost mount there is FUSE.
 func mountedAt(abs string) (fuse, found bool, err error) {
+	m, found, err := mountAt(abs)
+	return found && isFUSE(m.fstype), found, err
+}
+
+// mountAt returns the mount on top at abs, if any.
+func mountAt(abs string) (top mountEntry, found bool, err error) {
 	err = eachMount(func(m mountEntry) {
 		if m.point == abs {
-			found, fuse = true, isFUSE(m.fstype)
+			top, found = m, true
 		}
 	})
-	return fuse, found, err
+	return top, found, err
 }
 
 // parseMountinfo reads one line of /proc/self/mountinfo (proc(5)): "36 35

@@ -460,7 +460,7 @@ func TestGitWorkspaceLifecycle(t *testing.T) {
 	assert.Equal(t, 1, code, "status of a stale mount")
 
 	d = startDaemon(t, dir, nil, args...)
-	assert.Contains(t, d.stderr.String(), "cleared a stale FUSE mount")
+	d.logs(t, "cleared a stale FUSE mount")
 	stacked(t)
 
 	code, stderr := runVfsmount(t, "umount", dir)

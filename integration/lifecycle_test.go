@@ -118,6 +118,15 @@ func (d *daemon) kill(t testing.TB) {
 	}
 }
 
+// logs reports, within a few seconds, whether the daemon wrote line to
+// its standard error: what it wrote reaches the buffer through a pipe,
+// some time after it did.
+func (d *daemon) logs(t testing.TB, line string, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.Eventually(t, func() bool { return strings.Contains(d.stderr.String(), line) },
+		10*time.Second, 5*time.Millisecond, msgAndArgs...)
+}
+
 // stop sends SIGTERM and returns the exit code.
 func (d *daemon) stop(t testing.TB) int {
 	t.Helper()
@@ -201,13 +210,18 @@ func TestPersistSurvivesKill9(t *testing.T) {
 
 	// synced is the model: every file whose last change was fsync'd.
 	synced := map[string][]byte{}
-	verify := func(t *testing.T, when string) {
+	verify := func(t *testing.T, d *daemon, when string) {
 		t.Helper()
+		ok := true
 		for name, want := range synced {
 			got, err := os.ReadFile(mem(name))
-			if assert.NoError(t, err, "%s: %s", when, name) {
-				assert.True(t, bytes.Equal(want, got), "%s: %s holds %d bytes, want %d (byte for byte)", when, name, len(got), len(want))
+			if ok = ok && assert.NoError(t, err, "%s: %s", when, name); ok {
+				ok = assert.True(t, bytes.Equal(want, got), "%s: %s holds %d bytes, want %d (byte for byte)", when, name, len(got), len(want))
 			}
+		}
+		if !ok {
+			ents, err := os.ReadDir(mem("."))
+			t.Logf("%s: the mount lists %d entries (%v); the daemon said:\n%s", when, len(ents), err, d.stderr)
 		}
 	}
 
@@ -215,11 +229,11 @@ func TestPersistSurvivesKill9(t *testing.T) {
 	for cycle := range cycles {
 		d := startDaemon(t, dir, nil, "--mount", spec)
 		if cycle > 0 {
-			assert.Contains(t, d.stderr.String(), "cleared a stale FUSE mount", "cycle %d: the mount after a kill -9 clears the stale one", cycle)
+			d.logs(t, "cleared a stale FUSE mount", "cycle %d: the mount after a kill -9 clears the stale one", cycle)
 		}
 		code, _ := runVfsmount(t, "status", dir)
 		assert.Equal(t, 0, code, "status of a live mount")
-		verify(t, fmt.Sprintf("after kill %d", cycle))
+		verify(t, d, fmt.Sprintf("after kill %d", cycle))
 
 		// Synced changes of every kind: new files (large ones across
 		// chunks too), rewrites, appends, a rename, a directory.
@@ -288,7 +302,7 @@ func TestPersistSurvivesKill9(t *testing.T) {
 
 	// A clean stop keeps unsynced changes too.
 	d := startDaemon(t, dir, nil, "--mount", spec)
-	verify(t, "after the last kill")
+	verify(t, d, "after the last kill")
 	require.NoError(t, os.WriteFile(mem("unsynced-before-sigterm"), []byte("kept"), 0o644))
 	require.NoError(t, os.Mkdir(mem("dir-before-sigterm"), 0o700))
 	assert.Equal(t, 0, d.stop(t), d.stderr.String())
@@ -296,7 +310,7 @@ func TestPersistSurvivesKill9(t *testing.T) {
 	assert.Equal(t, 2, code, "status of no mount")
 
 	d = startDaemon(t, dir, nil, "--mount", spec)
-	verify(t, "after a clean stop")
+	verify(t, d, "after a clean stop")
 	got, err := os.ReadFile(mem("unsynced-before-sigterm"))
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(got), "a clean unmount writes everything")

@@ -112,6 +112,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (written uin
 		// Opened read-only; the kernel normally refuses this itself.
 		return 0, syscall.EBADF
 	}
+	h.n.wrote.Store(true)
 	n, err := wf.WriteAt(data, off)
 	if err != nil && n == 0 {
 		return 0, h.n.conn.errs.errno("write", err)

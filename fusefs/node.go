@@ -49,8 +49,10 @@ type node struct {
 	// once read. The stream hands out copies of its entries.
 	listing []fuse.DirEntry
 	// pinned is the file a node of a copy-on-write connection got when it
-	// lost its last name (pinOrphan), also in open; wrote is set once a
-	// WRITE without a handle reached it.
+	// lost its last name (pinOrphan), also in open; wrote is set once it
+	// was created, written or changed (SETATTR) through the connection:
+	// an FSYNC without a handle has something to make durable, and
+	// opening it for writing copies nothing up.
 	pinned *handle
 	wrote  atomic.Bool
 	// changed is set when the node's content or name changed on a
@@ -330,6 +332,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return errno
 		}
 	}
+	n.wrote.Store(true)
 	return n.Getattr(ctx, f, out)
 }
 
@@ -448,7 +451,9 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 	ch = n.newChild(ctx, name, a, out)
 	// With a hard link the inode may be an existing node, not the one
 	// newChild made: the handle belongs to whichever it is.
-	return ch, ch.Operations().(*node).addHandle(f), 0, 0
+	cn := ch.Operations().(*node)
+	cn.wrote.Store(true)
+	return ch, cn.addHandle(f), 0, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, elem string, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {

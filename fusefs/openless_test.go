@@ -2,8 +2,10 @@ package fusefs
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -17,18 +19,46 @@ import (
 	"github.com/vfsmount/vfsmount/union"
 )
 
+// syncingFS is a memory mount that counts the Syncs of its files.
+type syncingFS struct {
+	*memfs.FS
+	syncs atomic.Int64
+}
+
+func (s *syncingFS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	f, err := s.FS.OpenFile(ctx, name, flag, perm)
+	if wf, ok := f.(mounts.WritableFile); ok && err == nil {
+		return syncingFile{wf, &s.syncs}, nil
+	}
+	return f, err
+}
+
+type syncingFile struct {
+	mounts.WritableFile
+	syncs *atomic.Int64
+}
+
+func (f syncingFile) Sync() error { f.syncs.Add(1); return f.WritableFile.Sync() }
+
 // cowWorkspace is an overlay of a memory upper over an immutable memory
 // tree on /repo, next to a memory mount on /memory, mounted with
 // Options.Immutable: /repo gets a copy-on-write connection of its own.
 func cowWorkspace(t *testing.T, files map[string]string) (*Server, string, *overlayfs.FS) {
+	srv, dir, ov, _ := cowWorkspaceUpper(t, files)
+	return srv, dir, ov
+}
+
+// cowWorkspaceUpper is cowWorkspace, with its upper.
+func cowWorkspaceUpper(t *testing.T, files map[string]string) (*Server, string, *overlayfs.FS, *syncingFS) {
 	t.Helper()
 	ctx := context.Background()
 	lower := memfs.New(memfs.Options{})
 	for name, content := range files {
 		require.NoError(t, mounts.WriteFile(ctx, lower, name, []byte(content), 0o644))
 	}
+	upper := &syncingFS{FS: memfs.New(memfs.Options{})}
 	ov, err := overlayfs.New(ctx, describedFS{lower, mounts.Description{Type: "git", Immutable: true}},
-		memfs.New(memfs.Options{}), overlayfs.Options{})
+		upper, overlayfs.Options{})
 	require.NoError(t, err)
 	require.True(t, ov.Describe().CopyOnWrite)
 	u, err := union.New(map[string]mounts.FS{"/repo": ov, "/memory": memfs.New(memfs.Options{})})
@@ -38,7 +68,44 @@ func cowWorkspace(t *testing.T, files map[string]string) (*Server, string, *over
 	require.Len(t, srv.subs, 1, "/repo on a connection of its own")
 	c := srv.subs[0].conn
 	require.True(t, c.openless && !c.immutable)
-	return srv, dir, ov
+	return srv, dir, ov, upper
+}
+
+// TestCopyOnWriteFsync: an fsync without a handle reaches the mount for a
+// file changed through the connection in any way (written without a handle,
+// created and written through CREATE's handle, truncated), and opens
+// nothing for writing (which would copy it up) for one never changed.
+func TestCopyOnWriteFsync(t *testing.T) {
+	_, dir, ov, upper := cowWorkspaceUpper(t, map[string]string{"lower": "l", "truncated": "tttt", "untouched": "u"})
+	repo := filepath.Join(dir, "repo")
+	fsync := func(name string) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(repo, name), os.O_RDWR, 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "created"), []byte("c"), 0o644))
+	require.NoError(t, os.Truncate(filepath.Join(repo, "truncated"), 1))
+	f, err := os.OpenFile(filepath.Join(repo, "lower"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("+"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	for _, name := range []string{"created", "truncated", "lower"} {
+		before := upper.syncs.Load()
+		fsync(name)
+		assert.Greater(t, upper.syncs.Load(), before, "fsync of %s reaches the upper", name)
+	}
+	before := upper.syncs.Load()
+	fsync("untouched")
+	assert.Equal(t, before, upper.syncs.Load())
+	changes, err := ov.Changes(context.Background())
+	require.NoError(t, err)
+	for _, c := range changes {
+		assert.NotEqual(t, "untouched", c.Path, "an fsync copies nothing up")
+	}
 }
 
 // TestCopyOnWriteConnection: the kernel opens files without asking (OPEN

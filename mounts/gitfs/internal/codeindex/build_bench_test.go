@@ -9,30 +9,25 @@ import (
 	"testing"
 )
 
-// benchFiles is ~n bytes of Go-like text in files of about 7 KB.
+// benchFiles is ~n bytes of source-like text (words and numbered
+// identifiers, short lines) in files of 2 to 13 KB, as the grep table of
+// make bench generates.
 func benchFiles(n int) [][]byte {
 	rng := rand.New(rand.NewPCG(18, 2))
-	words := []string{"return", "err", "nil", "if", "for", "range", "ctx", "func", "var", "string", "int", "bytes", "Buffer", "strings", "Builder", "append", "len", "make", "map", "struct"}
+	words := strings.Fields("return err nil if for range ctx func var string int bytes Buffer append len make map struct")
 	var files [][]byte
 	for total := 0; total < n; {
-		var b strings.Builder
-		size := 2*1024 + rng.IntN(11*1024)
-		for b.Len() < size {
-			b.WriteByte('\t')
-			for i := range 4 + rng.IntN(8) {
-				if i > 0 {
-					b.WriteByte(' ')
-				}
-				if rng.IntN(7) == 0 {
-					fmt.Fprintf(&b, "ident%04d", rng.IntN(10000))
-				} else {
-					b.WriteString(words[rng.IntN(len(words))])
-				}
+		b := make([]byte, 0, 13*1024)
+		for size := 2*1024 + rng.IntN(11*1024); len(b) < size; {
+			if rng.IntN(7) == 0 {
+				b = fmt.Appendf(b, "ident%04d", rng.IntN(10000))
+			} else {
+				b = append(b, words[rng.IntN(len(words))]...)
 			}
-			b.WriteByte('\n')
+			b = append(b, " \t\n"[rng.IntN(3)])
 		}
-		files = append(files, []byte(b.String()))
-		total += b.Len()
+		files = append(files, b)
+		total += len(b)
 	}
 	return files
 }

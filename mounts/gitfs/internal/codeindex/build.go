@@ -151,11 +151,12 @@ func (b *Builder) Add(k, id int, data []byte) {
 	}
 	tag := uint32(id) + 1
 	tri := uint32(data[0])<<8 | uint32(data[1])
-	for i := 2; i < len(data); i++ {
+	last := len(data) - 1
+	for i := 2; i <= last; i++ {
 		tri = (tri<<8 | uint32(data[i])) & (1<<24 - 1)
 		var bit uint8
-		if i+1 < len(data) {
-			bit = followBit(data[i+1])
+		if i < last {
+			bit = followBits[data[i+1]]
 		}
 		page := s.top[tri>>8]
 		if page == nil {
@@ -179,6 +180,14 @@ func (b *Builder) Add(k, id int, data []byte) {
 		l.count++
 	}
 }
+
+// followBits is followBit of every byte.
+var followBits = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = followBit(byte(c))
+	}
+	return t
+}()
 
 // transcode appends data to dst with every byte that is not part of valid
 // UTF-8 replaced by U+FFFD, as Go's regexp decodes it.

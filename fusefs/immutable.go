@@ -22,9 +22,10 @@ import (
 
 // This file is the immutable-connection mode, [Options.Immutable] (see "#
 // Immutable mounts" in the package doc): which directories get a
-// connection of their own, how one is mounted, and the two requests such
-// a connection serves differently, READ without a handle (through the
-// reader cache) and READDIR without a handle (noOpendir).
+// connection of their own, how one is mounted (copy-on-write ones too),
+// READDIR without a handle (noOpendir), and the page store. What every
+// connection without OPEN shares, READ and WRITE without a handle among
+// it, is in openless.go.
 
 // ImmutableRoots returns the directories [Options.Immutable] serves on
 // connections of their own, from fsys's mount table ([mounts.Mounts]): the

@@ -105,8 +105,8 @@ func (n *node) writeNoHandle(ctx context.Context, data []byte, off int64) (writt
 
 // fsyncNoHandle serves an FSYNC without a handle: through the cached file
 // written last, or one opened for the purpose when that has left the cache.
-// A file never written through this connection has nothing of its to make
-// durable, and is not opened for writing (which would copy it up).
+// A file never changed through this connection (wrote) has nothing to make
+// durable, and is not opened for writing, which would copy it up.
 func (n *node) fsyncNoHandle(ctx context.Context) (errno syscall.Errno) {
 	defer n.conn.rescue("fsync", &errno)
 	if !n.wrote.Load() {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -285,51 +284,15 @@ func TestHostEscapeRaceThroughKernel(t *testing.T) {
 // compares the trees and every operation's outcome.
 func TestHostDifferential(t *testing.T) {
 	const ops = 2500
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VFSMOUNT_DIFF_SEED"); s != "" {
-		fmt.Sscan(s, &seed)
-	}
-	t.Logf("seed %d (set VFSMOUNT_DIFF_SEED to replay)", seed)
+	rng := diffRand(t)
 	ref := t.TempDir()
 	src := t.TempDir()
 	w := newHostWorkspace(t, src)
 	mnt := w.host(".")
 
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	names := []string{"a", "b", "c", "d", "e"}
-	// The generator looks at the plain tree before each operation, so
-	// most operations name things that exist (or could): a random path
-	// of random names would mostly fail on a missing parent.
-	var entries, dirs []string
-	scan := func() {
-		entries, dirs = entries[:0], []string{"."}
-		filepath.WalkDir(ref, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || p == ref {
-				return err
-			}
-			rel, _ := filepath.Rel(ref, p)
-			entries = append(entries, rel)
-			if d.IsDir() {
-				dirs = append(dirs, rel)
-			}
-			return nil
-		})
-	}
-	pick := func(list []string) string { return list[rng.IntN(len(list))] }
-	// existing names an entry that exists, most of the time.
-	existing := func() string {
-		if len(entries) == 0 || rng.IntN(8) == 0 {
-			return filepath.Join(pick(dirs), pick(names))
-		}
-		return pick(entries)
-	}
-	// fresh names a child of an existing directory, maybe taken.
-	fresh := func() string {
-		if rng.IntN(8) == 0 && len(entries) > 0 {
-			return pick(entries)
-		}
-		return filepath.Join(pick(dirs), pick(names))
-	}
+	tp := &treePicker{rng: rng, ref: ref, names: names}
+	scan, pick, existing, fresh := tp.scan, tp.pick, tp.existing, tp.fresh
 	type op struct {
 		desc string
 		do   func(root string) error
@@ -383,7 +346,7 @@ func TestHostDifferential(t *testing.T) {
 	succeeded, i := 0, 0
 	// ops operations, and more while the tree is too small to be worth
 	// comparing (a seed whose removals took most of it away).
-	for ; i < ops || (len(entries) <= 10 && i < 4*ops); i++ {
+	for ; i < ops || (len(tp.entries) <= 10 && i < 4*ops); i++ {
 		o := gen()
 		want, got := errnoOf(o.do(ref)), errnoOf(o.do(mnt))
 		if want != got {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -303,12 +301,7 @@ func TestOverlayPOSIX(t *testing.T) {
 func TestOverlayDifferential(t *testing.T) {
 	overlayConnections(t, func(t *testing.T, opts fusefs.Options) {
 		const ops = 2000
-		seed := uint64(time.Now().UnixNano())
-		if s := os.Getenv("VFSMOUNT_DIFF_SEED"); s != "" {
-			fmt.Sscan(s, &seed)
-		}
-		t.Logf("seed %d (set VFSMOUNT_DIFF_SEED to replay)", seed)
-		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		rng := diffRand(t)
 		names := []string{"a", "b", "c", "d", "e"}
 
 		// The commit: files and symlinks at random paths of those names.
@@ -346,34 +339,8 @@ func TestOverlayDifferential(t *testing.T) {
 		mnt := w.path("repo")
 		require.Equal(t, treeOf(t, ref), treeOf(t, mnt), "the untouched overlay is the commit")
 
-		var entries, dirs []string
-		scan := func() {
-			entries, dirs = entries[:0], []string{"."}
-			filepath.WalkDir(ref, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || p == ref {
-					return err
-				}
-				rel, _ := filepath.Rel(ref, p)
-				entries = append(entries, rel)
-				if d.IsDir() {
-					dirs = append(dirs, rel)
-				}
-				return nil
-			})
-		}
-		pick := func(list []string) string { return list[rng.IntN(len(list))] }
-		existing := func() string {
-			if len(entries) == 0 || rng.IntN(8) == 0 {
-				return filepath.Join(pick(dirs), pick(names))
-			}
-			return pick(entries)
-		}
-		fresh := func() string {
-			if rng.IntN(8) == 0 && len(entries) > 0 {
-				return pick(entries)
-			}
-			return filepath.Join(pick(dirs), pick(names))
-		}
+		tp := &treePicker{rng: rng, ref: ref, names: names}
+		scan, pick, existing, fresh := tp.scan, tp.pick, tp.existing, tp.fresh
 		type op struct {
 			desc     string
 			do       func(root string) error
@@ -436,7 +403,7 @@ func TestOverlayDifferential(t *testing.T) {
 		succeeded, i := 0, 0
 		// ops operations, and more while the tree is too small to be
 		// worth comparing (a seed whose rm -r took most of it away).
-		for ; i < ops || (len(entries) <= 10 && i < 4*ops); i++ {
+		for ; i < ops || (len(tp.entries) <= 10 && i < 4*ops); i++ {
 			o := gen()
 			before := uint64(0)
 			if o.from != "" && filepath.Clean(o.from) != filepath.Clean(o.to) {
@@ -458,7 +425,8 @@ func TestOverlayDifferential(t *testing.T) {
 		t.Logf("%d of %d operations succeeded; %d entries in the final tree", succeeded, i, len(want))
 		require.Greater(t, succeeded, i/4, "the sequence must mostly do things, not fail")
 		require.Greater(t, len(want), 10, "the sequence must leave a tree worth comparing")
-		time.Sleep(1100 * time.Millisecond)
+		// No waiting: every change went through the kernel, which
+		// knows of it (the overlay changes only through this process).
 		assert.Equal(t, want, treeOf(t, mnt), "the tree seen through the mount")
 		changes, err := w.ov.Changes(context.Background())
 		require.NoError(t, err)

@@ -274,8 +274,8 @@ func (p *pageStore) offer(name string, data []byte) {
 	}
 	for _, c := range p.conns {
 		if within(name, c.prefix) || c.prefix == "." {
-			if !p.store(c, relTo(name, c.prefix), data) {
-				p.park(name, parkedPage{c: c, rel: relTo(name, c.prefix), data: bytes.Clone(data)})
+			if !p.store(c, mounts.Rel(name, c.prefix), data) {
+				p.park(name, parkedPage{c: c, rel: mounts.Rel(name, c.prefix), data: bytes.Clone(data)})
 			}
 			return
 		}
@@ -441,15 +441,4 @@ func (c *conn) lookup(rel string) *gofs.Inode {
 		}
 	}
 	return in
-}
-
-// relTo returns name relative to its ancestor-or-self dir.
-func relTo(name, dir string) string {
-	switch {
-	case name == dir:
-		return "."
-	case dir == ".":
-		return name
-	}
-	return name[len(dir)+1:]
 }

@@ -381,15 +381,12 @@ func (s *Server) connOf(name string) *conn {
 
 func (c *conn) invalidate(name string) {
 	cur := c.root.EmbeddedInode()
-	rest := name
-	if c.prefix != "." {
-		rest = strings.TrimPrefix(strings.TrimPrefix(name, c.prefix), "/")
-	}
+	rest := mounts.Rel(name, c.prefix)
 	if !c.immutable {
 		// Pages offered of the name before it changed are not its.
 		c.pages.Load().unpark(name)
 	}
-	if rest == "" || rest == "." {
+	if rest == "." {
 		c.notify(cur.NotifyContent(0, 0), "content", name)
 		c.readers.clear()
 		return

@@ -67,6 +67,20 @@ func Join(dir, elem string) string {
 	return dir + "/" + elem
 }
 
+// Rel returns a valid name relative to dir, which must be the name itself
+// or one of its ancestors: Rel("a/b", "a") == "b", Rel("a", "a") == ".",
+// Rel("a", ".") == "a".
+func Rel(name, dir string) string {
+	switch {
+	case name == dir:
+		return "."
+	case dir == ".":
+		return name
+	default:
+		return name[len(dir)+1:]
+	}
+}
+
 // NameOf converts an absolute workspace path ("/repo/a.go") or a relative
 // one to a mount-relative name ("repo/a.go"), cleaning it lexically. It is for
 // front ends that accept user input; the result still needs CheckPath. ".."

@@ -141,6 +141,19 @@ func TestJoin(t *testing.T) {
 	}
 }
 
+func TestRel(t *testing.T) {
+	for _, tc := range []struct{ name, dir, want string }{
+		{"a/b/c", "a", "b/c"},
+		{"a/b", "a/b", "."},
+		{".", ".", "."},
+		{"a", ".", "a"},
+		{"ab/c", "ab", "c"},
+	} {
+		assert.Equal(t, tc.want, mounts.Rel(tc.name, tc.dir), "Rel(%q, %q)", tc.name, tc.dir)
+		assert.Equal(t, tc.name, mounts.Join(tc.dir, mounts.Rel(tc.name, tc.dir)), "Join undoes Rel")
+	}
+}
+
 func TestNameOf(t *testing.T) {
 	tests := []struct {
 		in, want string

@@ -331,7 +331,7 @@ func (u *Union) locate(name string) target {
 			continue
 		}
 		if m := u.byName[d]; m != nil {
-			return target{kind: inMount, m: m, rel: relTo(name, d)}
+			return target{kind: inMount, m: m, rel: mounts.Rel(name, d)}
 		}
 		if u.isSynthetic(d) {
 			if d == name {
@@ -344,18 +344,6 @@ func (u *Union) locate(name string) target {
 			return target{kind: missing}
 		}
 		d, _ = mounts.Split(d)
-	}
-}
-
-// relTo returns name relative to its ancestor-or-self dir.
-func relTo(name, dir string) string {
-	switch {
-	case name == dir:
-		return "."
-	case dir == ".":
-		return name
-	default:
-		return name[len(dir)+1:]
 	}
 }
 

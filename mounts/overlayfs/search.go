@@ -48,7 +48,7 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 		if c.Kind == Deleted || c.Opaque || (c.LowerMode.IsDir() && !c.Mode.IsDir()) {
 			hidden[c.Path] = true
 		}
-		if c.Kind != Deleted && c.Mode.IsRegular() && (dir == "." || under(c.Path, dir)) {
+		if c.Kind != Deleted && c.Mode.IsRegular() && within(c.Path, dir) {
 			out = append(out, c.Path)
 		}
 	}
@@ -66,11 +66,6 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	}
 	slices.SortFunc(out, mounts.CompareWalk)
 	return slices.Compact(out), true, nil
-}
-
-// under reports whether name is strictly below the directory dir.
-func under(name, dir string) bool {
-	return len(name) > len(dir) && name[len(dir)] == '/' && name[:len(dir)] == dir
 }
 
 // below reports whether an ancestor of name is in dirs.

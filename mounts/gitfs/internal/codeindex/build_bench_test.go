@@ -2,10 +2,8 @@ package codeindex
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -42,21 +40,6 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	b.SetBytes(size)
 	for b.Loop() {
-		bl := NewBuilder(names, 2)
-		var wg sync.WaitGroup
-		for k := range bl.Shards() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lo, hi := bl.Range(k)
-				for id := lo; id < hi; id++ {
-					bl.Add(k, id, files[id])
-				}
-			}()
-		}
-		wg.Wait()
-		if err := bl.WriteTo(io.Discard, []byte("key")); err != nil {
-			b.Fatal(err)
-		}
+		encode(b, names, files, 2, "key")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -26,19 +27,31 @@ func build(t *testing.T, files [][]byte, shards int) *Index {
 	for i := range files {
 		names[i] = "f" + string(rune('a'+i%26)) + "/" + strings.Repeat("x", i%5)
 	}
-	b := NewBuilder(names, shards)
-	for k := range b.Shards() {
-		lo, hi := b.Range(k)
-		for id := lo; id < hi; id++ {
-			b.Add(k, id, files[id])
-		}
-	}
-	var buf bytes.Buffer
-	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
-	ix, err := parse(buf.Bytes(), []byte("tree"))
+	ix, err := parse(encode(t, names, files, shards, "tree"), []byte("tree"))
 	require.NoError(t, err)
 	require.Equal(t, names, ix.names)
 	return ix
+}
+
+// encode builds the index of files (named names) in shards shards, each
+// filled by a goroutine of its own as the git mount fills them, and
+// returns it written with key.
+func encode(tb testing.TB, names []string, files [][]byte, shards int, key string) []byte {
+	tb.Helper()
+	b := NewBuilder(names, shards)
+	var wg sync.WaitGroup
+	for k := range b.Shards() {
+		wg.Go(func() {
+			lo, hi := b.Range(k)
+			for id := lo; id < hi; id++ {
+				b.Add(k, id, files[id])
+			}
+		})
+	}
+	wg.Wait()
+	var buf bytes.Buffer
+	require.NoError(tb, b.WriteTo(&buf, []byte(key)))
+	return buf.Bytes()
 }
 
 // alphabet of the random texts and patterns: ASCII letters both cases,
@@ -159,17 +172,7 @@ func TestShardsAgree(t *testing.T) {
 	}
 	var outs [][]byte
 	for _, shards := range []int{1, 2, 7, 100} {
-		names := make([]string, len(files))
-		b := NewBuilder(names, shards)
-		for k := range b.Shards() {
-			lo, hi := b.Range(k)
-			for id := lo; id < hi; id++ {
-				b.Add(k, id, files[id])
-			}
-		}
-		var buf bytes.Buffer
-		require.NoError(t, b.WriteTo(&buf, []byte("k")))
-		outs = append(outs, buf.Bytes())
+		outs = append(outs, encode(t, make([]string, len(files)), files, shards, "k"))
 	}
 	for i := 1; i < len(outs); i++ {
 		assert.Equal(t, outs[0], outs[i], "shards %d", i)
@@ -178,12 +181,8 @@ func TestShardsAgree(t *testing.T) {
 
 func publish(t *testing.T, dir string) string {
 	t.Helper()
-	b := NewBuilder([]string{"a", "b/c"}, 1)
-	b.Add(0, 0, []byte("hello world"))
-	b.Add(0, 1, []byte("goodbye world"))
-	var buf bytes.Buffer
-	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
-	require.NoError(t, Publish(dir, "idx", buf.Bytes()))
+	data := encode(t, []string{"a", "b/c"}, [][]byte{[]byte("hello world"), []byte("goodbye world")}, 1, "tree")
+	require.NoError(t, Publish(dir, "idx", data))
 	return filepath.Join(dir, "idx")
 }
 
@@ -286,19 +285,11 @@ func TestOpenReadsPostingsFromTheFile(t *testing.T) {
 		files[i] = randText(r)
 		names[i] = fmt.Sprint("f", i)
 	}
-	b := NewBuilder(names, 2)
-	for k := range b.Shards() {
-		lo, hi := b.Range(k)
-		for id := lo; id < hi; id++ {
-			b.Add(k, id, files[id])
-		}
-	}
-	var buf bytes.Buffer
-	require.NoError(t, b.WriteTo(&buf, []byte("tree")))
-	mem, err := parse(buf.Bytes(), []byte("tree"))
+	data := encode(t, names, files, 2, "tree")
+	mem, err := parse(data, []byte("tree"))
 	require.NoError(t, err)
 	dir := t.TempDir()
-	require.NoError(t, Publish(dir, "idx", buf.Bytes()))
+	require.NoError(t, Publish(dir, "idx", data))
 	name := filepath.Join(dir, "idx")
 	ix, err := Open(name, []byte("tree"))
 	require.NoError(t, err)

@@ -168,7 +168,9 @@ func (n *node) pinOrphan(ctx context.Context) (undo func()) {
 	if pinned || links > 1 {
 		return func() {}
 	}
-	f, _, err := n.opener(ctx)(n.wrote.Load())
+	// Most such files are never read again (rm -r of a checkout): a
+	// git mount decodes the blob only if one is.
+	f, _, err := n.opener(mounts.WithOpenedInCase(ctx))(n.wrote.Load())
 	if err != nil {
 		return func() {}
 	}

@@ -67,3 +67,21 @@ func PagesKept(ctx context.Context) bool {
 	kept, _ := ctx.Value(pagesKeptKey{}).(bool)
 	return kept
 }
+
+type openedInCaseKey struct{}
+
+// WithOpenedInCase marks ctx as that of an open made in case the file is
+// read later, and most likely never read: the kernel face keeping a file
+// that loses its last name readable for a program that may hold it open.
+// A mount that works at open (a git mount decodes the blob, and counts the
+// open towards a scan) may put that off until the first read. A hint only.
+func WithOpenedInCase(ctx context.Context) context.Context {
+	return context.WithValue(ctx, openedInCaseKey{}, true)
+}
+
+// OpenedInCase reports whether ctx says the open is made in case the file
+// is read ([WithOpenedInCase]).
+func OpenedInCase(ctx context.Context) bool {
+	v, _ := ctx.Value(openedInCaseKey{}).(bool)
+	return v
+}

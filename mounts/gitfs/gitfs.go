@@ -548,24 +548,45 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	fl := &file{fs: f, name: name, attr: a, hash: n.hash, kept: mounts.PagesKept(ctx)}
+	if mounts.OpenedInCase(ctx) {
+		// Decoded at the first read, if any, and no part of a scan.
+		return fl, nil
+	}
 	f.walk.opened(name)
-	b, err := f.blobs.acquire(ctx, n.hash, func(context.Context) (io.ReadCloser, int64, error) {
-		return f.obj.Reader(plumbing.BlobObject, n.hash)
+	if _, err := fl.blob(ctx, "open"); err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+// blob returns fl's content, pinned in the blob cache from the first call
+// on (at the open, or at the first read of a file opened in case,
+// mounts.OpenedInCase).
+func (fl *file) blob(ctx context.Context, op string) (*blob, error) {
+	fl.bmu.Lock()
+	defer fl.bmu.Unlock()
+	if fl.b != nil {
+		return fl.b, nil
+	}
+	f := fl.fs
+	b, err := f.blobs.acquire(ctx, fl.hash, func(context.Context) (io.ReadCloser, int64, error) {
+		return f.obj.Reader(plumbing.BlobObject, fl.hash)
 	})
 	switch {
 	case errors.Is(err, errCacheClosed):
-		return nil, mounts.PathErr("open", name, fs.ErrClosed)
+		return nil, mounts.PathErr(op, fl.name, fs.ErrClosed)
 	case err != nil:
-		return nil, f.eio("open", name, n.hash, err)
-	case b.size != a.Size:
+		return nil, f.eio(op, fl.name, fl.hash, err)
+	case b.size != fl.attr.Size:
 		f.blobs.release(b)
-		return nil, f.eio("open", name, n.hash, objstore.ErrSizeMismatch)
+		return nil, f.eio(op, fl.name, fl.hash, objstore.ErrSizeMismatch)
 	}
-	kept := mounts.PagesKept(ctx)
-	if !kept {
+	if !fl.kept {
 		f.blobs.hold(b)
 	}
-	return &file{fs: f, name: name, attr: a, b: b, kept: kept}, nil
+	fl.b = b
+	return b, nil
 }
 
 // file is an open regular file; its content is pinned in the blob cache.
@@ -573,7 +594,10 @@ type file struct {
 	fs   *FS
 	name string
 	attr mounts.Attr
-	b    *blob
+	hash plumbing.Hash
+	// b is the content once pinned (see blob); bmu guards it.
+	bmu sync.Mutex
+	b   *blob
 	// kept says the reader keeps the pages it reads (mounts.PagesKept);
 	// readEnd is the end of the furthest read, so Close can tell
 	// whether the reader has all of the content.
@@ -592,9 +616,13 @@ func (fl *file) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, mounts.PathErr("read", fl.name, fs.ErrInvalid)
 	}
-	n, err := fl.b.readAt(p, off)
+	b, err := fl.blob(context.Background(), "read")
+	if err != nil {
+		return 0, err
+	}
+	n, err := b.readAt(p, off)
 	if err != nil && err != io.EOF {
-		return n, fl.fs.eio("read", fl.name, fl.b.hash, err)
+		return n, fl.fs.eio("read", fl.name, b.hash, err)
 	}
 	if fl.kept {
 		end := off + int64(n)
@@ -613,9 +641,11 @@ func (fl *file) Close() error {
 		return mounts.PathErr("close", fl.name, fs.ErrClosed)
 	}
 	fl.closed = true
-	if fl.kept {
+	switch {
+	case fl.b == nil: // opened in case, never read
+	case fl.kept:
 		fl.fs.blobs.releaseKept(fl.b, fl.readEnd.Load() >= fl.b.size)
-	} else {
+	default:
 		fl.fs.blobs.release(fl.b)
 	}
 	return nil

@@ -903,3 +903,33 @@ func TestFilesWhosePagesTheKernelKeepsAreNotKeptDecoded(t *testing.T) {
 	read(kernel, "a", 64)
 	assert.Equal(t, int64(5), loads(), "a tool-face reader's content stays")
 }
+
+// TestOpenedInCaseDecodesAtTheFirstRead: a file opened in case it is read
+// (mounts.WithOpenedInCase) costs no decode until it is, and then reads
+// what any open reads; closed unread, it leaves nothing pinned.
+func TestOpenedInCaseDecodesAtTheFirstRead(t *testing.T) {
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
+	ctx := mounts.WithOpenedInCase(context.Background())
+
+	unread, err := f.Open(ctx, "big.bin")
+	require.NoError(t, err)
+	require.NoError(t, unread.Close())
+	assert.Equal(t, int64(0), f.blobs.loads.Load(), "opened and closed unread: nothing decoded")
+
+	fl, err := f.Open(ctx, "big.bin")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), f.blobs.loads.Load())
+	got := make([]byte, gittest.BigSize)
+	n, err := fl.ReadAt(got, 0)
+	if !errors.Is(err, io.EOF) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, gittest.BigSize, n)
+	assert.Equal(t, int64(1), f.blobs.loads.Load(), "decoded at the first read")
+	require.NoError(t, fl.Close())
+
+	want, err := mounts.ReadFile(context.Background(), f, "big.bin")
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the same content as a plain open")
+}

@@ -294,13 +294,10 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	var buf bytes.Buffer
-	if err := b.WriteTo(&buf, s.key); err != nil {
+	data, err := b.Encode(s.key)
+	if err != nil {
 		return nil, nil, err
 	}
-	// A copy of the exact size: the buffer grew by doubling, and the
-	// index is held for the life of the mount when it cannot be saved.
-	data := bytes.Clone(buf.Bytes())
 	ix, err := codeindex.Parse(data, s.key)
 	return ix, data, err
 }

@@ -42,8 +42,8 @@ package codeindex
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
-	"io"
 	"unicode/utf8"
 )
 
@@ -58,12 +58,9 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // plist is one trigram's posting list in a shard: entries of the delta
-// of id+1 (the first from 0) and the file's follow mask, the last entry
-// pending until the next file or the end.
+// of id+1 (the first from 0) and the file's follow mask.
 type plist struct {
 	last  uint32 // id+1 of the last file added
-	delta uint32 // the pending entry's delta
-	mask  uint8  // the pending entry's follow mask
 	count uint32
 	buf   []byte
 }
@@ -87,17 +84,14 @@ func followBit(c byte) uint8 {
 	return 2 << ((c ^ c>>3) % (maskBits - 1))
 }
 
-// flush writes the pending entry.
-func (l *plist) flush() {
-	if l.last != 0 && l.delta != 0 {
-		l.buf = binary.AppendUvarint(l.buf, entry(l.delta, l.mask))
-		l.delta = 0
-	}
-}
-
 // shard indexes a contiguous range of ids; one goroutine adds to it.
 type shard struct {
 	lo, hi int
+	// seen is, for the file being added, every trigram's follow mask
+	// with metBit set once the trigram is met; all zero between files.
+	seen *[1 << 24]uint8
+	// met is the file's distinct trigrams, in the order first met.
+	met []uint32
 	// top maps a trigram's first two bytes to a page of slots for the
 	// third: 1 + an index into lists, 0 for none. A page is allocated on
 	// first use, so memory follows the trigrams met, not 2^24.
@@ -106,8 +100,11 @@ type shard struct {
 	buf   []byte // for transcoding invalid UTF-8
 }
 
+// metBit marks a trigram of seen met in the file being added.
+const metBit = 0x80
+
 // Builder builds an index of a fixed list of files. Add the content of
-// each file (or mark it Scan) from one goroutine per shard, then Write.
+// each file (or mark it Scan) from one goroutine per shard, then Encode.
 type Builder struct {
 	names  []string
 	scan   []bool
@@ -149,19 +146,20 @@ func (b *Builder) Add(k, id int, data []byte) {
 	if len(data) < 3 {
 		return
 	}
+	if s.seen == nil {
+		s.seen = new([1 << 24]uint8)
+	}
+	if cap(s.met) < len(data) {
+		s.met = make([]uint32, len(data))
+	}
 	tag := uint32(id) + 1
-	tri := uint32(data[0])<<8 | uint32(data[1])
-	last := len(data) - 1
-	for i := 2; i <= last; i++ {
-		tri = (tri<<8 | uint32(data[i])) & (1<<24 - 1)
-		var bit uint8
-		if i < last {
-			bit = followBits[data[i+1]]
-		}
-		page := s.top[tri>>8]
+	for _, tri := range s.met[:distinct(s.seen, s.met[:len(data)], data)] {
+		mask := s.seen[tri&(1<<24-1)] &^ metBit
+		s.seen[tri&(1<<24-1)] = 0
+		page := s.top[tri>>8&0xffff]
 		if page == nil {
 			page = new([256]int32)
-			s.top[tri>>8] = page
+			s.top[tri>>8&0xffff] = page
 		}
 		slot := page[tri&0xff]
 		if slot == 0 {
@@ -170,15 +168,33 @@ func (b *Builder) Add(k, id int, data []byte) {
 			page[tri&0xff] = slot
 		}
 		l := &s.lists[slot-1]
-		if l.last == tag {
-			l.mask |= bit
-			continue
-		}
-		l.flush()
-		l.delta, l.mask = tag-l.last, bit
+		l.buf = binary.AppendUvarint(l.buf, entry(tag-l.last, mask))
 		l.last = tag
 		l.count++
 	}
+}
+
+// distinct puts the distinct trigrams of data (at least 3 bytes) in met
+// (as long as data), in the order first met, and returns how many; it
+// leaves in seen each one's follow mask, with metBit. The loop is the
+// build's: one load and two stores a byte, without a branch.
+func distinct(seen *[1 << 24]uint8, met []uint32, data []byte) int {
+	n := 0
+	w := uint32(data[0])<<16 | uint32(data[1])<<8 | uint32(data[2])
+	for _, c := range data[3:] {
+		tri := w & (1<<24 - 1)
+		w = w<<8 | uint32(c)
+		was := seen[tri]
+		seen[tri] = was | followBits[c] | metBit
+		met[n] = tri
+		n += int(^was >> 7 & 1)
+	}
+	// The last trigram, followed by nothing.
+	tri := w & (1<<24 - 1)
+	was := seen[tri]
+	seen[tri] = was | metBit
+	met[n] = tri
+	return n + int(^was>>7&1)
 }
 
 // followBits is followBit of every byte.
@@ -204,33 +220,12 @@ func transcode(dst, data []byte) []byte {
 	return dst
 }
 
-// countingWriter writes through w, keeping the CRC and the offset.
-type countingWriter struct {
-	w   io.Writer
-	crc uint32
-	n   int64
-	err error
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	n, err := c.w.Write(p)
-	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
-	c.n += int64(n)
-	c.err = err
-	return n, err
-}
-
-// WriteTo writes the index, tagged with key (the tree id), to w.
-func (b *Builder) WriteTo(w io.Writer, key []byte) error {
-	cw := &countingWriter{w: w}
+// Encode returns the index, tagged with key (the tree id): the bytes of
+// its file, in a buffer of their exact size.
+func (b *Builder) Encode(key []byte) ([]byte, error) {
 	le := binary.LittleEndian
 	for _, s := range b.shards {
-		for i := range s.lists {
-			s.lists[i].flush()
-		}
+		s.seen, s.met = nil, nil // the adds are done
 	}
 
 	// Names and the scan list, in memory: small next to the postings.
@@ -248,10 +243,12 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 			nscan++
 		}
 	}
-	// The trigrams in order, from every shard's pages. A trigram of a
-	// file marked Scan after it was added stays: an extra candidate.
-	var tris []uint32
-	var counts []uint32
+	// The trigrams in order, from every shard's pages, with their
+	// counts and the exact size of their merged posting lists (merging
+	// re-encodes each shard's first delta). A trigram of a file marked
+	// Scan after it was added stays: an extra candidate.
+	type trigram struct{ tri, count, size uint32 }
+	var tris []trigram
 	var postBytes uint64
 	for hi := range 1 << 16 {
 		any := false
@@ -265,42 +262,26 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 			continue
 		}
 		for lo := range 256 {
-			var count uint32
+			t := trigram{tri: uint32(hi)<<8 | uint32(lo)}
+			prev := uint32(0)
 			for _, s := range b.shards {
 				if p := s.top[hi]; p != nil && p[lo] != 0 {
-					count += s.lists[p[lo]-1].count
+					l := &s.lists[p[lo]-1]
+					first, n := binary.Uvarint(l.buf)
+					t.count += l.count
+					t.size += uint32(uvarintLen(rebase(first, prev)) + len(l.buf) - n)
+					prev = l.last
 				}
 			}
-			if count == 0 {
+			if t.count == 0 {
 				continue
 			}
-			tris = append(tris, uint32(hi)<<8|uint32(lo))
-			counts = append(counts, count)
+			tris = append(tris, t)
+			postBytes += uint64(t.size)
 		}
-	}
-	// Exact sizes: merging re-encodes each shard's first delta.
-	mergedSize := func(tri uint32) uint32 {
-		var size uint32
-		prev := uint32(0)
-		for _, s := range b.shards {
-			p := s.top[tri>>8]
-			if p == nil || p[tri&0xff] == 0 {
-				continue
-			}
-			l := &s.lists[p[tri&0xff]-1]
-			first, n := binary.Uvarint(l.buf)
-			size += uint32(uvarintLen(rebase(first, prev)) + len(l.buf) - n)
-			prev = l.last
-		}
-		return size
-	}
-	sizes := make([]uint32, len(tris))
-	for i, t := range tris {
-		sizes[i] = mergedSize(t)
-		postBytes += uint64(sizes[i])
 	}
 	if postBytes >= 1<<32 {
-		return errTooBig
+		return nil, errTooBig
 	}
 
 	hdrLen := len(magic) + 4 + len(key) + 3*4 + 4*8
@@ -308,48 +289,46 @@ func (b *Builder) WriteTo(w io.Writer, key []byte) error {
 	scanOff := namesOff + uint64(len(names))
 	triOff := scanOff + uint64(len(scan))
 	postOff := triOff + uint64(len(tris))*12
-	hdr := make([]byte, 0, hdrLen)
-	hdr = append(hdr, magic...)
-	hdr = le.AppendUint32(hdr, uint32(len(key)))
-	hdr = append(hdr, key...)
-	hdr = le.AppendUint32(hdr, uint32(len(b.names)))
-	hdr = le.AppendUint32(hdr, uint32(nscan))
-	hdr = le.AppendUint32(hdr, uint32(len(tris)))
+	size := postOff + postBytes + 4 + uint64(len(endMagic))
+	out := make([]byte, 0, size)
+	out = append(out, magic...)
+	out = le.AppendUint32(out, uint32(len(key)))
+	out = append(out, key...)
+	out = le.AppendUint32(out, uint32(len(b.names)))
+	out = le.AppendUint32(out, uint32(nscan))
+	out = le.AppendUint32(out, uint32(len(tris)))
 	for _, o := range []uint64{namesOff, scanOff, triOff, postOff} {
-		hdr = le.AppendUint64(hdr, o)
+		out = le.AppendUint64(out, o)
 	}
-	cw.Write(hdr)
-	cw.Write(names)
-	cw.Write(scan)
-	table := make([]byte, 0, 12*len(tris))
+	out = append(out, names...)
+	out = append(out, scan...)
 	off := uint32(0)
-	for i, t := range tris {
-		table = le.AppendUint32(table, t)
-		table = le.AppendUint32(table, off)
-		table = le.AppendUint32(table, counts[i])
-		off += sizes[i]
-	}
-	cw.Write(table)
-	var out []byte
 	for _, t := range tris {
-		out = out[:0]
+		out = le.AppendUint32(out, t.tri)
+		out = le.AppendUint32(out, off)
+		out = le.AppendUint32(out, t.count)
+		off += t.size
+	}
+	for _, t := range tris {
 		prev := uint32(0)
 		for _, s := range b.shards {
-			p := s.top[t>>8]
-			if p == nil || p[t&0xff] == 0 {
+			p := s.top[t.tri>>8]
+			if p == nil || p[t.tri&0xff] == 0 {
 				continue
 			}
-			l := &s.lists[p[t&0xff]-1]
+			l := &s.lists[p[t.tri&0xff]-1]
 			first, n := binary.Uvarint(l.buf)
 			out = binary.AppendUvarint(out, rebase(first, prev))
 			out = append(out, l.buf[n:]...)
 			prev = l.last
 		}
-		cw.Write(out)
 	}
-	trailer := le.AppendUint32(nil, cw.crc)
-	cw.Write(append(trailer, endMagic...))
-	return cw.err
+	out = le.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = append(out, endMagic...)
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("codeindex: encoded %d bytes of %d", len(out), size)
+	}
+	return out, nil
 }
 
 // rebase re-encodes a shard's first entry (its delta from 0) as the delta

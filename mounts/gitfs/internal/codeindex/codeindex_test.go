@@ -1,7 +1,6 @@
 package codeindex
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,9 +48,9 @@ func encode(tb testing.TB, names []string, files [][]byte, shards int, key strin
 		})
 	}
 	wg.Wait()
-	var buf bytes.Buffer
-	require.NoError(tb, b.WriteTo(&buf, []byte(key)))
-	return buf.Bytes()
+	data, err := b.Encode([]byte(key))
+	require.NoError(tb, err)
+	return data
 }
 
 // alphabet of the random texts and patterns: ASCII letters both cases,

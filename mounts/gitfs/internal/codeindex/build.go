@@ -42,8 +42,11 @@ package codeindex
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -56,14 +59,6 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// plist is one trigram's posting list in a shard: entries of the delta
-// of id+1 (the first from 0) and the file's follow mask.
-type plist struct {
-	last  uint32 // id+1 of the last file added
-	count uint32
-	buf   []byte
-}
 
 // entry is one posting: the delta of id+1 and the follow mask, in one
 // uvarint.
@@ -87,17 +82,29 @@ func followBit(c byte) uint8 {
 // shard indexes a contiguous range of ids; one goroutine adds to it.
 type shard struct {
 	lo, hi int
-	// seen is, for the file being added, every trigram's follow mask
-	// with metBit set once the trigram is met; all zero between files.
-	seen *[1 << 24]uint8
+	// tab is, for every trigram, 1 + the index of its list in lists
+	// (0 for none) << 8, and for the file being added its follow mask
+	// with metBit set once the trigram is met in the file. It is a
+	// private anonymous mapping, so that it costs memory for the pages of
+	// trigrams met only, and its pages go back at once when it is done.
+	tab    *[1 << 24]uint32
+	tabMem region
+	// has is a bit of every trigram with a list, for listing them in
+	// order.
+	has   *[1 << 18]uint64
+	lists []plist
+	posts arena // the lists' entries
 	// met is the file's distinct trigrams, in the order first met.
 	met []uint32
-	// top maps a trigram's first two bytes to a page of slots for the
-	// third: 1 + an index into lists, 0 for none. A page is allocated on
-	// first use, so memory follows the trigrams met, not 2^24.
-	top   [1 << 16]*[256]int32
-	lists []plist
-	buf   []byte // for transcoding invalid UTF-8
+	buf []byte // for transcoding invalid UTF-8
+}
+
+// list returns the posting list of trigram tri, nil for none.
+func (s *shard) list(tri uint32) *plist {
+	if s.tab == nil || s.has[tri>>6]&(1<<(tri&63)) == 0 {
+		return nil
+	}
+	return &s.lists[s.tab[tri]>>8-1]
 }
 
 // metBit marks a trigram of seen met in the file being added.
@@ -146,53 +153,64 @@ func (b *Builder) Add(k, id int, data []byte) {
 	if len(data) < 3 {
 		return
 	}
-	if s.seen == nil {
-		s.seen = new([1 << 24]uint8)
+	if s.tab == nil {
+		s.tabMem, s.tab = newTable()
+		s.has = new([1 << 18]uint64)
 	}
 	if cap(s.met) < len(data) {
 		s.met = make([]uint32, len(data))
 	}
 	tag := uint32(id) + 1
-	for _, tri := range s.met[:distinct(s.seen, s.met[:len(data)], data)] {
-		mask := s.seen[tri&(1<<24-1)] &^ metBit
-		s.seen[tri&(1<<24-1)] = 0
-		page := s.top[tri>>8&0xffff]
-		if page == nil {
-			page = new([256]int32)
-			s.top[tri>>8&0xffff] = page
-		}
-		slot := page[tri&0xff]
+	for _, tri := range s.met[:distinct(s.tab, s.met[:len(data)], data)] {
+		tri &= 1<<24 - 1
+		e := s.tab[tri]
+		slot := e >> 8
 		if slot == 0 {
 			s.lists = append(s.lists, plist{})
-			slot = int32(len(s.lists))
-			page[tri&0xff] = slot
+			slot = uint32(len(s.lists))
+			s.has[tri>>6] |= 1 << (tri & 63)
 		}
+		s.tab[tri] = slot << 8
 		l := &s.lists[slot-1]
-		l.buf = binary.AppendUvarint(l.buf, entry(tag-l.last, mask))
-		l.last = tag
+		if l.end-l.cur < maxEntryLen && !s.posts.grow(l) {
+			continue
+		}
+		v := entry(tag-l.last, uint8(e&(1<<maskBits-1)))
+		var n uint32
+		if v < 1<<14 {
+			// One or two bytes (most entries), without a branch.
+			two := uint64(127-v) >> 63 // v ≥ 128
+			binary.LittleEndian.PutUint16(s.posts.at(l.cur), uint16(v&0x7f|two<<7|v<<1&0x7f00))
+			n = 1 + uint32(two)
+		} else {
+			n = uint32(binary.PutUvarint(s.posts.at(l.cur), v))
+		}
+		l.cur += n
+		l.size += n
 		l.count++
+		l.last = tag
 	}
 }
 
 // distinct puts the distinct trigrams of data (at least 3 bytes) in met
 // (as long as data), in the order first met, and returns how many; it
-// leaves in seen each one's follow mask, with metBit. The loop is the
+// leaves in tab each one's follow mask, with metBit. The loop is the
 // build's: one load and two stores a byte, without a branch.
-func distinct(seen *[1 << 24]uint8, met []uint32, data []byte) int {
+func distinct(tab *[1 << 24]uint32, met []uint32, data []byte) int {
 	n := 0
 	w := uint32(data[0])<<16 | uint32(data[1])<<8 | uint32(data[2])
 	for _, c := range data[3:] {
 		tri := w & (1<<24 - 1)
 		w = w<<8 | uint32(c)
-		was := seen[tri]
-		seen[tri] = was | followBits[c] | metBit
+		was := tab[tri]
+		tab[tri] = was | uint32(followBits[c]) | metBit
 		met[n] = tri
 		n += int(^was >> 7 & 1)
 	}
 	// The last trigram, followed by nothing.
 	tri := w & (1<<24 - 1)
-	was := seen[tri]
-	seen[tri] = was | metBit
+	was := tab[tri]
+	tab[tri] = was | metBit
 	met[n] = tri
 	return n + int(^was>>7&1)
 }
@@ -222,10 +240,14 @@ func transcode(dst, data []byte) []byte {
 
 // Encode returns the index, tagged with key (the tree id): the bytes of
 // its file, in a buffer of their exact size.
+// It ends the build: the builder's memory is released.
 func (b *Builder) Encode(key []byte) ([]byte, error) {
+	defer b.Close()
 	le := binary.LittleEndian
 	for _, s := range b.shards {
-		s.seen, s.met = nil, nil // the adds are done
+		if s.posts.full {
+			return nil, errNoRoom
+		}
 	}
 
 	// Names and the scan list, in memory: small next to the postings.
@@ -247,34 +269,25 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 	// counts and the exact size of their merged posting lists (merging
 	// re-encodes each shard's first delta). A trigram of a file marked
 	// Scan after it was added stays: an extra candidate.
-	type trigram struct{ tri, count, size uint32 }
-	var tris []trigram
+	var tris []triStat
 	var postBytes uint64
-	for hi := range 1 << 16 {
-		any := false
+	for w := range 1 << 18 {
+		var word uint64
 		for _, s := range b.shards {
-			if s.top[hi] != nil {
-				any = true
-				break
+			if s.has != nil {
+				word |= s.has[w]
 			}
 		}
-		if !any {
-			continue
-		}
-		for lo := range 256 {
-			t := trigram{tri: uint32(hi)<<8 | uint32(lo)}
+		for ; word != 0; word &= word - 1 {
+			t := triStat{tri: uint32(w)<<6 | uint32(bits.TrailingZeros64(word))}
 			prev := uint32(0)
 			for _, s := range b.shards {
-				if p := s.top[hi]; p != nil && p[lo] != 0 {
-					l := &s.lists[p[lo]-1]
-					first, n := binary.Uvarint(l.buf)
+				if l := s.list(t.tri); l != nil {
+					first, n := s.posts.firstEntry(l)
 					t.count += l.count
-					t.size += uint32(uvarintLen(rebase(first, prev)) + len(l.buf) - n)
+					t.size += uint32(uvarintLen(rebase(first, prev)) + int(l.size) - n)
 					prev = l.last
 				}
-			}
-			if t.count == 0 {
-				continue
 			}
 			tris = append(tris, t)
 			postBytes += uint64(t.size)
@@ -309,26 +322,74 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 		out = le.AppendUint32(out, t.count)
 		off += t.size
 	}
-	for _, t := range tris {
-		prev := uint32(0)
-		for _, s := range b.shards {
-			p := s.top[t.tri>>8]
-			if p == nil || p[t.tri&0xff] == 0 {
-				continue
-			}
-			l := &s.lists[p[t.tri&0xff]-1]
-			first, n := binary.Uvarint(l.buf)
-			out = binary.AppendUvarint(out, rebase(first, prev))
-			out = append(out, l.buf[n:]...)
-			prev = l.last
+	// The posting lists, in as many parts as shards, written at once:
+	// each part's place is known from the sizes.
+	parts := len(b.shards)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p, i, at := 0, 0, uint64(len(out)); p < parts; p++ {
+		j, end := i, at
+		for ; j < len(tris) && (end-at)*uint64(parts-p) < postOff+postBytes-at; j++ {
+			end += uint64(tris[j].size)
 		}
+		part, dst, want := tris[i:j], out[at:at:end], end-at
+		wg.Go(func() {
+			if got := b.writePostings(dst, part); uint64(len(got)) != want {
+				errs[p] = fmt.Errorf("codeindex: encoded %d bytes of postings of %d", len(got), want)
+			}
+		})
+		i, at = j, end
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out = out[:postOff+postBytes]
 	out = le.AppendUint32(out, crc32.Checksum(out, castagnoli))
 	out = append(out, endMagic...)
 	if uint64(len(out)) != size {
 		return nil, fmt.Errorf("codeindex: encoded %d bytes of %d", len(out), size)
 	}
 	return out, nil
+}
+
+// writePostings appends the merged posting lists of tris to out.
+func (b *Builder) writePostings(out []byte, tris []triStat) []byte {
+	for _, t := range tris {
+		prev := uint32(0)
+		for _, s := range b.shards {
+			l := s.list(t.tri)
+			if l == nil {
+				continue
+			}
+			first, n := s.posts.firstEntry(l)
+			out = binary.AppendUvarint(out, rebase(first, prev))
+			skip := n
+			s.posts.chunks(l, func(data []byte) {
+				out = append(out, data[skip:]...)
+				skip = 0
+			})
+			prev = l.last
+		}
+	}
+	return out
+}
+
+// triStat is one of the index's trigrams, with its count of postings
+// and their bytes.
+type triStat struct{ tri, count, size uint32 }
+
+// errNoRoom is a build whose posting lists outgrew their arena.
+var errNoRoom = errors.New("codeindex: no room for the posting lists (4 GiB a shard, or no memory)")
+
+// Close releases the builder's memory, ending the build without an index
+// (or after Encode). Add must not be called after it.
+func (b *Builder) Close() {
+	for _, s := range b.shards {
+		s.tabMem.free()
+		s.posts.mem.free()
+		s.tab, s.has, s.lists, s.met = nil, nil, nil, nil
+	}
 }
 
 // rebase re-encodes a shard's first entry (its delta from 0) as the delta

@@ -336,3 +336,38 @@ func TestOpenReadsPostingsFromTheFile(t *testing.T) {
 	}
 	assert.Greater(t, failed, 10, "queries that need the postings cut off fail")
 }
+
+// TestLongPostingLists: posting lists that run over many arena chunks,
+// with entries of one, two and more bytes (deltas of 1, 3 and 700 files),
+// read back exactly, whatever the shards.
+func TestLongPostingLists(t *testing.T) {
+	files := make([][]byte, 30000)
+	for i := range files {
+		text := "every"
+		if i%3 == 0 {
+			text += " third"
+		}
+		if i%700 == 0 {
+			text += " seventh hundred"
+		}
+		files[i] = []byte(text)
+	}
+	for _, shards := range []int{1, 3} {
+		ix := build(t, files, shards)
+		for _, c := range []struct {
+			pat   string
+			every int
+		}{{"every", 1}, {"third", 3}, {"hundred", 700}} {
+			sre, err := syntax.Parse(c.pat, syntax.Perl)
+			require.NoError(t, err)
+			ids, all, err := ix.Candidates(Query(sre), Literals(sre))
+			require.NoError(t, err)
+			require.False(t, all)
+			var want []uint32
+			for id := 0; id < len(files); id += c.every {
+				want = append(want, uint32(id))
+			}
+			require.Equal(t, want, ids, "%q, %d shards", c.pat, shards)
+		}
+	}
+}

@@ -281,6 +281,7 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 		names[i] = files[i].name
 	}
 	b := codeindex.NewBuilder(names, min(4, runtime.GOMAXPROCS(0)))
+	defer b.Close()
 	var wg sync.WaitGroup
 	errs := make([]error, b.Shards())
 	for k := range b.Shards() {
@@ -294,12 +295,7 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	data, err := b.Encode(s.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	ix, err := codeindex.Parse(data, s.key)
-	return ix, data, err
+	return b.Index(s.key)
 }
 
 // list appends the regular files below tree h, in walk order (the
@@ -347,11 +343,10 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 		if err := s.pause(); err != nil {
 			return err
 		}
-		if data, ok := s.cached(files[id].hash, buf); ok {
+		var ok bool
+		if buf, ok = s.cached(b, k, id, files[id].hash, buf); ok {
 			// Decoded by a read of the mount (the scan of the search
 			// that started the build): no inflate.
-			buf = data
-			b.Add(k, id, data)
 			continue
 		}
 		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)
@@ -377,23 +372,30 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	return nil
 }
 
-// cached copies blob h into buf's storage when the blob cache holds it.
-func (s *searcher) cached(h plumbing.Hash, buf []byte) ([]byte, bool) {
+// cached indexes file id (blob h) of shard k from the blob cache, and
+// reports whether the cache held it: from the blob's memory, or read into
+// buf's storage when it spilled to disk. It returns that storage.
+func (s *searcher) cached(b *codeindex.Builder, k, id int, h plumbing.Hash, buf []byte) ([]byte, bool) {
 	bl, err := s.f.blobs.pin(h)
 	if bl == nil || err != nil {
-		return nil, false
+		return buf, false
 	}
 	defer s.f.blobs.release(bl)
 	if bl.size > codeindex.MaxFileSize {
-		return nil, false
+		return buf, false
+	}
+	if bl.file == nil {
+		b.Add(k, id, bl.mem[:bl.size])
+		return buf, true
 	}
 	if int64(cap(buf)) < bl.size {
 		buf = make([]byte, bl.size)
 	}
 	buf = buf[:bl.size]
 	if n, err := bl.readAt(buf, 0); int64(n) != bl.size || (err != nil && err != io.EOF) {
-		return nil, false
+		return buf, false
 	}
+	b.Add(k, id, buf)
 	return buf, true
 }
 

@@ -200,8 +200,8 @@ func distinct(tab *[1 << 24]uint32, met []uint32, data []byte) int {
 	n := 0
 	w := uint32(data[0])<<16 | uint32(data[1])<<8 | uint32(data[2])
 	for _, c := range data[3:] {
-		tri := w & (1<<24 - 1)
-		w = w<<8 | uint32(c)
+		w = w<<8 | uint32(c) // the trigram and its follower
+		tri := w >> 8
 		was := tab[tri]
 		tab[tri] = was | uint32(followBits[c]) | metBit
 		met[n] = tri
@@ -236,6 +236,17 @@ func transcode(dst, data []byte) []byte {
 		data = data[n:]
 	}
 	return dst
+}
+
+// Index is Encode, and the index read from the bytes it returns, as
+// Open reads a file of them, but for the checksum it has just computed.
+func (b *Builder) Index(key []byte) (*Index, []byte, error) {
+	data, err := b.Encode(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := parseChecked(data, key)
+	return ix, data, err
 }
 
 // Encode returns the index, tagged with key (the tree id): the bytes of

@@ -25,8 +25,8 @@ var ErrCorrupt = errors.New("corrupt index")
 var errTooBig = errors.New("index: postings over 4 GiB")
 
 // Index is an index, checked. Its names and trigram table are in memory;
-// its posting lists, the bulk of it, are in memory for an index parsed
-// from memory (Parse) and read from the file when needed for one opened
+// its posting lists, the bulk of it, are in memory for an index just
+// built (Builder.Index) and read from the file when needed for one opened
 // from a file (Open), so that a mount's index costs the daemon a fraction
 // of its size. It is immutable and safe for concurrent use.
 type Index struct {
@@ -151,6 +151,13 @@ func parse(data, key []byte) (*Index, error) {
 	if crc32.Checksum(data[:end], castagnoli) != le.Uint32(data[end:]) {
 		return nil, corrupt("checksum mismatch")
 	}
+	return parseChecked(data, key)
+}
+
+// parseChecked is parse of data whose header, trailer and checksum are
+// known good.
+func parseChecked(data, key []byte) (*Index, error) {
+	end := len(data) - len(endMagic) - 4
 	ix, err := parseBody(data[:end], uint64(end), key)
 	if err != nil {
 		return nil, err
@@ -523,10 +530,6 @@ func union(a, b []uint32) []uint32 {
 	out = append(out, a[i:]...)
 	return append(out, b[j:]...)
 }
-
-// Parse checks data, a whole index file, as Open does, and returns the
-// index, which keeps data.
-func Parse(data, key []byte) (*Index, error) { return parse(data, key) }
 
 // Publish writes data (an index file) to dir/name atomically: to a
 // temporary file in dir, synced, then renamed over name, so that a reader

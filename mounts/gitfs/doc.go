@@ -70,9 +70,11 @@
 // ([mounts.SearchFS]) from a trigram index of its tree (internal/codeindex:
 // codesearch's analysis of the regexp, this repository's storage). The
 // index is built in the background on the first search (Options.Index
-// "eager": at Open; "off": never), with the files read straight from the
-// object store, not through the blob cache, pausing while a scan reads
-// the mount so as not to slow it; until it is there, searches scan. It is
+// "eager": at Open; "off": never), each file indexed in place from the
+// blob cache when a read decoded it (the scan of the first search), else
+// read from the object store without filling the cache; it pauses while a
+// scan reads the mount so as not to slow it, and until it is there,
+// searches scan. It is
 // published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
 // into place, so concurrent daemons indexing one tree are harmless), and
 // every later mount of a commit with that tree opens it, checked whole

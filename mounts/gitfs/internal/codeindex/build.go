@@ -107,7 +107,7 @@ func (s *shard) list(tri uint32) *plist {
 	return &s.lists[s.tab[tri]>>8-1]
 }
 
-// metBit marks a trigram of seen met in the file being added.
+// metBit marks a trigram of tab met in the file being added.
 const metBit = 0x80
 
 // Builder builds an index of a fixed list of files. Add the content of
@@ -250,8 +250,8 @@ func (b *Builder) Index(key []byte) (*Index, []byte, error) {
 }
 
 // Encode returns the index, tagged with key (the tree id): the bytes of
-// its file, in a buffer of their exact size.
-// It ends the build: the builder's memory is released.
+// its file, in a buffer of their exact size. It ends the build: the
+// builder's memory is released.
 func (b *Builder) Encode(key []byte) ([]byte, error) {
 	defer b.Close()
 	le := binary.LittleEndian
@@ -276,7 +276,7 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 			nscan++
 		}
 	}
-	// The trigrams in order, from every shard's pages, with their
+	// The trigrams in order, from every shard's bitmap, with their
 	// counts and the exact size of their merged posting lists (merging
 	// re-encodes each shard's first delta). A trigram of a file marked
 	// Scan after it was added stays: an extra candidate.

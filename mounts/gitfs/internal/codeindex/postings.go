@@ -27,7 +27,7 @@ const (
 	maxChunk    = 4096
 	maxEntryLen = 6 // a uvarint of 32 + maskBits bits
 	arenaStart  = 16 << 20
-	arenaMax    = 1 << 32 // offsets are 32 bits
+	arenaMax    = 1<<32 - 1<<20 // offsets are 32 bits
 )
 
 // chunkLen is the data bytes of the chunk after size bytes of a list.
@@ -47,9 +47,9 @@ func (a *arena) alloc(n uint32) (uint32, bool) {
 	if a.mem.b == nil {
 		a.mem = newRegion(arenaStart)
 	}
-	if uint64(a.used)+uint64(n) > uint64(len(a.mem.b)) {
-		size := 2 * uint64(len(a.mem.b))
-		if size > arenaMax || !a.mem.grow(int(size)) {
+	if need := uint64(a.used) + uint64(n); need > uint64(len(a.mem.b)) {
+		size := min(2*uint64(len(a.mem.b)), arenaMax)
+		if size < need || !a.mem.grow(int(size)) {
 			a.full = true
 			return 0, false
 		}

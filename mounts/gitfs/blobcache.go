@@ -323,6 +323,25 @@ func (b *blob) drop() {
 	b.mem = nil
 }
 
+// bytes returns the whole content: its memory, or, spilled to disk, read
+// into buf's storage (grown if too small).
+func (b *blob) bytes(buf []byte) ([]byte, error) {
+	if b.file == nil && int64(len(b.mem)) == b.size {
+		return b.mem, nil
+	}
+	if int64(cap(buf)) < b.size {
+		buf = make([]byte, b.size)
+	}
+	buf = buf[:b.size]
+	if n, err := b.readAt(buf, 0); n != len(buf) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
 // readAt reads from loaded content with io.ReaderAt semantics.
 func (b *blob) readAt(p []byte, off int64) (int, error) {
 	if off >= b.size {

@@ -58,6 +58,7 @@ type searcher struct {
 	// while a scan reads the mount, the build waits.
 	quietUntil atomic.Int64
 	paused     atomic.Int64 // nanoseconds the build waited for scans
+	fromCache  atomic.Int64 // files the build took from the blob cache
 	wg         sync.WaitGroup
 	closed     bool
 }
@@ -221,6 +222,8 @@ type indexed struct {
 func (s *searcher) build() {
 	defer s.wg.Done()
 	start := time.Now()
+	s.paused.Store(0) // this build's figures, not a rebuild's sum
+	s.fromCache.Store(0)
 	ix, data, err := s.make()
 	s.mu.Lock()
 	if err == nil {
@@ -235,7 +238,7 @@ func (s *searcher) build() {
 	default:
 		paused := time.Duration(s.paused.Load())
 		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
-			"scanned", ix.Scanned(), "bytes", len(data), "took", (time.Since(start) - paused).Round(time.Microsecond),
+			"scanned", ix.Scanned(), "cached", s.fromCache.Load(), "bytes", len(data), "took", (time.Since(start) - paused).Round(time.Microsecond),
 			"paused", paused.Round(time.Millisecond))
 		if s.dir == "" {
 			break
@@ -343,10 +346,12 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 		if err := s.pause(); err != nil {
 			return err
 		}
-		var ok bool
-		if buf, ok = s.cached(b, k, id, files[id].hash, buf); ok {
+		if bl, data := s.cached(files[id].hash, &buf); bl != nil {
 			// Decoded by a read of the mount (the scan of the search
 			// that started the build): no inflate.
+			b.Add(k, id, data)
+			s.f.blobs.release(bl)
+			s.fromCache.Add(1)
 			continue
 		}
 		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)
@@ -372,31 +377,27 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	return nil
 }
 
-// cached indexes file id (blob h) of shard k from the blob cache, and
-// reports whether the cache held it: from the blob's memory, or read into
-// buf's storage when it spilled to disk. It returns that storage.
-func (s *searcher) cached(b *codeindex.Builder, k, id int, h plumbing.Hash, buf []byte) ([]byte, bool) {
+// cached returns blob h pinned in the blob cache, and its content, when
+// the cache holds it: its memory, or read into *buf's storage if it
+// spilled to disk. The caller releases it.
+func (s *searcher) cached(h plumbing.Hash, buf *[]byte) (*blob, []byte) {
 	bl, err := s.f.blobs.pin(h)
 	if bl == nil || err != nil {
-		return buf, false
+		return nil, nil
 	}
-	defer s.f.blobs.release(bl)
 	if bl.size > codeindex.MaxFileSize {
-		return buf, false
+		s.f.blobs.release(bl)
+		return nil, nil
 	}
-	if bl.file == nil {
-		b.Add(k, id, bl.mem[:bl.size])
-		return buf, true
+	data, err := bl.bytes(*buf)
+	if err != nil {
+		s.f.blobs.release(bl)
+		return nil, nil
 	}
-	if int64(cap(buf)) < bl.size {
-		buf = make([]byte, bl.size)
+	if bl.file != nil {
+		*buf = data
 	}
-	buf = buf[:bl.size]
-	if n, err := bl.readAt(buf, 0); int64(n) != bl.size || (err != nil && err != io.EOF) {
-		return buf, false
-	}
-	b.Add(k, id, buf)
-	return buf, true
+	return bl, data
 }
 
 // pause waits while a scan reads the mount, or may be about to; it fails

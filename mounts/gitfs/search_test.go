@@ -2,6 +2,7 @@ package gitfs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -176,6 +177,52 @@ func TestIndexCannotBeSaved(t *testing.T) {
 	off := openFS(t, Options{Src: dir, CacheDir: t.TempDir(), Index: IndexOff})
 	_, ok = candidates(t, off, ".", "Hello")
 	assert.False(t, ok, "index=off never narrows")
+}
+
+// TestIndexFromTheBlobCache: a build after the mount's files were read
+// takes them from the blob cache — from memory, and from disk for one
+// that spilled — and writes the very index a build from git objects does.
+func TestIndexFromTheBlobCache(t *testing.T) {
+	files := map[string]string{"big.txt": strings.Repeat("big text, ", 4<<10) + "Hello\n"}
+	for name, content := range searchFiles {
+		files[name] = content
+	}
+	dir, _ := gittest.SmallRepo(t, files)
+	cold := t.TempDir()
+	f := openFS(t, Options{Src: dir, CacheDir: cold, Index: IndexEager})
+	f.search.wait()
+
+	// 256 KiB of cache spills blobs from 32 KiB: big.txt, 40 KiB.
+	var logs logBuffer
+	warm := t.TempDir()
+	g := openFS(t, Options{Src: dir, CacheDir: warm, CacheSize: 256 << 10, Logger: newLogger(&logs)})
+	for name := range files {
+		_, err := mounts.ReadFile(context.Background(), g, name)
+		require.NoError(t, err)
+	}
+	ready, err := g.WaitIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, ready)
+	assert.Contains(t, logs.String(), fmt.Sprintf(" cached=%d ", len(files)), "every file from the blob cache")
+	n, err := g.resolve(context.Background(), "test", "big.txt")
+	require.NoError(t, err)
+	bl, err := g.blobs.pin(n.hash)
+	require.NoError(t, err)
+	require.NotNil(t, bl)
+	assert.NotNil(t, bl.file, "big.txt spilled to disk")
+	g.blobs.release(bl)
+
+	want, err := filepath.Glob(filepath.Join(cold, "index", "*.idx"))
+	require.NoError(t, err)
+	got, err := filepath.Glob(filepath.Join(warm, "index", "*.idx"))
+	require.NoError(t, err)
+	require.Len(t, want, 1)
+	require.Len(t, got, 1)
+	wantData, err := os.ReadFile(want[0])
+	require.NoError(t, err)
+	gotData, err := os.ReadFile(got[0])
+	require.NoError(t, err)
+	assert.Equal(t, wantData, gotData)
 }
 
 // TestConcurrentBuildersShareTheIndex: mounts of one tree building its

@@ -304,13 +304,9 @@ func (w *walker) ahead(name string, h plumbing.Hash, buf []byte, offer bool) {
 	// face drop the offer, the kernel reads it on demand and it is
 	// decoded again).
 	defer w.f.blobs.releaseKept(b, true)
-	data := b.mem
-	if b.file != nil || int64(len(data)) != b.size {
-		n, err := b.readAt(buf[:b.size], 0)
-		if err != nil && err != io.EOF {
-			return
-		}
-		data = buf[:n]
+	data, err := b.bytes(buf)
+	if err != nil {
+		return
 	}
 	(*sink)(name, data)
 	w.offered.Add(1)

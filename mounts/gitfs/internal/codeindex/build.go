@@ -175,6 +175,8 @@ func (b *Builder) Add(k, id int, data []byte) {
 		if l.end-l.cur < maxEntryLen && !s.posts.grow(l) {
 			continue
 		}
+		// The entry, written here rather than by an arena method,
+		// which the compiler does not inline (4 % of the build).
 		v := entry(tag-l.last, uint8(e&(1<<maskBits-1)))
 		var n uint32
 		if v < 1<<14 {

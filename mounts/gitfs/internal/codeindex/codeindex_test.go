@@ -371,3 +371,47 @@ func TestLongPostingLists(t *testing.T) {
 		}
 	}
 }
+
+// TestFullArenaFailsTheBuild: posting lists that outgrow their arena make
+// Encode fail (the mount then scans) rather than write an index missing
+// entries; either way the builder's memory is given back.
+func TestFullArenaFailsTheBuild(t *testing.T) {
+	defer func(max uint64) { arenaMax = max }(arenaMax)
+	arenaMax = 64 << 10
+	files := benchFiles(1 << 20)
+	b := NewBuilder(make([]string, len(files)), 2)
+	for k := range b.Shards() {
+		lo, hi := b.Range(k)
+		for id := lo; id < hi; id++ {
+			b.Add(k, id, files[id])
+		}
+	}
+	_, err := b.Encode([]byte("k"))
+	require.ErrorIs(t, err, errNoRoom)
+	for _, s := range b.shards {
+		assert.Nil(t, s.tab, "table released")
+		assert.Nil(t, s.tabMem.b)
+		assert.Nil(t, s.posts.mem.b, "arena released")
+	}
+
+	arenaMax = 4 << 20 // room enough: the same files index
+	assert.Equal(t, len(files), build(t, files, 2).Len())
+}
+
+// TestCloseReleasesAnAbortedBuild: a build ended without Encode gives its
+// memory back, and Close may be called twice.
+func TestCloseReleasesAnAbortedBuild(t *testing.T) {
+	files := benchFiles(64 << 10)
+	b := NewBuilder(make([]string, len(files)), 1)
+	for id := range files {
+		b.Add(0, id, files[id])
+	}
+	s := b.shards[0]
+	require.NotNil(t, s.tab)
+	require.NotNil(t, s.posts.mem.b)
+	b.Close()
+	assert.Nil(t, s.tab)
+	assert.Nil(t, s.posts.mem.b)
+	assert.Nil(t, s.lists)
+	b.Close()
+}

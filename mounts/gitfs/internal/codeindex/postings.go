@@ -27,8 +27,11 @@ const (
 	maxChunk    = 4096
 	maxEntryLen = 6 // a uvarint of 32 + maskBits bits
 	arenaStart  = 16 << 20
-	arenaMax    = 1<<32 - 1<<20 // offsets are 32 bits
 )
+
+// arenaMax bounds an arena: offsets are 32 bits. A variable for the tests
+// of a full arena.
+var arenaMax uint64 = 1<<32 - 1<<20
 
 // chunkLen is the data bytes of the chunk after size bytes of a list.
 func chunkLen(size uint32) uint32 { return min(max(size, minChunk), maxChunk) }
@@ -45,7 +48,7 @@ type arena struct {
 // cannot grow.
 func (a *arena) alloc(n uint32) (uint32, bool) {
 	if a.mem.b == nil {
-		a.mem = newRegion(arenaStart)
+		a.mem = newRegion(int(min(arenaStart, arenaMax)))
 	}
 	if need := uint64(a.used) + uint64(n); need > uint64(len(a.mem.b)) {
 		size := min(2*uint64(len(a.mem.b)), arenaMax)

@@ -51,7 +51,7 @@ func (r *region) free() {
 	*r = region{}
 }
 
-// table returns a region of 1<<24 uint32, zero.
+// newTable returns a region of 1<<24 uint32, zero, and the table in it.
 func newTable() (region, *[1 << 24]uint32) {
 	r := newRegion(4 << 24)
 	return r, (*[1 << 24]uint32)(unsafe.Pointer(unsafe.SliceData(r.b)))

@@ -224,7 +224,7 @@ func (s *searcher) build() {
 	start := time.Now()
 	s.paused.Store(0) // this build's figures, not a rebuild's sum
 	s.fromCache.Store(0)
-	ix, data, err := s.make()
+	ix, err := s.make()
 	s.mu.Lock()
 	if err == nil {
 		s.ix = ix // served from here on, saved or not
@@ -236,9 +236,13 @@ func (s *searcher) build() {
 			s.f.logOnce("indexbuild:"+s.file(), "gitfs: cannot build the search index; searches scan", "err", unwrapPath(err))
 		}
 	default:
+		// Built once searched: what comes after (its file's checksum,
+		// the file) is not in the time it took.
 		paused := time.Duration(s.paused.Load())
+		took := time.Since(start) - paused
+		data := ix.File()
 		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
-			"scanned", ix.Scanned(), "cached", s.fromCache.Load(), "bytes", len(data), "took", (time.Since(start) - paused).Round(time.Microsecond),
+			"scanned", ix.Scanned(), "cached", s.fromCache.Load(), "bytes", len(data), "took", took.Round(time.Microsecond),
 			"paused", paused.Round(time.Millisecond))
 		if s.dir == "" {
 			break
@@ -271,13 +275,13 @@ func (s *searcher) build() {
 var errStopped = errors.New("mount closed")
 
 // make reads every file of the tree and indexes it.
-func (s *searcher) make() (*codeindex.Index, []byte, error) {
+func (s *searcher) make() (*codeindex.Index, error) {
 	if err := s.pause(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var files []indexed
 	if err := s.list(s.f.root.hash, "", &files); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	names := make([]string, len(files))
 	for i := range files {
@@ -296,7 +300,7 @@ func (s *searcher) make() (*codeindex.Index, []byte, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	return b.Index(s.key)
 }
@@ -342,6 +346,8 @@ func (s *searcher) stopped() bool {
 func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 	lo, hi := b.Range(k)
 	var buf []byte
+	cached := 0
+	defer func() { s.fromCache.Add(int64(cached)) }()
 	for id := lo; id < hi; id++ {
 		if err := s.pause(); err != nil {
 			return err
@@ -351,7 +357,7 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 			// that started the build): no inflate.
 			b.Add(k, id, data)
 			s.f.blobs.release(bl)
-			s.fromCache.Add(1)
+			cached++
 			continue
 		}
 		r, size, err := s.f.obj.Reader(plumbing.BlobObject, files[id].hash)

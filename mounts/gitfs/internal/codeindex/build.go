@@ -90,10 +90,12 @@ type shard struct {
 	tab    *[1 << 24]uint32
 	tabMem region
 	// has is a bit of every trigram with a list, for listing them in
-	// order.
-	has   *[1 << 18]uint64
-	lists []plist
-	posts arena // the lists' entries
+	// order; hasWord a bit of every word of has that is not zero, so
+	// that the listing skips the empty ones (most of them) unread.
+	has     *[1 << 18]uint64
+	hasWord [1 << 12]uint64
+	lists   []plist
+	posts   arena // the lists' entries
 	// met is the file's distinct trigrams, in the order first met.
 	met []uint32
 	buf []byte // for transcoding invalid UTF-8
@@ -161,32 +163,27 @@ func (b *Builder) Add(k, id int, data []byte) {
 		s.met = make([]uint32, len(data))
 	}
 	tag := uint32(id) + 1
-	for _, tri := range s.met[:distinct(s.tab, s.met[:len(data)], data)] {
-		tri &= 1<<24 - 1
+	met := s.met[:distinct(s.tab, s.met[:len(data)], data)]
+	for j := 0; j < len(met); j++ {
+		j += s.post(met[j:], tag) // all but what needs a call
+		if j == len(met) {
+			break
+		}
+		tri := met[j] & (1<<24 - 1)
 		e := s.tab[tri]
 		slot := e >> 8
 		if slot == 0 {
 			s.lists = append(s.lists, plist{})
 			slot = uint32(len(s.lists))
 			s.has[tri>>6] |= 1 << (tri & 63)
+			s.hasWord[tri>>12] |= 1 << (tri >> 6 & 63)
 		}
 		s.tab[tri] = slot << 8
 		l := &s.lists[slot-1]
 		if l.end-l.cur < maxEntryLen && !s.posts.grow(l) {
 			continue
 		}
-		// The entry, written here rather than by an arena method,
-		// which the compiler does not inline (4 % of the build).
-		v := entry(tag-l.last, uint8(e&(1<<maskBits-1)))
-		var n uint32
-		if v < 1<<14 {
-			// One or two bytes (most entries), without a branch.
-			two := uint64(127-v) >> 63 // v ≥ 128
-			binary.LittleEndian.PutUint16(s.posts.at(l.cur), uint16(v&0x7f|two<<7|v<<1&0x7f00))
-			n = 1 + uint32(two)
-		} else {
-			n = uint32(binary.PutUvarint(s.posts.at(l.cur), v))
-		}
+		n := uint32(binary.PutUvarint(s.posts.at(l.cur), entry(tag-l.last, uint8(e&(1<<maskBits-1)))))
 		l.cur += n
 		l.size += n
 		l.count++
@@ -194,25 +191,60 @@ func (b *Builder) Add(k, id int, data []byte) {
 	}
 }
 
+// post adds file tag to the lists of the trigrams met, up to the first
+// that needs a new list, a new chunk or an entry of over two bytes (which
+// Add does), and returns how many it added. Its loop calls nothing, so
+// that the compiler keeps its values in registers.
+func (s *shard) post(met []uint32, tag uint32) int {
+	tab, lists, mem := s.tab[:], s.lists, s.posts.mem.b
+	for j, tri := range met {
+		tri &= 1<<24 - 1
+		e := tab[tri]
+		slot := e >> 8
+		if slot == 0 {
+			return j
+		}
+		l := &lists[slot-1]
+		v := entry(tag-l.last, uint8(e&(1<<maskBits-1)))
+		if l.end-l.cur < maxEntryLen || v >= 1<<14 {
+			return j
+		}
+		tab[tri] = slot << 8
+		// One or two bytes, without a branch.
+		two := uint64(127-v) >> 63 // v ≥ 128
+		binary.LittleEndian.PutUint16(mem[l.cur:], uint16(v&0x7f|two<<7|v<<1&0x7f00))
+		n := 1 + uint32(two)
+		l.cur += n
+		l.size += n
+		l.count++
+		l.last = tag
+	}
+	return len(met)
+}
+
 // distinct puts the distinct trigrams of data (at least 3 bytes) in met
 // (as long as data), in the order first met, and returns how many; it
 // leaves in tab each one's follow mask, with metBit. The loop is the
-// build's: one load and two stores a byte, without a branch.
+// build's: one load and two stores a byte, without a branch. It reads each
+// trigram and its follower as one big-endian word, rather than shifting
+// bytes into a window, which would make every byte wait for the last.
 func distinct(tab *[1 << 24]uint32, met []uint32, data []byte) int {
+	// The table as a slice: checked once, not at every byte.
+	t, fb := tab[:], &followBits
 	n := 0
-	w := uint32(data[0])<<16 | uint32(data[1])<<8 | uint32(data[2])
-	for _, c := range data[3:] {
-		w = w<<8 | uint32(c) // the trigram and its follower
+	for len(data) >= 4 {
+		w := binary.BigEndian.Uint32(data) // the trigram and its follower
+		data = data[1:]
 		tri := w >> 8
-		was := tab[tri]
-		tab[tri] = was | uint32(followBits[c]) | metBit
+		was := t[tri]
+		t[tri] = was | uint32(fb[uint8(w)]) | metBit
 		met[n] = tri
 		n += int(^was >> 7 & 1)
 	}
 	// The last trigram, followed by nothing.
-	tri := w & (1<<24 - 1)
-	was := tab[tri]
-	tab[tri] = was | metBit
+	tri := uint32(data[0])<<16 | uint32(data[1])<<8 | uint32(data[2])
+	was := t[tri]
+	t[tri] = was | metBit
 	met[n] = tri
 	return n + int(^was>>7&1)
 }
@@ -240,21 +272,37 @@ func transcode(dst, data []byte) []byte {
 	return dst
 }
 
-// Index is Encode, and the index read from the bytes it returns, as
-// Open reads a file of them, but for the checksum it has just computed.
-func (b *Builder) Index(key []byte) (*Index, []byte, error) {
-	data, err := b.Encode(key)
+// Index ends the build, as Encode does, and returns the index read from
+// the bytes of its file, as Open reads one. Their checksum is computed
+// by [Index.File], when they are written to a file: a search does not
+// need it, so the index is searched without waiting for it.
+func (b *Builder) Index(key []byte) (*Index, error) {
+	data, err := b.encode(key)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ix, err := parseChecked(data, key)
-	return ix, data, err
+	if err != nil {
+		return nil, err
+	}
+	ix.file = data
+	return ix, nil
 }
 
 // Encode returns the index, tagged with key (the tree id): the bytes of
 // its file, in a buffer of their exact size. It ends the build: the
 // builder's memory is released.
 func (b *Builder) Encode(key []byte) ([]byte, error) {
+	data, err := b.encode(key)
+	if err != nil {
+		return nil, err
+	}
+	seal(data)
+	return data, nil
+}
+
+// encode is Encode but for the checksum, whose bytes it leaves zero.
+func (b *Builder) encode(key []byte) ([]byte, error) {
 	defer b.Close()
 	le := binary.LittleEndian
 	for _, s := range b.shards {
@@ -284,26 +332,33 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 	// Scan after it was added stays: an extra candidate.
 	var tris []triStat
 	var postBytes uint64
-	for w := range 1 << 18 {
-		var word uint64
+	for sw := range 1 << 12 {
+		var words uint64
 		for _, s := range b.shards {
-			if s.has != nil {
-				word |= s.has[w]
-			}
+			words |= s.hasWord[sw]
 		}
-		for ; word != 0; word &= word - 1 {
-			t := triStat{tri: uint32(w)<<6 | uint32(bits.TrailingZeros64(word))}
-			prev := uint32(0)
+		for ; words != 0; words &= words - 1 {
+			w := sw<<6 | bits.TrailingZeros64(words)
+			var word uint64
 			for _, s := range b.shards {
-				if l := s.list(t.tri); l != nil {
-					first, n := s.posts.firstEntry(l)
-					t.count += l.count
-					t.size += uint32(uvarintLen(rebase(first, prev)) + int(l.size) - n)
-					prev = l.last
+				if s.has != nil {
+					word |= s.has[w]
 				}
 			}
-			tris = append(tris, t)
-			postBytes += uint64(t.size)
+			for ; word != 0; word &= word - 1 {
+				t := triStat{tri: uint32(w)<<6 | uint32(bits.TrailingZeros64(word))}
+				prev := uint32(0)
+				for _, s := range b.shards {
+					if l := s.list(t.tri); l != nil {
+						first, n := s.posts.firstEntry(l)
+						t.count += l.count
+						t.size += uint32(uvarintLen(rebase(first, prev)) + int(l.size) - n)
+						prev = l.last
+					}
+				}
+				tris = append(tris, t)
+				postBytes += uint64(t.size)
+			}
 		}
 	}
 	if postBytes >= 1<<32 {
@@ -358,12 +413,18 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	out = out[:postOff+postBytes]
-	out = le.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	out = le.AppendUint32(out, 0) // the checksum: see seal
 	out = append(out, endMagic...)
 	if uint64(len(out)) != size {
 		return nil, fmt.Errorf("codeindex: encoded %d bytes of %d", len(out), size)
 	}
 	return out, nil
+}
+
+// seal writes the checksum of the bytes of an index file.
+func seal(data []byte) {
+	end := len(data) - len(endMagic) - 4
+	binary.LittleEndian.PutUint32(data[end:], crc32.Checksum(data[:end], castagnoli))
 }
 
 // writePostings appends the merged posting lists of tris to out.

@@ -14,6 +14,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/google/codesearch/index"
 )
@@ -38,6 +39,21 @@ type Index struct {
 	f       *os.File
 	postAt  int64
 	postLen uint64
+	// file is the bytes of the file of an index built in memory, its
+	// checksum written by File.
+	file     []byte
+	fileOnce sync.Once
+}
+
+// File returns the bytes of the file of an index built in memory
+// ([Builder.Index]), for [Publish]; nil for one opened from a file. The
+// first call computes their checksum.
+func (ix *Index) File() []byte {
+	if ix.file == nil {
+		return nil
+	}
+	ix.fileOnce.Do(func() { seal(ix.file) })
+	return ix.file
 }
 
 // Close releases the file of an index opened from one; a posting list

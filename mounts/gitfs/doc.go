@@ -74,8 +74,10 @@
 // blob cache when a read decoded it (the scan of the first search), else
 // read from the object store without filling the cache; it pauses while a
 // scan reads the mount so as not to slow it, and until it is there,
-// searches scan. It is
-// published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
+// searches scan. Searches use it as soon as it is built, reading its
+// posting lists from the builder's memory while the bytes of its file are
+// encoded (the bulk of the encoding; the log's "took" and "encoded"). It
+// is published to CacheDir/index/<tree id>.v2.idx (a temporary file renamed
 // into place, so concurrent daemons indexing one tree are harmless), and
 // every later mount of a commit with that tree opens it, checked whole
 // (CRC-32C, structure, tree id), on its first search. The mount holds its

@@ -236,14 +236,20 @@ func (s *searcher) build() {
 			s.f.logOnce("indexbuild:"+s.file(), "gitfs: cannot build the search index; searches scan", "err", unwrapPath(err))
 		}
 	default:
-		// Built once searched: what comes after (its file's checksum,
-		// the file) is not in the time it took.
+		// Built once searched (took); the bytes of its file, which
+		// searches then read their posting lists from, come after
+		// (encoded).
 		paused := time.Duration(s.paused.Load())
 		took := time.Since(start) - paused
-		data := ix.File()
+		t0 := time.Now()
+		data, ferr := ix.File()
+		if ferr != nil {
+			s.f.logOnce("indexsave:"+s.file(), "gitfs: cannot save the search index; it is kept in memory", "err", ferr)
+			break
+		}
 		s.f.log.Info("gitfs: search index built", "tree", plumbing.Hash(s.key).String(), "files", ix.Len(),
 			"scanned", ix.Scanned(), "cached", s.fromCache.Load(), "bytes", len(data), "took", took.Round(time.Microsecond),
-			"paused", paused.Round(time.Millisecond))
+			"encoded", time.Since(t0).Round(time.Microsecond), "paused", paused.Round(time.Millisecond))
 		if s.dir == "" {
 			break
 		}

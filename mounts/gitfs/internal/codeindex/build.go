@@ -272,20 +272,24 @@ func transcode(dst, data []byte) []byte {
 	return dst
 }
 
-// Index ends the build, as Encode does, and returns the index read from
-// the bytes of its file, as Open reads one. Their checksum is computed
-// by [Index.File], when they are written to a file: a search does not
-// need it, so the index is searched without waiting for it.
+// Index ends the build, as Encode does, and returns the index. Until
+// [Index.File] writes the bytes of its file, its posting lists are read
+// from the builder's: a search does not wait for the file, whose posting
+// lists are most of the encoding's work.
 func (b *Builder) Index(key []byte) (*Index, error) {
-	data, err := b.encode(key)
+	l, err := b.layout(key)
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
-	ix, err := parseChecked(data, key)
+	ix, err := parseBody(l.head, l.bodyLen, key)
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
-	ix.file = data
+	// The index takes the builder's memory: Close leaves it alone.
+	ix.built = &built{b: &Builder{names: b.names, scan: b.scan, shards: b.shards}, l: l}
+	b.shards = nil
 	return ix, nil
 }
 
@@ -293,7 +297,12 @@ func (b *Builder) Index(key []byte) (*Index, error) {
 // its file, in a buffer of their exact size. It ends the build: the
 // builder's memory is released.
 func (b *Builder) Encode(key []byte) ([]byte, error) {
-	data, err := b.encode(key)
+	defer b.Close()
+	l, err := b.layout(key)
+	if err != nil {
+		return nil, err
+	}
+	data, err := b.writeFile(l)
 	if err != nil {
 		return nil, err
 	}
@@ -301,9 +310,17 @@ func (b *Builder) Encode(key []byte) ([]byte, error) {
 	return data, nil
 }
 
-// encode is Encode but for the checksum, whose bytes it leaves zero.
-func (b *Builder) encode(key []byte) ([]byte, error) {
-	defer b.Close()
+// layout is an index's file but for its posting lists: the bytes before
+// them, and what places each trigram's list.
+type layout struct {
+	head    []byte    // header, names, scan list, trigram table
+	tris    []triStat // the trigrams, in order
+	bodyLen uint64    // head and the posting lists
+}
+
+// layout lists the trigrams and encodes everything of the file before
+// the posting lists.
+func (b *Builder) layout(key []byte) (*layout, error) {
 	le := binary.LittleEndian
 	for _, s := range b.shards {
 		if s.posts.full {
@@ -370,8 +387,7 @@ func (b *Builder) encode(key []byte) ([]byte, error) {
 	scanOff := namesOff + uint64(len(names))
 	triOff := scanOff + uint64(len(scan))
 	postOff := triOff + uint64(len(tris))*12
-	size := postOff + postBytes + 4 + uint64(len(endMagic))
-	out := make([]byte, 0, size)
+	out := make([]byte, 0, postOff)
 	out = append(out, magic...)
 	out = le.AppendUint32(out, uint32(len(key)))
 	out = append(out, key...)
@@ -390,6 +406,16 @@ func (b *Builder) encode(key []byte) ([]byte, error) {
 		out = le.AppendUint32(out, t.count)
 		off += t.size
 	}
+	return &layout{head: out, tris: tris, bodyLen: postOff + postBytes}, nil
+}
+
+// writeFile returns the bytes of the index file laid out by l, in a
+// buffer of their exact size, but for the checksum, whose bytes it leaves
+// zero (see seal).
+func (b *Builder) writeFile(l *layout) ([]byte, error) {
+	size := l.bodyLen + 4 + uint64(len(endMagic))
+	out := make([]byte, 0, size)
+	out = append(out, l.head...)
 	// The posting lists, in as many parts as shards, written at once:
 	// each part's place is known from the sizes.
 	parts := len(b.shards)
@@ -397,10 +423,10 @@ func (b *Builder) encode(key []byte) ([]byte, error) {
 	var wg sync.WaitGroup
 	for p, i, at := 0, 0, uint64(len(out)); p < parts; p++ {
 		j, end := i, at
-		for ; j < len(tris) && (end-at)*uint64(parts-p) < postOff+postBytes-at; j++ {
-			end += uint64(tris[j].size)
+		for ; j < len(l.tris) && (end-at)*uint64(parts-p) < l.bodyLen-at; j++ {
+			end += uint64(l.tris[j].size)
 		}
-		part, dst, want := tris[i:j], out[at:at:end], end-at
+		part, dst, want := l.tris[i:j], out[at:at:end], end-at
 		wg.Go(func() {
 			if got := b.writePostings(dst, part); uint64(len(got)) != want {
 				errs[p] = fmt.Errorf("codeindex: encoded %d bytes of postings of %d", len(got), want)
@@ -412,13 +438,26 @@ func (b *Builder) encode(key []byte) ([]byte, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	out = out[:postOff+postBytes]
-	out = le.AppendUint32(out, 0) // the checksum: see seal
+	out = out[:l.bodyLen]
+	out = binary.LittleEndian.AppendUint32(out, 0) // the checksum
 	out = append(out, endMagic...)
 	if uint64(len(out)) != size {
 		return nil, fmt.Errorf("codeindex: encoded %d bytes of %d", len(out), size)
 	}
 	return out, nil
+}
+
+// built is the posting lists of an index still in its builder's memory.
+type built struct {
+	b *Builder
+	l *layout
+}
+
+// postings returns the posting list of the index's trigram i, as its
+// file holds it.
+func (bt *built) postings(i int) []byte {
+	t := bt.l.tris[i : i+1]
+	return bt.b.writePostings(make([]byte, 0, t[0].size), t)
 }
 
 // seal writes the checksum of the bytes of an index file.

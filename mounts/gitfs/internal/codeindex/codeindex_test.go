@@ -37,6 +37,14 @@ func build(t *testing.T, files [][]byte, shards int) *Index {
 // returns it written with key.
 func encode(tb testing.TB, names []string, files [][]byte, shards int, key string) []byte {
 	tb.Helper()
+	data, err := fill(names, files, shards).Encode([]byte(key))
+	require.NoError(tb, err)
+	return data
+}
+
+// fill returns a builder of files (named names) in shards shards, each
+// filled by a goroutine of its own as the git mount fills them.
+func fill(names []string, files [][]byte, shards int) *Builder {
 	b := NewBuilder(names, shards)
 	var wg sync.WaitGroup
 	for k := range b.Shards() {
@@ -48,9 +56,7 @@ func encode(tb testing.TB, names []string, files [][]byte, shards int, key strin
 		})
 	}
 	wg.Wait()
-	data, err := b.Encode([]byte(key))
-	require.NoError(tb, err)
-	return data
+	return b
 }
 
 // alphabet of the random texts and patterns: ASCII letters both cases,
@@ -414,4 +420,95 @@ func TestCloseReleasesAnAbortedBuild(t *testing.T) {
 	assert.Nil(t, s.posts.mem.b)
 	assert.Nil(t, s.lists)
 	b.Close()
+}
+
+// TestIndexBeforeItsFile: an index just built answers from the builder's
+// posting lists as its file would, also while File writes that file's
+// bytes (concurrent searches), which are those Encode returns; it then
+// answers from them, and the builder's memory is given back.
+func TestIndexBeforeItsFile(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	files := make([][]byte, 300)
+	names := make([]string, len(files))
+	for i := range files {
+		files[i] = randText(r)
+		names[i] = fmt.Sprint("f", i)
+	}
+	key := []byte("tree")
+	data := encode(t, names, files, 3, "tree")
+	want, err := parse(data, key)
+	require.NoError(t, err)
+
+	b := fill(names, files, 3)
+	shards := b.shards
+	ix, err := b.Index(key)
+	require.NoError(t, err)
+	b.Close() // the index has the builder's memory, not b
+	require.NotNil(t, ix.built)
+	require.NotNil(t, shards[0].tab)
+
+	var pats []*syntax.Regexp
+	for range 300 {
+		re, err := syntax.Parse(randPattern(r), syntax.Perl)
+		require.NoError(t, err)
+		pats = append(pats, re)
+	}
+	same := func(t *testing.T) int {
+		narrowed := 0
+		for _, re := range pats {
+			wids, wall, err := want.Candidates(Query(re), Literals(re))
+			require.NoError(t, err)
+			ids, all, err := ix.Candidates(Query(re), Literals(re))
+			require.NoError(t, err)
+			require.Equal(t, wall, all, re.String())
+			require.Equal(t, wids, ids, re.String())
+			if !all {
+				narrowed++
+			}
+		}
+		return narrowed
+	}
+	require.Greater(t, same(t), 100, "patterns that read posting lists")
+
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { same(t) })
+	}
+	got, err := ix.File()
+	require.NoError(t, err)
+	wg.Wait()
+	assert.Equal(t, data, got, "the bytes Encode returns")
+	again, err := ix.File()
+	require.NoError(t, err)
+	assert.Same(t, &got[0], &again[0])
+	assert.Nil(t, ix.built)
+	for _, s := range shards {
+		assert.Nil(t, s.tab, "the builder's memory is given back")
+		assert.Nil(t, s.posts.mem.b)
+	}
+	same(t)
+	require.NoError(t, ix.Close())
+	same(t) // served from the file's bytes, on the heap
+}
+
+// TestCloseBeforeItsFile: an index closed before File gives the builder's
+// memory back; its posting lists are then an error, and it has no file.
+func TestCloseBeforeItsFile(t *testing.T) {
+	files := benchFiles(64 << 10)
+	b := fill(make([]string, len(files)), files, 2)
+	shards := b.shards
+	ix, err := b.Index([]byte("k"))
+	require.NoError(t, err)
+	require.NoError(t, ix.Close())
+	for _, s := range shards {
+		assert.Nil(t, s.tab)
+		assert.Nil(t, s.posts.mem.b)
+	}
+	re, err := syntax.Parse("return err", syntax.Perl)
+	require.NoError(t, err)
+	_, _, err = ix.Candidates(Query(re), Literals(re))
+	assert.ErrorIs(t, err, errClosed)
+	data, err := ix.File()
+	assert.NoError(t, err)
+	assert.Nil(t, data)
 }

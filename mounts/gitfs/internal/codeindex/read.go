@@ -26,39 +26,75 @@ var ErrCorrupt = errors.New("corrupt index")
 var errTooBig = errors.New("index: postings over 4 GiB")
 
 // Index is an index, checked. Its names and trigram table are in memory;
-// its posting lists, the bulk of it, are in memory for an index just
-// built (Builder.Index) and read from the file when needed for one opened
-// from a file (Open), so that a mount's index costs the daemon a fraction
-// of its size. It is immutable and safe for concurrent use.
+// its posting lists, the bulk of it, are read from the file when needed
+// for an index opened from a file (Open), so that a mount's index costs
+// the daemon a fraction of its size; an index just built
+// (Builder.Index) reads them from the builder's memory until File has
+// written its file's bytes, and from those after. It is immutable and
+// safe for concurrent use.
 type Index struct {
 	names []string
 	scan  []uint32
 	tris  []byte // ntri × 12
-	post  []byte // the posting lists, in memory; or
-	// f holds them at postAt, postLen bytes (Open).
+	// f holds the posting lists at postAt, postLen bytes (Open).
 	f       *os.File
 	postAt  int64
 	postLen uint64
-	// file is the bytes of the file of an index built in memory, its
-	// checksum written by File.
-	file     []byte
+
+	// An index built in memory: its posting lists in the builder's
+	// memory (built) until File writes the file's bytes (file), and in
+	// post, their part of it, after.
 	fileOnce sync.Once
+	fileErr  error
+	mu       sync.RWMutex // guards built and post: File and Close free built
+	built    *built
+	post     []byte
+	file     []byte
 }
+
+// errClosed is a posting list of an index read after Close.
+var errClosed = errors.New("codeindex: index closed")
 
 // File returns the bytes of the file of an index built in memory
-// ([Builder.Index]), for [Publish]; nil for one opened from a file. The
-// first call computes their checksum.
-func (ix *Index) File() []byte {
-	if ix.file == nil {
-		return nil
-	}
-	ix.fileOnce.Do(func() { seal(ix.file) })
-	return ix.file
+// ([Builder.Index]), for [Publish], and serves the index from them: the
+// builder's memory is released. It is nil for an index opened from a
+// file, or closed before File; the first call does the work, later ones
+// return what it did.
+func (ix *Index) File() ([]byte, error) {
+	ix.fileOnce.Do(func() {
+		ix.mu.RLock()
+		bt := ix.built
+		var data []byte
+		if bt != nil {
+			data, ix.fileErr = bt.b.writeFile(bt.l)
+		}
+		ix.mu.RUnlock()
+		if bt == nil || ix.fileErr != nil {
+			return
+		}
+		seal(data)
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		if ix.built == nil { // closed meanwhile
+			return
+		}
+		ix.built.b.Close()
+		ix.built = nil
+		ix.post = data[bt.l.bodyLen-ix.postLen : bt.l.bodyLen]
+		ix.file = data
+	})
+	return ix.file, ix.fileErr
 }
 
-// Close releases the file of an index opened from one; a posting list
-// read after Close is an error.
+// Close releases the file of an index opened from one, or the memory of
+// one built; a posting list read after Close is an error.
 func (ix *Index) Close() error {
+	ix.mu.Lock()
+	if ix.built != nil {
+		ix.built.b.Close()
+		ix.built = nil
+	}
+	ix.mu.Unlock()
 	if ix.f == nil {
 		return nil
 	}
@@ -266,7 +302,7 @@ func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) 
 	if off > end {
 		return nil, nil, corrupt("bad postings")
 	}
-	b, err := ix.postings(off, end)
+	b, err := ix.postings(i, off, end)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -295,9 +331,18 @@ func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) 
 	return out, ms, nil
 }
 
-// postings returns the bytes [off, end) of the posting lists.
-func (ix *Index) postings(off, end uint32) ([]byte, error) {
+// postings returns the bytes [off, end) of the posting lists, those of
+// trigram i.
+func (ix *Index) postings(i int, off, end uint32) ([]byte, error) {
 	if ix.f == nil {
+		ix.mu.RLock()
+		defer ix.mu.RUnlock()
+		switch {
+		case ix.built != nil:
+			return ix.built.postings(i), nil
+		case ix.post == nil:
+			return nil, errClosed
+		}
 		return ix.post[off:end], nil
 	}
 	b := make([]byte, end-off)

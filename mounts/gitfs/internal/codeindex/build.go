@@ -496,7 +496,8 @@ type triStat struct{ tri, count, size uint32 }
 var errNoRoom = errors.New("codeindex: no room for the posting lists (4 GiB a shard, or no memory)")
 
 // Close releases the builder's memory, ending the build without an index
-// (or after Encode). Add must not be called after it.
+// (or after Encode; after Index, the index has the memory, and gives it
+// back on its File or Close). Add must not be called after it.
 func (b *Builder) Close() {
 	for _, s := range b.shards {
 		s.tabMem.free()

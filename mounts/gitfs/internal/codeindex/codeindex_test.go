@@ -492,7 +492,7 @@ func TestIndexBeforeItsFile(t *testing.T) {
 }
 
 // TestCloseBeforeItsFile: an index closed before File gives the builder's
-// memory back; its posting lists are then an error, and it has no file.
+// memory back; its posting lists and its file are then an error.
 func TestCloseBeforeItsFile(t *testing.T) {
 	files := benchFiles(64 << 10)
 	b := fill(make([]string, len(files)), files, 2)
@@ -509,6 +509,6 @@ func TestCloseBeforeItsFile(t *testing.T) {
 	_, _, err = ix.Candidates(Query(re), Literals(re))
 	assert.ErrorIs(t, err, errClosed)
 	data, err := ix.File()
-	assert.NoError(t, err)
+	assert.ErrorIs(t, err, errClosed)
 	assert.Nil(t, data)
 }

@@ -46,36 +46,42 @@ type Index struct {
 	// post, their part of it, after.
 	fileOnce sync.Once
 	fileErr  error
-	mu       sync.RWMutex // guards built and post: File and Close free built
+	mu       sync.RWMutex // guards built, post and closed: File and Close free built
 	built    *built
 	post     []byte
 	file     []byte
+	closed   bool
 }
 
-// errClosed is a posting list of an index read after Close.
+// errClosed is a posting list, or the file, of an index read after Close.
 var errClosed = errors.New("codeindex: index closed")
 
 // File returns the bytes of the file of an index built in memory
 // ([Builder.Index]), for [Publish], and serves the index from them: the
-// builder's memory is released. It is nil for an index opened from a
-// file, or closed before File; the first call does the work, later ones
-// return what it did.
+// builder's memory is released. It returns nil for an index not built
+// (opened from a file), and an error for one closed before it was done.
+// The first call does the work; later ones return what it did.
 func (ix *Index) File() ([]byte, error) {
 	ix.fileOnce.Do(func() {
 		ix.mu.RLock()
-		bt := ix.built
+		bt, closed := ix.built, ix.closed
 		var data []byte
 		if bt != nil {
 			data, ix.fileErr = bt.b.writeFile(bt.l)
 		}
 		ix.mu.RUnlock()
-		if bt == nil || ix.fileErr != nil {
+		switch {
+		case closed:
+			ix.fileErr = errClosed
+			return
+		case bt == nil || ix.fileErr != nil:
 			return
 		}
 		seal(data)
 		ix.mu.Lock()
 		defer ix.mu.Unlock()
-		if ix.built == nil { // closed meanwhile
+		if ix.closed { // meanwhile
+			ix.fileErr = errClosed
 			return
 		}
 		ix.built.b.Close()
@@ -90,6 +96,7 @@ func (ix *Index) File() ([]byte, error) {
 // one built; a posting list read after Close is an error.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
+	ix.closed = true
 	if ix.built != nil {
 		ix.built.b.Close()
 		ix.built = nil

@@ -74,6 +74,15 @@ func randText(r *rand.Rand) []byte {
 	return b
 }
 
+// randTree is n random texts, named f0, f1...
+func randTree(r *rand.Rand, n int) (names []string, files [][]byte) {
+	for i := range n {
+		names = append(names, fmt.Sprint("f", i))
+		files = append(files, randText(r))
+	}
+	return names, files
+}
+
 func randPattern(r *rand.Rand) string {
 	var b strings.Builder
 	flags := []string{"", "(?i)", "(?s)", "(?m)", "(?i)(?m)(?s)"}
@@ -284,12 +293,7 @@ func TestLiteralsNarrowPastTrigrams(t *testing.T) {
 // needs what is gone is an error wrapping ErrCorrupt, never an answer.
 func TestOpenReadsPostingsFromTheFile(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	files := make([][]byte, 200)
-	names := make([]string, len(files))
-	for i := range files {
-		files[i] = randText(r)
-		names[i] = fmt.Sprint("f", i)
-	}
+	names, files := randTree(r, 200)
 	data := encode(t, names, files, 2, "tree")
 	mem, err := parse(data, []byte("tree"))
 	require.NoError(t, err)
@@ -428,12 +432,7 @@ func TestCloseReleasesAnAbortedBuild(t *testing.T) {
 // answers from them, and the builder's memory is given back.
 func TestIndexBeforeItsFile(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	files := make([][]byte, 300)
-	names := make([]string, len(files))
-	for i := range files {
-		files[i] = randText(r)
-		names[i] = fmt.Sprint("f", i)
-	}
+	names, files := randTree(r, 300)
 	key := []byte("tree")
 	data := encode(t, names, files, 3, "tree")
 	want, err := parse(data, key)

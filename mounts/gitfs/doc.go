@@ -88,9 +88,16 @@
 // directory it cannot be saved to (a full disk) leaves it in memory,
 // logged once.
 // Binary files (a NUL byte), files over 8 MiB and files that cannot be
-// read are always candidates. The index is per tree, not per subtree: a
-// commit that shares most of its tree with an indexed one is indexed
-// again.
+// read are always candidates. The index is per tree; until a mount's own
+// is built, its searches narrow with the nearest one of an ancestor on
+// the first-parent chain (32 commits back at most), or of a directory
+// above a subdir mount's in its commit or an ancestor, found in the cache
+// directory: the files that changed since (added or modified; at most a
+// quarter of the index's files, or 256) are candidates whatever the
+// pattern, and those deleted or modified are never named from it
+// (search_ancestor.go). A task pinned at the next commit of a branch so
+// greps at index speed, less the changed files' reads, from its first
+// search, while its own index builds.
 //
 // # A faithful tree
 //

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp/syntax"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,10 @@ type searcher struct {
 	fromCache  atomic.Int64 // files the build took from the blob cache
 	wg         sync.WaitGroup
 	closed     bool
+	// anc is an ancestor's index, used until ix is there (see
+	// search_ancestor.go); looked up once, on the first search without ix.
+	anc       *ancestor
+	ancLooked bool
 }
 
 func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
@@ -90,7 +95,7 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	if !n.kind.isDir() {
 		return nil, false, mounts.PathErr("search", dir, mounts.ErrNotDir)
 	}
-	ix := f.search.index()
+	ix, anc := f.search.source()
 	if ix == nil {
 		return nil, false, nil
 	}
@@ -109,11 +114,49 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	}
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if name := ix.Name(id); strings.HasPrefix(name, prefix) {
+		name, ok := ix.Name(id), true
+		if anc != nil {
+			name, ok = anc.name(id)
+		}
+		if ok && strings.HasPrefix(name, prefix) {
 			names = append(names, name)
 		}
 	}
+	if anc != nil {
+		// An ancestor's index: what changed since is read whatever the
+		// pattern, in walk order with the rest.
+		for _, name := range anc.changed {
+			if strings.HasPrefix(name, prefix) {
+				names = append(names, name)
+			}
+		}
+		slices.SortFunc(names, walkCompare)
+	}
 	return names, true, nil
+}
+
+// source returns the index searches narrow with: the tree's own, or
+// until it is there an ancestor's, with what changed since; nil for none.
+func (s *searcher) source() (*codeindex.Index, *ancestor) {
+	if ix := s.index(); ix != nil || s.mode == IndexOff {
+		return ix, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil
+	}
+	if s.ix != nil { // built meanwhile
+		return s.ix, nil
+	}
+	if !s.ancLooked {
+		s.ancLooked = true
+		s.anc = s.findAncestor()
+	}
+	if s.anc == nil {
+		return nil, nil
+	}
+	return s.anc.ix, s.anc
 }
 
 // index returns the index, or nil while there is none: it reads it from
@@ -150,8 +193,20 @@ func (s *searcher) index() *codeindex.Index {
 	return nil
 }
 
-// drop forgets ix, found bad, and builds the index again.
+// drop forgets ix, found bad, and builds the index again (an
+// ancestor's is forgotten, and removed for its commit's next mount to
+// rebuild).
 func (s *searcher) drop(ix *codeindex.Index, err error) {
+	s.mu.Lock()
+	if a := s.anc; a != nil && a.ix == ix {
+		s.anc = nil
+		s.mu.Unlock()
+		s.f.logOnce("index:"+a.file, "gitfs: search index ignored", "tree", a.tree.String(), "err", err)
+		os.Remove(a.file)
+		ix.Close()
+		return
+	}
+	s.mu.Unlock()
 	s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", err)
 	s.mu.Lock()
 	if s.ix == ix {
@@ -205,6 +260,9 @@ func (s *searcher) close() {
 	s.mu.Lock()
 	if s.ix != nil {
 		s.ix.Close()
+	}
+	if s.anc != nil {
+		s.anc.ix.Close()
 	}
 	s.mu.Unlock()
 }

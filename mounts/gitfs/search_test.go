@@ -297,3 +297,95 @@ func TestIndexCutShortAfterOpenFallsBackToTheScan(t *testing.T) {
 	require.True(t, ok, "rebuilt")
 	assert.Equal(t, []string{"b/d/e.md"}, got)
 }
+
+// TestSearchFromAnAncestorsIndex: a mount of a commit whose own index is
+// not built yet narrows with the index of an ancestor's tree, found in the
+// cache directory, and reads what changed since (added, modified) whatever
+// the pattern, never what was deleted; the answers are the scan's, in walk
+// order, from the first search on, for the whole tree and a subdir mount.
+// Its own index is built all the same, and used once there.
+func TestSearchFromAnAncestorsIndex(t *testing.T) {
+	dir, first := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	f := openFS(t, Options{Src: dir, Rev: first, CacheDir: cache})
+	ready, err := f.WaitIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, ready)
+
+	gittest.WriteFile(t, dir, "b/c.txt", "now it says hello\n", 0o644) // modified
+	gittest.WriteFile(t, dir, "b/a new.txt", "Hello, new\n", 0o644)    // added
+	gittest.WriteFile(t, dir, "b/d/e.md", "nothing here\n", 0o755)     // mode only
+	gittest.WriteFile(t, dir, "b-c/g/h.txt", "HELLO below\n", 0o644)   // added directory
+	require.NoError(t, os.Remove(filepath.Join(dir, "b-c", "f.txt")))  // deleted
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "z")))
+	gittest.WriteFile(t, dir, "z", "hello, z is a file now\n", 0o644) // directory to file
+	gittest.CommitAll(t, dir, 1, "one")
+	gittest.WriteFile(t, dir, "a.go", "package a\nfunc Hello() { _ = 1 }\n", 0o644)
+	head := gittest.CommitAll(t, dir, 2, "two") // its parent is not indexed: the grandparent is
+
+	// b first, from the grandparent's root index; the whole tree, from
+	// it too; b-c, from the whole tree's, just built, of its own commit.
+	pats := []string{"Hello", "(?i)hello", "H[Ee]LLO|nothing", "(?m)^zzz$", "new|below", "xyzzy"}
+	for _, sub := range []string{"b", "", "b-c"} {
+		t.Run("subdir="+sub, func(t *testing.T) {
+			var logs logBuffer
+			g := openFS(t, Options{Src: dir, Rev: head, Subdir: sub, CacheDir: cache, Logger: newLogger(&logs)})
+			for _, pat := range pats {
+				for _, d := range []string{".", "b", "b/d", "b-c"} {
+					if _, err := g.resolve(context.Background(), "test", d); err != nil {
+						continue
+					}
+					got, ok := candidates(t, g, d, pat)
+					require.Truef(t, ok, "%q in %s narrows with the ancestor's index", pat, d)
+					assert.Equalf(t, scanMatches(t, g, d, pat), got, "%q in %s", pat, d)
+				}
+			}
+			names, ok, err := g.Candidates(context.Background(), ".", parseRe(t, "xyzzy"))
+			require.NoError(t, err)
+			require.True(t, ok)
+			want := map[string][]string{
+				"":    {"a.go", "b/a new.txt", "b/c.txt", "b-c/g/h.txt", "bin.dat", "z"},
+				"b":   {"a new.txt", "c.txt"},
+				"b-c": {},
+			}[sub]
+			assert.Equal(t, want, names, "what changed, and the binary file, in walk order")
+			assert.NotContains(t, logs.String(), "ignored")
+
+			ready, err := g.WaitIndex(context.Background())
+			require.NoError(t, err)
+			require.True(t, ready, "its own index is built")
+			names, ok, err = g.Candidates(context.Background(), ".", parseRe(t, "xyzzy"))
+			require.NoError(t, err)
+			require.True(t, ok)
+			if sub == "" {
+				assert.Equal(t, []string{"bin.dat"}, names, "its own index, once built")
+			} else {
+				assert.Empty(t, names)
+			}
+		})
+	}
+}
+
+// TestAncestorTooFarIsNotUsed: an ancestor's index whose tree differs in
+// more files than a search should read is not used: the first search
+// scans, as without one.
+func TestAncestorTooFarIsNotUsed(t *testing.T) {
+	files := map[string]string{}
+	for i := range minChanged + 1 {
+		files[fmt.Sprintf("d/f%03d.txt", i)] = fmt.Sprintf("file %d\n", i)
+	}
+	dir, first := gittest.SmallRepo(t, files)
+	cache := t.TempDir()
+	ready, err := openFS(t, Options{Src: dir, Rev: first, CacheDir: cache}).WaitIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, ready)
+	for name := range files {
+		gittest.WriteFile(t, dir, name, "changed, all of them\n", 0o644)
+	}
+	head := gittest.CommitAll(t, dir, 1, "all changed")
+	g := openFS(t, Options{Src: dir, Rev: head, CacheDir: cache})
+	_, ok, err := g.Candidates(context.Background(), ".", parseRe(t, "file 7"))
+	require.NoError(t, err)
+	assert.False(t, ok, "too far: the search scans")
+	assert.Nil(t, g.search.anc)
+}

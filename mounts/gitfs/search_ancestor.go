@@ -67,8 +67,8 @@ func (s *searcher) findAncestor() *ancestor {
 	c, err := repo.CommitObject(s.f.commit)
 	for depth := 0; depth <= maxAncestors && err == nil; depth++ {
 		if depth > 0 || len(parts) > 0 { // the commit's own tree is s.ix
-			if a := s.ancestorAt(c.TreeHash, parts, depth == 0); a != nil {
-				return a
+			if a, found := s.ancestorAt(c.TreeHash, parts, depth == 0); found {
+				return a // nil for one too far: older ones are farther
 			}
 		}
 		if len(c.ParentHashes) == 0 {
@@ -81,12 +81,13 @@ func (s *searcher) findAncestor() *ancestor {
 
 // ancestorAt returns the index of the directory parts below tree root,
 // or of the nearest above it with one, and the changes from its files to
-// the served tree's; nil when there is none or the changes are too many.
-// self is the mount's own commit, whose tree at parts is the mount's.
-func (s *searcher) ancestorAt(root plumbing.Hash, parts []string, self bool) *ancestor {
+// the served tree's, and whether it found an index: nil with true when the
+// changes are too many (or cannot be read). self is the mount's own commit,
+// whose tree at parts is the mount's.
+func (s *searcher) ancestorAt(root plumbing.Hash, parts []string, self bool) (*ancestor, bool) {
 	served, ok := s.subtree(root, parts)
 	if !ok {
-		return nil // not there in this commit
+		return nil, false // not there in this commit
 	}
 	for k := len(parts); k >= 0; k-- {
 		if self && k == len(parts) {
@@ -94,7 +95,7 @@ func (s *searcher) ancestorAt(root plumbing.Hash, parts []string, self bool) *an
 		}
 		tree, ok := s.subtree(root, parts[:k])
 		if !ok {
-			return nil
+			return nil, false
 		}
 		name := filepath.Join(s.dir, tree.String()+".v2.idx")
 		ix, err := codeindex.Open(name, tree[:])
@@ -110,11 +111,11 @@ func (s *searcher) ancestorAt(root plumbing.Hash, parts []string, self bool) *an
 		}
 		if err := s.diff(served, s.f.root.hash, "", a); err != nil || len(a.changed) > max(minChanged, ix.Len()/4) {
 			ix.Close()
-			return nil // too far (or unreadable): so is every older one
+			return nil, true
 		}
-		return a
+		return a, true
 	}
-	return nil
+	return nil, false
 }
 
 // subtree returns the hash of the directory at path (its names) below

@@ -136,9 +136,9 @@ func (s *searcher) subtree(root plumbing.Hash, path []string) (plumbing.Hash, bo
 	return h, true
 }
 
-// diff adds to a the files of tree b (below prefix) that tree a does not
-// have with the same content, as changed, and those of a that b does not,
-// as stale. Identical subtrees are not read.
+// diff adds to a the files of tree hb (named below prefix) that tree ha
+// does not have with the same content, as changed, and those of ha that
+// hb does not, as stale. Identical subtrees are not read.
 func (s *searcher) diff(ha, hb plumbing.Hash, prefix string, a *ancestor) error {
 	if ha == hb {
 		return nil

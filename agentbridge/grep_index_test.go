@@ -39,7 +39,8 @@ func TestGrepMatchesRipgrepThroughTheIndex(t *testing.T) {
 	require.NoError(t, err, string(out))
 	git("add", "-A")
 	git("commit", "-q", "-m", "tree")
-	g, err := gitfs.Open(ctx, gitfs.Options{Src: bare, CacheDir: t.TempDir()})
+	cache := t.TempDir()
+	g, err := gitfs.Open(ctx, gitfs.Options{Src: bare, CacheDir: cache})
 	require.NoError(t, err)
 	t.Cleanup(func() { g.Close() })
 	u, w := realWorkspace(t, map[string]mounts.FS{"/repo": g, "/mem": openHost(t, t.TempDir())})
@@ -85,4 +86,33 @@ func TestGrepMatchesRipgrepThroughTheIndex(t *testing.T) {
 	ok(t, indexed, "grep", obj{"pattern": "fixme fixme fixme", "path": "/"})
 	all := ok(t, indexed, "glob", obj{"pattern": "**", "path": "/repo"})
 	assert.Less(t, opens.Load(), int64(strings.Count(all, "\n")/2), "the git mount below the root read only candidates")
+
+	// The next commit (files modified, deleted, added) narrows from its
+	// first grep with this commit's index, found in the cache directory,
+	// and reads what changed: the results are still rg's.
+	changed := 0
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch changed++; changed % 7 {
+		case 0:
+			return os.Remove(path)
+		case 1:
+			return os.WriteFile(path, []byte("alpha, modified\nfunc x := 2\n"), 0o644)
+		}
+		return nil
+	}))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "new"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "new", "added.go"), []byte("func added() { return } // TODO alpha\n"), 0o644))
+	git("add", "-A")
+	git("commit", "-q", "-m", "next")
+	next, err := gitfs.Open(ctx, gitfs.Options{Src: bare, CacheDir: cache})
+	require.NoError(t, err)
+	t.Cleanup(func() { next.Close() })
+	nu, nw := realWorkspace(t, map[string]mounts.FS{"/repo": next})
+	_, complete, err = mounts.Candidates(ctx, nu, "repo", re)
+	require.NoError(t, err)
+	require.True(t, complete, "the first search narrows with the parent's index")
+	t.Run("through the parent's index", func(t *testing.T) { checkRipgrep(t, rg, dir, nw, "/repo") })
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp/syntax"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,8 +78,12 @@ func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 	return s
 }
 
-// file is the index's file name: the tree id and the format's version.
-func (s *searcher) file() string { return plumbing.Hash(s.key).String() + ".v2.idx" }
+// file is the index's file name.
+func (s *searcher) file() string { return indexFile(plumbing.Hash(s.key)) }
+
+// indexFile is the name of the index of tree: its id and the format's
+// version.
+func indexFile(tree plumbing.Hash) string { return tree.String() + ".v2.idx" }
 
 // Candidates names the files at or below dir that may hold a match of re
 // (mounts.SearchFS), from the index of the tree. Until the index is
@@ -125,12 +128,13 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 	if anc != nil {
 		// An ancestor's index: what changed since is read whatever the
 		// pattern, in walk order with the rest.
+		var changed []string
 		for _, name := range anc.changed {
 			if strings.HasPrefix(name, prefix) {
-				names = append(names, name)
+				changed = append(changed, name)
 			}
 		}
-		slices.SortFunc(names, walkCompare)
+		names = mergeWalk(names, changed)
 	}
 	return names, true, nil
 }
@@ -193,22 +197,24 @@ func (s *searcher) index() *codeindex.Index {
 	return nil
 }
 
-// drop forgets ix, found bad, and builds the index again (an
-// ancestor's is forgotten, and removed for its commit's next mount to
-// rebuild).
+// drop forgets ix, found bad, and builds the index again; an ancestor's
+// is forgotten, and removed for its commit's next mount to rebuild. After
+// close it does nothing: a search that fails then met the close, not a
+// bad file.
 func (s *searcher) drop(ix *codeindex.Index, err error) {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	if a := s.anc; a != nil && a.ix == ix {
 		s.anc = nil
 		s.mu.Unlock()
-		s.f.logOnce("index:"+a.file, "gitfs: search index ignored", "tree", a.tree.String(), "err", err)
-		os.Remove(a.file)
+		s.f.logOnce("index:"+indexFile(a.tree), "gitfs: search index ignored", "tree", a.tree.String(), "err", err)
+		os.Remove(filepath.Join(s.dir, indexFile(a.tree)))
 		ix.Close()
 		return
 	}
-	s.mu.Unlock()
-	s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", err)
-	s.mu.Lock()
 	if s.ix == ix {
 		s.ix = nil
 		if s.dir != "" {
@@ -217,6 +223,7 @@ func (s *searcher) drop(ix *codeindex.Index, err error) {
 		ix.Close() // a search still reading it fails, and scans
 	}
 	s.mu.Unlock()
+	s.f.logOnce("index:"+s.file(), "gitfs: search index ignored and rebuilt", "tree", plumbing.Hash(s.key).String(), "err", err)
 	s.index()
 }
 

@@ -30,7 +30,6 @@ const (
 type ancestor struct {
 	ix   *codeindex.Index
 	tree plumbing.Hash // the tree it indexes
-	file string        // its path
 	// prefix is where the served tree is in the indexed one: "" for the
 	// same directory, "sub/" when the index is of a directory above a
 	// subdir mount's.
@@ -97,15 +96,14 @@ func (s *searcher) ancestorAt(root plumbing.Hash, parts []string, self bool) (*a
 		if !ok {
 			return nil, false
 		}
-		name := filepath.Join(s.dir, tree.String()+".v2.idx")
-		ix, err := codeindex.Open(name, tree[:])
+		ix, err := codeindex.Open(filepath.Join(s.dir, indexFile(tree)), tree[:])
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				s.f.logOnce("index:"+name, "gitfs: search index ignored", "tree", tree.String(), "err", unwrapPath(err))
+				s.f.logOnce("index:"+indexFile(tree), "gitfs: search index ignored", "tree", tree.String(), "err", unwrapPath(err))
 			}
 			continue
 		}
-		a := &ancestor{ix: ix, tree: tree, file: name, stale: map[string]bool{}}
+		a := &ancestor{ix: ix, tree: tree, stale: map[string]bool{}}
 		if k < len(parts) {
 			a.prefix = strings.Join(parts[k:], "/") + "/"
 		}
@@ -207,6 +205,19 @@ func (s *searcher) files(e *entry, prefix string, fn func(string)) error {
 }
 
 func isFile(k kind) bool { return k == kindFile || k == kindExec }
+
+// mergeWalk merges two lists of names in walk order into one.
+func mergeWalk(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if walkCompare(a[0], b[0]) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
 
 // walkCompare orders names as the walk (and the index) lists them: by
 // name, directory by directory, which is byte order with "/" the lowest.

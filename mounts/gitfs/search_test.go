@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/codeindex"
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
 )
 
@@ -388,4 +389,70 @@ func TestAncestorTooFarIsNotUsed(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "too far: the search scans")
 	assert.Nil(t, g.search.anc)
+}
+
+// parentIndexed makes a repository of searchFiles whose first commit's
+// index is in cache, and a second commit that changes one file; it
+// returns the repository, the cache, the index's path and the second
+// commit.
+func parentIndexed(t *testing.T) (dir, cache, idx, head string) {
+	t.Helper()
+	dir, first := gittest.SmallRepo(t, searchFiles)
+	cache = t.TempDir()
+	ready, err := openFS(t, Options{Src: dir, Rev: first, CacheDir: cache}).WaitIndex(context.Background())
+	require.NoError(t, err)
+	require.True(t, ready)
+	files, err := filepath.Glob(filepath.Join(cache, "index", "*.idx"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	gittest.WriteFile(t, dir, "b/c.txt", "Hello, changed\n", 0o644)
+	return dir, cache, files[0], gittest.CommitAll(t, dir, 1, "next")
+}
+
+// TestBadAncestorIndex: an ancestor's index that fails its check is
+// ignored, logged once, and the search scans; one cut short after it was
+// opened makes the search that meets it scan, is logged once and removed,
+// and later searches do not use it; one whose mount closed under a search
+// is not removed (the error was the close's).
+func TestBadAncestorIndex(t *testing.T) {
+	t.Run("corrupt", func(t *testing.T) {
+		dir, cache, idx, head := parentIndexed(t)
+		require.NoError(t, os.Truncate(idx, 100))
+		var logs logBuffer
+		g := openFS(t, Options{Src: dir, Rev: head, CacheDir: cache, Logger: newLogger(&logs)})
+		for range 2 {
+			_, ok, err := g.Candidates(context.Background(), ".", parseRe(t, "Hello"))
+			require.NoError(t, err)
+			assert.False(t, ok, "scans")
+		}
+		assert.Equal(t, 1, strings.Count(logs.String(), "search index ignored"), logs.String())
+		assert.Nil(t, g.search.anc)
+	})
+	t.Run("cut short", func(t *testing.T) {
+		dir, cache, idx, head := parentIndexed(t)
+		var logs logBuffer
+		g := openFS(t, Options{Src: dir, Rev: head, CacheDir: cache, Logger: newLogger(&logs)})
+		got, ok := candidates(t, g, ".", "Hello")
+		require.True(t, ok, "from the parent's index")
+		assert.Equal(t, scanMatches(t, g, ".", "Hello"), got)
+		require.NoError(t, os.Truncate(idx, 64)) // inside the header: every list is gone
+		_, ok, err := g.Candidates(context.Background(), ".", parseRe(t, "Hello"))
+		require.NoError(t, err)
+		assert.False(t, ok, "the search that met it scans")
+		assert.Nil(t, g.search.anc)
+		assert.NoFileExists(t, idx)
+		assert.Equal(t, 1, strings.Count(logs.String(), "search index ignored"), logs.String())
+	})
+	t.Run("closed", func(t *testing.T) {
+		dir, cache, idx, head := parentIndexed(t)
+		g := openFS(t, Options{Src: dir, Rev: head, CacheDir: cache})
+		_, ok := candidates(t, g, ".", "Hello")
+		require.True(t, ok)
+		ix := g.search.anc.ix
+		require.NoError(t, g.Close())
+		_, _, err := ix.Candidates(codeindex.Query(parseRe(t, "Hello")), nil)
+		require.Error(t, err, "its file is closed")
+		g.search.drop(ix, err) // what the search that met the close does
+		assert.FileExists(t, idx)
+	})
 }

@@ -113,7 +113,8 @@ func (s *shard) list(tri uint32) *plist {
 const metBit = 0x80
 
 // Builder builds an index of a fixed list of files. Add the content of
-// each file (or mark it Scan) from one goroutine per shard, then Encode.
+// each file (or mark it Scan) from one goroutine per shard, then Index
+// (or Encode).
 type Builder struct {
 	names  []string
 	scan   []bool
@@ -183,11 +184,7 @@ func (b *Builder) Add(k, id int, data []byte) {
 		if l.end-l.cur < maxEntryLen && !s.posts.grow(l) {
 			continue
 		}
-		n := uint32(binary.PutUvarint(s.posts.at(l.cur), entry(tag-l.last, uint8(e&(1<<maskBits-1)))))
-		l.cur += n
-		l.size += n
-		l.count++
-		l.last = tag
+		l.added(tag, uint32(binary.PutUvarint(s.posts.at(l.cur), entry(tag-l.last, uint8(e&(1<<maskBits-1))))))
 	}
 }
 
@@ -213,11 +210,7 @@ func (s *shard) post(met []uint32, tag uint32) int {
 		// One or two bytes, without a branch.
 		two := uint64(127-v) >> 63 // v ≥ 128
 		binary.LittleEndian.PutUint16(mem[l.cur:], uint16(v&0x7f|two<<7|v<<1&0x7f00))
-		n := 1 + uint32(two)
-		l.cur += n
-		l.size += n
-		l.count++
-		l.last = tag
+		l.added(tag, 1+uint32(two))
 	}
 	return len(met)
 }

@@ -21,6 +21,14 @@ type plist struct {
 	end   uint32 // the end of the current chunk, where its link goes
 }
 
+// added accounts for the entry of file tag, n bytes, just written at cur.
+func (l *plist) added(tag, n uint32) {
+	l.cur += n
+	l.size += n
+	l.count++
+	l.last = tag
+}
+
 const (
 	linkLen     = 4 // a chunk ends in the arena offset of the next
 	minChunk    = 16

@@ -389,19 +389,21 @@ func TestFullArenaFailsTheBuild(t *testing.T) {
 	defer func(max uint64) { arenaMax = max }(arenaMax)
 	arenaMax = 64 << 10
 	files := benchFiles(1 << 20)
-	b := NewBuilder(make([]string, len(files)), 2)
-	for k := range b.Shards() {
-		lo, hi := b.Range(k)
-		for id := lo; id < hi; id++ {
-			b.Add(k, id, files[id])
+	names := make([]string, len(files))
+	for _, end := range []string{"Encode", "Index"} {
+		b := fill(names, files, 2)
+		var err error
+		if end == "Encode" {
+			_, err = b.Encode([]byte("k"))
+		} else {
+			_, err = b.Index([]byte("k"))
 		}
-	}
-	_, err := b.Encode([]byte("k"))
-	require.ErrorIs(t, err, errNoRoom)
-	for _, s := range b.shards {
-		assert.Nil(t, s.tab, "table released")
-		assert.Nil(t, s.tabMem.b)
-		assert.Nil(t, s.posts.mem.b, "arena released")
+		require.ErrorIs(t, err, errNoRoom, end)
+		for _, s := range b.shards {
+			assert.Nil(t, s.tab, "table released")
+			assert.Nil(t, s.tabMem.b)
+			assert.Nil(t, s.posts.mem.b, "arena released")
+		}
 	}
 
 	arenaMax = 4 << 20 // room enough: the same files index

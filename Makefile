@@ -44,7 +44,8 @@ bench: ## run the Go benchmarks briefly, then the kernel benchmarks against /dev
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
 	$(GO) run ./bench
 
-lint: ## gofmt must be clean, go vet must pass
+lint: ## no tracked file over 1 MiB, gofmt must be clean, go vet must pass
+	@.ci/large-files
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 

@@ -606,6 +606,7 @@ func (w *Workspace) claudeTaskStop(ctx context.Context, a *args) (string, error)
 		}
 	}
 	if id == "" {
+		//lint:ignore ST1005 Claude Code's own words, which the model knows; shell_test.go holds them.
 		return "", errors.New("Missing required parameter: task_id")
 	}
 	p, err := claudeTask(a, id)
@@ -613,6 +614,7 @@ func (w *Workspace) claudeTaskStop(ctx context.Context, a *args) (string, error)
 		return "", err
 	}
 	if p.exited() {
+		//lint:ignore ST1005 Claude Code's own words, which the model knows; shell_test.go holds them.
 		return "", fmt.Errorf("Task %s is not running (status: %s)", id, taskStatus(p))
 	}
 	if w.dryRun {

@@ -252,17 +252,6 @@ const (
 		"(optional Move to) and Delete File sections. All or nothing across every file."
 )
 
-// noKeys drops canonical keys a dialect tool does not offer, so Claude's
-// Edit cannot be turned into a patch by an extra field.
-func noKeys(keys ...string) func(a *args) error {
-	return func(a *args) error {
-		for _, k := range keys {
-			delete(a.m, k)
-		}
-		return nil
-	}
-}
-
 func needKey(k string) func(a *args) error {
 	return func(a *args) error {
 		if !a.present(k) {

@@ -582,6 +582,7 @@ func (w *Workspace) planPatch(ctx context.Context, base string, fp FilePatch) (p
 			}
 			if mexists && mreal != real {
 				if mattr.IsDir() {
+					//lint:ignore ST1005 "Move to" names the patch's "*** Move to:" line, as this section's other errors do.
 					return st, fmt.Errorf("Move to %s: is a directory", mp.abs())
 				}
 				if !mattr.Mode.IsRegular() {

@@ -244,8 +244,6 @@ func decodeEdits(a *args) ([]editSpec, error) {
 // tools an edit error points to, so its hints can be followed as written.
 type editNames struct{ old, new, all, write, read string }
 
-var canonicalEditNames = editNames{"oldText", "newText", "replaceAll", VerbWrite, VerbRead}
-
 func editNamesOf(ctx context.Context, a *args) editNames {
 	return editNames{a.key("oldText"), a.key("newText"), a.key("replaceAll"), toolName(ctx, VerbWrite), toolName(ctx, VerbRead)}
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +30,6 @@ type holdListing struct {
 	held        atomic.Bool
 	entered     chan struct{} // closed when the held request arrives
 	interrupted chan struct{} // closed when go-fuse cancelled it
-	once        sync.Once
 }
 
 func (h *holdListing) hold(in *fuse.ReadIn, cancel <-chan struct{}) {

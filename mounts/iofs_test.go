@@ -180,6 +180,7 @@ func TestIOFSFile(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF)
 	off, err = rs.Seek(2, io.SeekStart)
 	require.NoError(t, err)
+	assert.Equal(t, int64(2), off)
 	off, err = rs.Seek(1, io.SeekCurrent)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), off)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -197,6 +196,3 @@ func tree(t testing.TB, fsys mounts.FS, ino bool) map[string]string {
 	walk(".")
 	return out
 }
-
-// fixedTime is a time tests set and expect back.
-var fixedTime = time.Unix(1_600_000_000, 123_456_789)

@@ -57,6 +57,16 @@
 // reaches the workspace with the id "rpc-C-ID" (C numbers the server's
 // connections from 1, ID is the request id), so an audit log tells apart
 // two clients that both count from 1.
+//
+// # End of input
+//
+// A client may write all its requests and close its side at once (a
+// batch piped into `vfsmount serve --listen stdio`, a socket shut down for
+// writing): every request read before the end is still answered. The
+// server waits for them up to [DrainGrace]; then it cancels the calls still
+// running, which answer as cancelled, and returns. A client that is gone
+// altogether ends the wait sooner: the first answer that cannot be written
+// cancels the rest.
 package jsonrpc
 
 import (
@@ -69,6 +79,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 )
@@ -76,6 +87,12 @@ import (
 // maxInFlight bounds the requests one connection runs at once; a client
 // that sends more waits for answers before the next is read.
 const maxInFlight = 64
+
+// DrainGrace bounds how long a connection whose input has ended waits for
+// the answers to the requests it already read (see "# End of input").
+// Thirty seconds covers any read, grep or short build a harness pipes in;
+// a call still running then is cancelled, as SIGTERM would cancel it.
+const DrainGrace = 30 * time.Second
 
 // Server serves one workspace over any number of connections. It is safe
 // for concurrent use.
@@ -91,6 +108,8 @@ type Server struct {
 	// maxMessage bounds one request: the package's maxMessage, less in
 	// tests.
 	maxMessage int
+	// grace is DrainGrace, less in tests.
+	grace time.Duration
 }
 
 // NewServer returns a server of ws's tools; a nil logger is silent. A nil
@@ -99,12 +118,14 @@ func NewServer(ws *agentbridge.Workspace, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{ws: ws, log: logger, maxMessage: maxMessage}
+	return &Server{ws: ws, log: logger, maxMessage: maxMessage, grace: DrainGrace}
 }
 
 // ServeStream serves one connection, requests read from r and responses
-// written to w, until r ends or ctx is done. It returns nil at the end of
-// r, the context's error when ctx was done or w failed, or the read error.
+// written to w, until r ends or ctx is done. At the end of r it answers
+// the requests already read before it returns, waiting for them up to
+// [DrainGrace] (see "# End of input"). It returns nil at the end of r, the
+// context's error when ctx was done or w failed, or the read error.
 func (s *Server) ServeStream(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn := s.conns.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -150,11 +171,37 @@ func (s *Server) ServeStream(ctx context.Context, r io.Reader, w io.Writer) erro
 			}
 		}()
 	}
-	wg.Wait()
-	if err := frameErr(sc, s.maxMessage); err != nil {
-		return err
+	// Read errors and the end of input alike leave requests read and
+	// not yet answered: answer them, within the grace period.
+	if ctx.Err() == nil {
+		s.drain(ctx, &wg, conn)
 	}
-	return ctx.Err()
+	err := ctx.Err() // before the cancel that stops what the grace period left
+	cancel()
+	wg.Wait()
+	if ferr := frameErr(sc, s.maxMessage); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// drain waits for the requests in flight at the end of a connection's
+// input: until they are answered, ctx is done (a signal, or an answer
+// that could not be written) or the grace period is over.
+func (s *Server) drain(ctx context.Context, wg *sync.WaitGroup, conn int64) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(s.grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-timer.C:
+		s.log.Warn("agentbridge: json-rpc input ended; cancelling the calls still running after the grace period", "conn", conn, "grace", s.grace)
+	}
 }
 
 // ServeListener accepts connections on l and serves each until ctx is

@@ -44,10 +44,13 @@ bench: ## run the Go benchmarks briefly, then the kernel benchmarks against /dev
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
 	$(GO) run ./bench
 
-lint: ## no tracked file over 1 MiB, gofmt must be clean, go vet must pass
+# vet and staticcheck see ./stress's tests too: the stress tag adds them and
+# takes nothing away.
+lint: ## no tracked file over 1 MiB, gofmt clean, go vet and staticcheck (go.mod's tool) without findings
 	@.ci/large-files
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
-	$(GO) vet ./...
+	$(GO) vet -tags stress ./...
+	$(GO) tool staticcheck -tags stress ./...
 
 run: build ## build and mount the default workspace at ./mnt in the foreground (Ctrl-C unmounts)
 	@mkdir -p $(MNT)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -19,8 +21,10 @@ func mcpCommand(a *app) *cobra.Command {
 (for the shell tool) and serves its tools over MCP on stdin/stdout, in the
 dialect's names. The tool annotations say which tools are read-only,
 destructive or idempotent; the server's instructions are the workspace brief
-(the mount table: which paths are read-only). Logs go to stderr. EOF on
-stdin, SIGINT or SIGTERM stops it and unmounts.
+(the mount table: which paths are read-only). Logs go to stderr. At EOF on
+stdin it answers the requests already read (waiting up to 30 s for calls
+still running, then cancelling them), unmounts and exits; SIGINT or SIGTERM
+stops it at once.
 
 Name the server "vfsmount" in the harness's config: Claude Code reserves
 "workspace" and does not load a server of that name. Claude Code waits for
@@ -52,7 +56,10 @@ The same in a harness's MCP config (.mcp.json):
 			if err != nil {
 				return usageError(err)
 			}
-			if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+			// At the end of stdin, the requests already read are
+			// answered first (within mcpserver.DrainGrace).
+			t := mcpserver.DrainingTransport(os.Stdin, nopWriteCloser{a.stdout}, mcpserver.DrainGrace, a.logger)
+			if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 				return err
 			}
 			return nil
@@ -61,3 +68,9 @@ The same in a harness's MCP config (.mcp.json):
 	bf.register(cmd.Flags(), true)
 	return cmd
 }
+
+// nopWriteCloser is stdout for a transport that closes what it writes to
+// when it ends: stdout stays open for the rest of the process.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

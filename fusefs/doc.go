@@ -1,8 +1,15 @@
 // Package fusefs serves a [mounts.FS] (in practice the workspace union) to
 // the kernel through go-fuse v2. It is the only package of vfsmount that
-// imports go-fuse, and it is deliberately thin: every decision about what a
-// name means belongs to the mounts below it; this package only translates
-// between FUSE requests and the helper functions of package mounts.
+// imports go-fuse. What a name means is never decided here: that belongs
+// to the mounts below, reached only through the helper functions of
+// package mounts. How the kernel sees the tree is decided here, and that
+// is most of the package, well beyond a translation of requests: the
+// caching policy per mount, connections of their own stacked over
+// immutable and copy-on-write mounts (OPEN answered with ENOSYS, reads
+// through a file cache, unlinked open files pinned), the readiness gate
+// that holds other processes until every connection is mounted, the page
+// store that hands decoded files to the kernel ahead of their reads, and
+// FUSE passthrough for host files. The sections below take them in turn.
 //
 // # Nodes and names
 //
@@ -332,8 +339,12 @@
 //
 // # Limitations
 //
-// The contract has no verb for device nodes, space reservation or unnamed
-// files, so MKNOD, FALLOCATE and O_TMPFILE answer ENOTSUP/EOPNOTSUPP. Record
+// The contract has no verb for space reservation or unnamed files, so
+// FALLOCATE and O_TMPFILE answer EOPNOTSUPP (go-fuse's answer for a node
+// that does not implement them). MKNOD is served through [mounts.Mknod]: a
+// regular file is created as by open(2), and FIFOs, sockets and devices by
+// a mount with [mounts.MknodFS] (memory, host, the overlay); one without it
+// answers EROFS or ENOTSUP, as for any verb a mount lacks. Record
 // locks are the kernel's own (per process, not shared with the tool face).
 // Attribute changes and xattrs of a file whose last name is gone fail with
 // ENOENT, except ftruncate through an open handle.

@@ -9,11 +9,23 @@
 //	vfsmount mount [--config FILE] [--mount SPEC]... MOUNTPOINT
 //	vfsmount umount [--lazy] MOUNTPOINT
 //	vfsmount status MOUNTPOINT
-//	vfsmount tools|call|serve|mcp [--config FILE] [--mount SPEC]... ...
+//	vfsmount tools|serve|mcp [--config FILE] [--mount SPEC]... ...
+//	vfsmount call [--server ADDR | --config FILE | --mount SPEC...] TOOL JSON
 //	vfsmount exec [--config FILE] [--mount SPEC]... -- CMD [ARG]...
+//	vfsmount diff [--stat | --name-status] MOUNTPOINT [PATH]...
+//	vfsmount commit MOUNTPOINT -m MSG --branch NAME [--force] [--dst PREFIX]
+//	vfsmount reset MOUNTPOINT [PATH]...
+//	vfsmount checkpoint create|list|diff|restore|delete MOUNTPOINT ...
+//	vfsmount fsmonitor SOCKET VERSION TOKEN
 //	vfsmount completion bash|zsh|fish
 //	vfsmount version
 //	vfsmount help [COMMAND]
+//
+// diff, commit and reset export a writable git mount's changes, checkpoint
+// takes and restores checkpoints of a live workspace, both through its
+// control socket; git runs fsmonitor, as the writable git mount's
+// core.fsmonitor hook. The test TestDocListsEveryCommand holds this list to
+// the command tree.
 //
 // # Exit codes
 //

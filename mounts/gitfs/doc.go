@@ -1,7 +1,10 @@
 // Package gitfs serves one commit of a git repository as a read-only
 // [mounts.FS], lazily, straight from git objects. It and its internal
-// object store (internal/objstore) are the only packages that import
-// go-git.
+// object store (internal/objstore) are the only packages that reach a
+// repository through go-git. Two others import a piece of go-git that
+// knows nothing of repositories, its gitignore matcher: policy for its path
+// patterns and agentbridge for grep's ignore files (internal/layering
+// holds all three to that).
 //
 // # Pinning
 //

@@ -37,7 +37,7 @@ func BenchmarkStat(b *testing.B) {
 	})
 	b.Run("resolve", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, _, ok := u.Resolve("agent/notes/a/b/c/d.txt"); !ok {
+			if _, _, _, ok := resolve(u, "agent/notes/a/b/c/d.txt"); !ok {
 				b.Fatal("not resolved")
 			}
 		}

@@ -50,7 +50,7 @@ func FuzzResolve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		prefix, fsys, rel, ok := u.Resolve(name)
+		prefix, fsys, rel, ok := resolve(u, name)
 
 		want, found := "", false
 		if mounts.ValidPath(name) {

@@ -347,21 +347,6 @@ func (u *Union) locate(name string) target {
 	}
 }
 
-// Resolve returns the mount serving name (io/fs style, "repo/a.go"): its
-// prefix, its file system and the mount-relative name. ok is false for an
-// invalid name, a synthetic directory, or a name inside a synthetic
-// directory that does not exist.
-func (u *Union) Resolve(name string) (prefix string, fsys mounts.FS, rel string, ok bool) {
-	if !mounts.ValidPath(name) {
-		return "", nil, "", false
-	}
-	t := u.locate(name)
-	if t.kind != inMount {
-		return "", nil, "", false
-	}
-	return t.m.prefix, t.m.fsys, t.rel, true
-}
-
 // Mounts returns the mount table sorted by prefix (mounts.MountTabler):
 // each mount's prefix, its own description, and what it can do. A mount
 // that is itself a composition is one entry.
@@ -948,8 +933,9 @@ func (u *Union) RemoveXattr(ctx context.Context, name, attr string) error {
 // mount's. With several it is the first writable mount's, in prefix order,
 // that reports usage, else the first mount's that does: the free space a
 // writer can actually fill. Sums would add up space no single write can
-// use (a host disk plus a memory quota). Per-mount figures are available
-// through Resolve.
+// use (a host disk plus a memory quota). Per-mount figures are not
+// offered: the union hands out no mount, since a caller holding one would
+// be past every decorator stacked over the union.
 func (u *Union) StatFS(ctx context.Context) (mounts.FSStat, error) {
 	var pick *mount
 	for _, m := range u.mounts {

@@ -619,7 +619,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 		require.NoError(b, err)
 		defer o.Close()
 		if !cache {
-			o.fast.packs.bases = newBaseCache(0)
+			o.dirs[0].fast.packs.bases = newBaseCache(0)
 		}
 		b.ResetTimer()
 		for range b.N {
@@ -650,7 +650,7 @@ func BenchmarkDecodeHead(b *testing.B) {
 		o, err := Open(dir)
 		require.NoError(b, err)
 		defer o.Close()
-		o.fast.packs.close() // every read falls back to go-git
+		o.dirs[0].fast.packs.close() // every read falls back to go-git
 		b.ResetTimer()
 		for range b.N {
 			for _, h := range hs {

@@ -8,6 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/helper/mount"
+	"github.com/go-git/go-billy/v5/helper/polyfill"
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -16,17 +21,24 @@ import (
 )
 
 // Store reads the objects of one repository, and is safe for concurrent
-// use. Packed objects come from the pack reader (packs) and loose ones up
-// to maxLooseFile from their files (looseObjects), neither taking a lock
-// here. The rest (larger loose objects, alternates, a REF_DELTA whose base
-// is in another pack) comes from go-git's object storage, which is not
-// safe for concurrent use (its packfile scanners seek a shared descriptor)
-// and is serialised by mu: only header reads and small objects are decoded
-// under the lock; the content of a large blob streams from its own
-// descriptor outside it.
+// use. Its object directories are the repository's own and its alternates
+// (alternates.go), searched in that order, as git searches them. In each,
+// packed objects come from the pack reader (packs) and loose ones up to
+// maxLooseFile from their files (looseObjects), neither taking a lock
+// here. The rest (larger loose objects, a REF_DELTA whose base is in
+// another pack) comes from go-git's object storage of the directory, which
+// is not safe for concurrent use (its packfile scanners seek a shared
+// descriptor) and is serialised by mu: only header reads and small objects
+// are decoded under the lock; the content of a large blob streams from its
+// own descriptor outside it.
 type Store struct {
 	repo *git.Repository
-	fast fastObjects
+	// dirs are the object directories, the repository's own first. Their
+	// go-git storages are guarded by mu.
+	dirs objectDirs
+	// skipped is what is wrong with the alternates (nil when nothing),
+	// for the error of an object found nowhere.
+	skipped error
 	// flight collapses concurrent Bytes of one object into one decode:
 	// the walk's workers and the walking program often miss the same tree
 	// at once.
@@ -36,10 +48,24 @@ type Store struct {
 	onLoad func(plumbing.Hash)
 
 	mu sync.Mutex
-	st *filesystem.Storage
-	// packsAt is the modification time of objects/pack when the pack
-	// indexes were last read.
+}
+
+// objectDir is one object directory: the repository's own, or an
+// alternate.
+type objectDir struct {
+	fast fastObjects
+	st   *filesystem.Storage
+	// packsAt is the modification time of its pack directory when the
+	// pack indexes were last read; guarded by Store.mu.
 	packsAt time.Time
+}
+
+func (d *objectDir) packsTime() (time.Time, error) {
+	fi, err := os.Stat(d.fast.packs.dir)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }
 
 // Storage tuning. go-git's own object cache holds trees and commits (see
@@ -52,8 +78,10 @@ const (
 )
 
 // Open opens the object store of the repository at path (a worktree, its
-// .git, a bare repository, or a linked worktree whose .git is a file). Its
-// error is go-git's, or says what is wrong with the repository.
+// .git, a bare repository, or a linked worktree whose .git is a file), and
+// of its alternates. Its error is go-git's, or says what is wrong with the
+// repository; an alternate that cannot be used does not fail it (git too
+// goes on without it), see [Store.Alternates].
 func Open(path string) (*Store, error) {
 	probe, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
@@ -63,25 +91,54 @@ func Open(path string) (*Store, error) {
 	if !ok {
 		return nil, errors.New("unexpected storage")
 	}
-	st := filesystem.NewStorageWithOptions(ps.Filesystem(), noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
+	// The git directory is the root of go-git's file system (a linked
+	// worktree's own, whose commondir file leads to the objects).
+	objDir := objectsDir(ps.Filesystem().Root())
+	alts, problems := alternates(objDir)
+	s := &Store{dirs: objectDirs{openObjectDir(objDir, ps.Filesystem())}, skipped: errors.Join(problems...)}
+	for _, d := range alts {
+		// go-git's storage wants a directory with objects/ in it: an
+		// alternate's name need not be "objects".
+		s.dirs = append(s.dirs, openObjectDir(d, polyfill.New(mount.New(memfs.New(), "objects", osfs.New(d)))))
+	}
+	repo, err := git.Open(packedStorage{Storage: s.dirs[0].st, dirs: s.dirs}, nil)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.repo = repo
+	return s, nil
+}
+
+// openObjectDir opens the object directory objDir, whose go-git file
+// system is gitFS (with objDir at its objects/). A pack the reader cannot
+// map is served by go-git instead.
+func openObjectDir(objDir string, gitFS billy.Filesystem) *objectDir {
+	st := filesystem.NewStorageWithOptions(gitFS, noBlobCache{cache.NewObjectLRU(goGitCacheSize)}, filesystem.Options{
 		MaxOpenDescriptors:   maxOpenDescriptors,
 		LargeObjectThreshold: largeObject,
 	})
-	// The git directory is the root of go-git's file system (a linked
-	// worktree's own, whose commondir file leads to the objects). A pack
-	// the reader cannot map is served by go-git instead.
-	objDir := objectsDir(ps.Filesystem().Root())
 	packs, _ := newPacks(objDir)
-	fast := fastObjects{packs: packs, loose: looseObjects{dir: objDir}}
-	repo, err := git.Open(packedStorage{Storage: st, fast: fast}, nil)
-	if err != nil {
-		packs.close()
-		st.Close()
-		return nil, err
+	d := &objectDir{fast: fastObjects{packs: packs, loose: looseObjects{dir: objDir}}, st: st}
+	d.packsAt, _ = d.packsTime()
+	return d
+}
+
+// Alternates reports the alternates that cannot be used (each an
+// *[AlternateError], joined), nil when there are none: what a mount warns
+// of when it opens, naming the directories.
+func (s *Store) Alternates() error { return s.skipped }
+
+// ObjectDirs returns the host paths of the object directories the store
+// reads: the repository's own, then its alternates', as git finds them.
+// A program that reads the repository in a namespace of its own needs all
+// of them there.
+func (s *Store) ObjectDirs() []string {
+	dirs := make([]string, len(s.dirs))
+	for i, d := range s.dirs {
+		dirs[i] = d.fast.loose.dir
 	}
-	s := &Store{repo: repo, st: st, fast: fast}
-	s.packsAt, _ = s.packsTime()
-	return s, nil
+	return dirs
 }
 
 // Repository is go-git's view of the repository, over this store: for
@@ -95,15 +152,7 @@ func (s *Store) Repository() *git.Repository { return s.repo }
 func (s *Store) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.HashesWithPrefix(prefix)
-}
-
-func (s *Store) packsTime() (time.Time, error) {
-	fi, err := os.Stat(s.fast.packs.dir)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return fi.ModTime(), nil
+	return s.dirs.hashesWithPrefix(prefix)
 }
 
 // retry runs fn, and once more after re-reading the pack directory (go-git's
@@ -111,28 +160,35 @@ func (s *Store) packsTime() (time.Time, error) {
 // and the packs changed since they were read: a repository repacked under a
 // live mount (git gc in the source worktree) moves objects to new packs,
 // while a genuinely missing object must not cost an index reload on every
-// read.
+// read. Every object directory is checked: an alternate is as live as
+// the repository.
 // Callers hold s.mu.
 func (s *Store) retry(fn func() error) error {
 	err := fn()
 	if err == nil || !errors.Is(err, plumbing.ErrObjectNotFound) {
 		return err
 	}
-	at, serr := s.packsTime()
-	if serr != nil || at.Equal(s.packsAt) {
+	changed := false
+	for _, d := range s.dirs {
+		at, serr := d.packsTime()
+		if serr != nil || at.Equal(d.packsAt) {
+			continue
+		}
+		d.packsAt, changed = at, true
+		d.st.Reindex()
+		// A pack that cannot be mapped is left to go-git, which
+		// reports what is wrong with it if anything reads from it.
+		_ = d.fast.packs.reload()
+	}
+	if !changed {
 		return err
 	}
-	s.packsAt = at
-	s.st.Reindex()
-	// A pack that cannot be mapped is left to go-git, which reports
-	// what is wrong with it if anything reads from it.
-	_ = s.fast.packs.reload()
 	return fn()
 }
 
 // Size returns the size of object h from its header, without decoding it.
 func (s *Store) Size(h plumbing.Hash) (int64, error) {
-	if n, ok, err := s.fast.size(h); ok {
+	if n, ok, err := s.dirs.size(h); ok {
 		return n, err
 	}
 	s.mu.Lock()
@@ -140,18 +196,19 @@ func (s *Store) Size(h plumbing.Hash) (int64, error) {
 	var n int64
 	err := s.retry(func() error {
 		var err error
-		n, err = s.st.EncodedObjectSize(h)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			// EncodedObjectSize does not look in alternates; EncodedObject
-			// does, and for a large object it still reads only headers.
-			var obj plumbing.EncodedObject
-			if obj, err = s.st.EncodedObject(plumbing.AnyObject, h); err == nil {
-				n = obj.Size()
-			}
-		}
+		n, err = s.dirs.slowSize(h)
 		return err
 	})
-	return n, err
+	return n, s.missing(h, err)
+}
+
+// missing adds to the error of an object found in no directory what is
+// wrong with the alternates, if anything: the likely reason, named.
+func (s *Store) missing(h plumbing.Hash, err error) error {
+	if s.skipped == nil || !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return err
+	}
+	return fmt.Errorf("object %s: %w; an alternate that may hold it is skipped: %w", h, err, s.skipped)
 }
 
 // Reader returns the content of object h of type t (any type for
@@ -177,19 +234,19 @@ func (s *Store) Reader(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, i
 // open returns the content of object h, its size and its type; t is for
 // go-git, which may check it.
 func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, error) {
-	if r, n, typ, ok, err := s.fast.open(h); ok {
+	if r, n, typ, ok, err := s.dirs.open(h); ok {
 		return r, n, typ, err
 	}
 	s.mu.Lock()
 	var obj plumbing.EncodedObject
 	err := s.retry(func() error {
 		var err error
-		obj, err = s.st.EncodedObject(t, h)
+		obj, err = s.dirs.slowObject(t, h)
 		return err
 	})
 	s.mu.Unlock()
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, s.missing(h, err)
 	}
 	r, err := obj.Reader()
 	if err != nil {
@@ -230,7 +287,7 @@ func (s *Store) load(h plumbing.Hash) (*object, error) {
 	if s.onLoad != nil {
 		s.onLoad(h)
 	}
-	if b, typ, ok, err := s.fast.bytes(h); ok {
+	if b, typ, ok, err := s.dirs.bytes(h); ok {
 		if err != nil {
 			return nil, err
 		}
@@ -251,34 +308,40 @@ func (s *Store) load(h plumbing.Hash) (*object, error) {
 	return &object{data: buf, typ: typ}, nil
 }
 
-// Close releases the packs and go-git's storage. Readers still open keep
+// Close releases the packs and go-git's storages. Readers still open keep
 // their pack mapped until they close.
 func (s *Store) Close() error {
-	s.fast.packs.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.Close()
+	var errs []error
+	for _, d := range s.dirs {
+		d.fast.packs.close()
+		errs = append(errs, d.st.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // ErrSizeMismatch: an object's content is longer or shorter than its
 // header says, which only a corrupt object does.
 var ErrSizeMismatch = errors.New("object content does not match its header size")
 
-// packedStorage is go-git's storage with packed objects read by the pack
-// reader, for what go-git itself reads at mount (resolving the revision,
-// the commit): go-git loads every pack index of the repository before its
-// first object, work proportional to the number of objects that the pack
-// reader does not need. Anything the pack reader does not find is go-git's.
+// packedStorage is go-git's storage of the repository (its references,
+// its configuration) with objects read from every object directory, the
+// alternates' too, and packed ones by the pack reader, for what go-git
+// itself reads at mount (resolving the revision, the commit): go-git loads
+// every pack index of the repository before its first object, work
+// proportional to the number of objects that the pack reader does not
+// need. Anything the pack reader does not find is go-git's.
 type packedStorage struct {
 	*filesystem.Storage
-	fast fastObjects
+	dirs objectDirs
 }
 
 func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	b, typ, ok, err := s.fast.bytes(h)
+	b, typ, ok, err := s.dirs.bytes(h)
 	switch {
 	case !ok:
-		return s.Storage.EncodedObject(t, h)
+		return s.dirs.slowObject(t, h)
 	case err != nil:
 		return nil, err
 	case t != plumbing.AnyObject && typ != t:
@@ -293,17 +356,115 @@ func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (pl
 }
 
 func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
-	if _, ok, err := s.fast.size(h); ok {
+	if _, ok, err := s.dirs.size(h); ok {
 		return err
 	}
-	return s.Storage.HasEncodedObject(h)
+	for _, d := range s.dirs {
+		if err := d.st.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return err
+		}
+	}
+	return plumbing.ErrObjectNotFound
 }
 
 func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	if n, ok, err := s.fast.size(h); ok {
+	if n, ok, err := s.dirs.size(h); ok {
 		return n, err
 	}
-	return s.Storage.EncodedObjectSize(h)
+	return s.dirs.slowSize(h)
+}
+
+// HashesWithPrefix is what go-git expands a short object id with.
+func (s packedStorage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	return s.dirs.hashesWithPrefix(prefix)
+}
+
+// objectDirs are the object directories of a store, searched in order.
+type objectDirs []*objectDir
+
+// size, bytes and open are fastObjects's over every directory: ok is false
+// when none of them takes the object.
+func (ds objectDirs) size(h plumbing.Hash) (int64, bool, error) {
+	for _, d := range ds {
+		if n, ok, err := d.fast.size(h); ok {
+			return n, ok, err
+		}
+	}
+	return 0, false, nil
+}
+
+func (ds objectDirs) bytes(h plumbing.Hash) ([]byte, plumbing.ObjectType, bool, error) {
+	for _, d := range ds {
+		if b, typ, ok, err := d.fast.bytes(h); ok {
+			return b, typ, ok, err
+		}
+	}
+	return nil, 0, false, nil
+}
+
+func (ds objectDirs) open(h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, bool, error) {
+	for _, d := range ds {
+		if r, n, typ, ok, err := d.fast.open(h); ok {
+			return r, n, typ, ok, err
+		}
+	}
+	return nil, 0, 0, false, nil
+}
+
+// slowObject asks go-git's storage of each directory in turn; the caller
+// serialises it (Store.mu, or a store not yet serving). go-git's own
+// reading of alternates, on a miss of the repository's storage, finds
+// nothing the later directories do not (see alternates.go); objects are
+// content-addressed, so whichever directory answers, the answer is right.
+func (ds objectDirs) slowObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	for _, d := range ds {
+		obj, err := d.st.EncodedObject(t, h)
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return obj, err
+		}
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+// slowSize is slowObject's size. For a large object go-git's EncodedObject
+// reads only headers.
+func (ds objectDirs) slowSize(h plumbing.Hash) (int64, error) {
+	for _, d := range ds {
+		n, err := d.st.EncodedObjectSize(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			// EncodedObjectSize does not read a loose object
+			// whose file go-git cannot parse the header of
+			// cheaply; EncodedObject does.
+			var obj plumbing.EncodedObject
+			if obj, err = d.st.EncodedObject(plumbing.AnyObject, h); err == nil {
+				n = obj.Size()
+			}
+		}
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return n, err
+		}
+	}
+	return 0, plumbing.ErrObjectNotFound
+}
+
+// hashesWithPrefix collects the ids starting with prefix from every
+// directory, once each.
+func (ds objectDirs) hashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	var all []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	for _, d := range ds {
+		hs, err := d.st.HashesWithPrefix(prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				all = append(all, h)
+			}
+		}
+	}
+	return all, nil
 }
 
 // noBlobCache is go-git's object cache without blobs. go-git keys its cache

@@ -77,10 +77,9 @@
 //
 // # Options
 //
-// Options describe the mount; none of them turns a check off. A coarser time
-// precision ([TimePrecision]) still checks times, rounded as the mount
-// documents; an unprivileged owner ([UnprivilegedChown]) still checks chown,
-// expecting EPERM where root would succeed.
+// Options describe the mount; none of them turns a check off. An
+// unprivileged owner ([UnprivilegedChown]) still checks chown, expecting
+// EPERM where root would succeed.
 package mountstest
 
 import (
@@ -88,7 +87,6 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
@@ -97,20 +95,18 @@ import (
 type Option func(*config)
 
 type config struct {
-	ctx          context.Context
 	files        map[string]string // Expect
 	links        map[string]string // ExpectSymlinks
 	dirs         []string          // ExpectDirs
 	expectSet    bool
 	caps         mounts.Capability
 	capsSet      bool
-	precision    time.Duration
 	unprivileged bool
 	dir          string // At; "." is the root
 }
 
 func newConfig(opts []Option) *config {
-	c := &config{ctx: context.Background(), precision: time.Nanosecond, dir: "."}
+	c := &config{dir: "."}
 	for _, o := range opts {
 		o(c)
 	}
@@ -163,28 +159,12 @@ func Caps(c mounts.Capability) Option {
 	return func(cfg *config) { cfg.caps, cfg.capsSet = c, true }
 }
 
-// TimePrecision says the mount stores times rounded down to d (one second,
-// say). Chtimes round trips then expect the time truncated to d.
-func TimePrecision(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.precision = d
-		}
-	}
-}
-
 // UnprivilegedChown says owners follow POSIX rules for an unprivileged
 // caller: chown to the caller's own ids succeeds, giving a file away fails
 // with fs.ErrPermission. Without it a chown to any id must succeed (a memory
 // mount, or a host mount run as root).
 func UnprivilegedChown() Option {
 	return func(c *config) { c.unprivileged = true }
-}
-
-// WithContext sets the context every call of the mount receives (a caller
-// identity from mounts.WithCaller, say). The default is context.Background.
-func WithContext(ctx context.Context) Option {
-	return func(c *config) { c.ctx = ctx }
 }
 
 // At says the mount under test is the directory dir (a valid name, "agent/notes")
@@ -221,13 +201,13 @@ func Run(t *testing.T, newFS func(t *testing.T) mounts.FS, opts ...Option) {
 		if c := mounts.Capabilities(fsys); c != caps {
 			t.Fatalf("newFS returned mounts with different capabilities: %v, then %v", caps, c)
 		}
-		x := &libTarget{ctx: cfg.ctx, fsys: fsys, dir: cfg.dir}
+		x := &libTarget{ctx: context.Background(), fsys: fsys, dir: cfg.dir}
 		if caps&mounts.CapMutating != 0 {
 			requireEmpty(t, x)
 		}
 		return x
 	}
-	runAll(t, cfg, caps, &libTarget{ctx: cfg.ctx, fsys: probe, dir: cfg.dir}, fresh, true)
+	runAll(t, cfg, caps, &libTarget{ctx: context.Background(), fsys: probe, dir: cfg.dir}, fresh, true)
 }
 
 // runAll is the driver both flavours share. probe is a mount (or directory)

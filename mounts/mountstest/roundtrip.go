@@ -602,8 +602,8 @@ var roundTrips = []roundTrip{
 	}},
 }
 
-// assertTimes checks atime and mtime, rounded down to the mount's
-// precision. A zero Atime means "same as Mtime" (mounts.Attr).
+// assertTimes checks atime and mtime, to the nanosecond. A zero Atime
+// means "same as Mtime" (mounts.Attr).
 func (e *env) assertTimes(t *testing.T, name string, at, mt time.Time) {
 	t.Helper()
 	a := mustStat(t, e.x, name)
@@ -611,9 +611,8 @@ func (e *env) assertTimes(t *testing.T, name string, at, mt time.Time) {
 	if gotA.IsZero() {
 		gotA = a.Mtime
 	}
-	p := e.cfg.precision
-	assert.Truef(t, mt.Truncate(p).Equal(a.Mtime), "Mtime of %q = %v, want %v", name, a.Mtime, mt.Truncate(p))
-	assert.Truef(t, at.Truncate(p).Equal(gotA), "Atime of %q = %v, want %v", name, gotA, at.Truncate(p))
+	assert.Truef(t, mt.Equal(a.Mtime), "Mtime of %q = %v, want %v", name, a.Mtime, mt)
+	assert.Truef(t, at.Equal(gotA), "Atime of %q = %v, want %v", name, gotA, at)
 }
 
 func (e *env) assertXattr(t *testing.T, name, attr string, want []byte) {

@@ -173,10 +173,21 @@
 //     objects decode concurrently, without a lock, from mappings of the
 //     packs, at about git's own speed, so mounting costs the same whatever
 //     the number of objects; so do loose objects up to 1 MiB (compressed).
-//     Larger loose objects, alternates, multi-pack indexes and short-SHA
-//     revisions go through go-git's storage, which loads every pack index
-//     into memory on first use and, not being safe for concurrent use, is
-//     serialised by one lock.
+//     Larger loose objects, multi-pack indexes and short-SHA revisions go
+//     through go-git's storage, which loads every pack index into memory
+//     on first use and, not being safe for concurrent use, is serialised
+//     by one lock.
+//   - A repository that borrows objects (git clone --shared or
+//     --reference: objects/info/alternates) is read from every object
+//     directory git reads, its alternates' alternates too, the same way.
+//     An alternate that cannot be used is skipped, as git skips it, with
+//     a warning naming it; a revision that resolves to nothing then says
+//     which alternate was skipped, and a file whose object only it held
+//     is EIO, logged with the object, the file and the alternate, while
+//     the rest of the tree is served. [FS.ObjectDirs] lists the
+//     directories, for a namespace that runs git on a checkout.
+//     GIT_ALTERNATE_OBJECT_DIRECTORIES is not read (it is one git
+//     command's environment, and a daemon serves many repositories).
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
 package gitfs

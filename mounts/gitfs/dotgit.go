@@ -134,6 +134,13 @@ func (f *FS) ObjectsDir(ctx context.Context) (string, error) {
 	return filepath.Clean(strings.TrimSpace(string(out))), nil
 }
 
+// ObjectDirs are the host paths of every object directory git reads for
+// the source: its own (what ObjectsDir names) and, recursively, its
+// alternates' (a clone made with --shared or --reference). A checkout's
+// .git names only the first, and git follows the rest from there, so a
+// namespace that runs git on the checkout must show all of them.
+func (f *FS) ObjectDirs() []string { return f.obj.ObjectDirs() }
+
 // indexEntry is one entry of the generated index.
 type indexEntry struct {
 	path string

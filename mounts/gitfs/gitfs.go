@@ -189,6 +189,12 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
+	if alt := obj.Alternates(); alt != nil {
+		// As git says it, and goes on: the objects of the other
+		// directories are still served; a read of one that is in none
+		// of them fails with EIO, logged with this again.
+		f.log.Warn("gitfs: alternate object directory skipped", "src", redact(opts.Src), "err", alt)
+	}
 	f.walk = newWalker(f)
 	size := opts.CacheSize
 	if size <= 0 {

@@ -107,6 +107,11 @@ func resolveRev(obj *objstore.Store, rev string) (plumbing.Hash, error) {
 	if err != nil {
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, plumbing.ErrObjectNotFound) {
 			err = errors.New("no such revision")
+			if alt := obj.Alternates(); alt != nil {
+				// The commit may be in the alternate skipped: say so,
+				// naming it, rather than only that there is none.
+				err = fmt.Errorf("no such revision; an alternate that may hold it is skipped: %w", alt)
+			}
 		}
 		return plumbing.ZeroHash, fmt.Errorf("gitfs: rev %q: %w: %w", rev, ErrBadRev, err)
 	}

@@ -101,7 +101,7 @@ func Open(path string) (*Store, error) {
 		// alternate's name need not be "objects".
 		s.dirs = append(s.dirs, openObjectDir(d, polyfill.New(mount.New(memfs.New(), "objects", osfs.New(d)))))
 	}
-	repo, err := git.Open(packedStorage{Storage: s.dirs[0].st, dirs: s.dirs}, nil)
+	repo, err := git.Open(packedStorage{Storage: s.dirs[0].st, dirs: s.dirs, mu: &s.mu}, nil)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -142,9 +142,12 @@ func (s *Store) ObjectDirs() []string {
 }
 
 // Repository is go-git's view of the repository, over this store: for
-// resolving a revision, reading the commit, fetching into a clone. It
-// reads through go-git's storage without mu, so it is for use before the
-// store serves concurrent readers (as gitfs.Open uses it).
+// resolving a revision, reading the commit, fetching into a clone. Its
+// object reads take mu where they reach go-git's storage, so it may read
+// objects while the store serves other readers (gitfs's search walks the
+// history for an ancestor's index); the rest of go-git's storage (the
+// references, the configuration, a fetch's writes) is unguarded, for use
+// before the store serves concurrent readers (as gitfs.Open uses it).
 func (s *Store) Repository() *git.Repository { return s.repo }
 
 // HashesWithPrefix returns the ids of the objects whose id starts with the
@@ -335,12 +338,15 @@ var ErrSizeMismatch = errors.New("object content does not match its header size"
 type packedStorage struct {
 	*filesystem.Storage
 	dirs objectDirs
+	mu   *sync.Mutex // Store.mu, for go-git's object storages
 }
 
 func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	b, typ, ok, err := s.dirs.bytes(h)
 	switch {
 	case !ok:
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.dirs.slowObject(t, h)
 	case err != nil:
 		return nil, err
@@ -359,6 +365,8 @@ func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
 	if _, ok, err := s.dirs.size(h); ok {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, d := range s.dirs {
 		if err := d.st.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
 			return err
@@ -371,11 +379,15 @@ func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	if n, ok, err := s.dirs.size(h); ok {
 		return n, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.dirs.slowSize(h)
 }
 
 // HashesWithPrefix is what go-git expands a short object id with.
 func (s packedStorage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.dirs.hashesWithPrefix(prefix)
 }
 
@@ -412,7 +424,7 @@ func (ds objectDirs) open(h plumbing.Hash) (io.ReadCloser, int64, plumbing.Objec
 }
 
 // slowObject asks go-git's storage of each directory in turn; the caller
-// serialises it (Store.mu, or a store not yet serving). go-git's own
+// holds Store.mu. go-git's own
 // reading of alternates, on a miss of the repository's storage, finds
 // nothing the later directories do not (see alternates.go); objects are
 // content-addressed, so whichever directory answers, the answer is right.

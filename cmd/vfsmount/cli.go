@@ -46,11 +46,6 @@ func newApp(stdout, stderr io.Writer) *app {
 	return &app{stdout: stdout, stderr: stderr, globals: defaultGlobals()}
 }
 
-// run runs the command line args in-process and returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return newApp(stdout, stderr).main(ctx, args)
-}
-
 // main runs the command line args and returns the exit code. On failure it
 // prints one line, "vfsmount: problem", to stderr.
 func (a *app) main(ctx context.Context, args []string) int {

@@ -21,7 +21,7 @@ func writeFile(t *testing.T, name, content string) {
 // runCLI runs the command line in-process.
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut)
+	code = newApp(&out, &errOut).main(context.Background(), args)
 	return code, out.String(), errOut.String()
 }
 

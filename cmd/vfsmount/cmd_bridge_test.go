@@ -23,7 +23,7 @@ import (
 // whole command line as main does, under ctx.
 func runTool(ctx context.Context, name string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(ctx, append([]string{name}, args...), &out, &errOut)
+	code = newApp(&out, &errOut).main(ctx, append([]string{name}, args...))
 	return code, out.String(), errOut.String()
 }
 

@@ -419,6 +419,53 @@ func TestGitBrokenObjectsThroughKernel(t *testing.T) {
 	}
 }
 
+// TestGitBorrowingCloneThroughKernel: a clone made with --shared holds
+// none of its objects; the mount reads them from its alternate. When the
+// alternate that holds one file's blob is gone, that file is EIO and the
+// rest of the tree is served.
+func TestGitBorrowingCloneThroughKernel(t *testing.T) {
+	fusetest.Need(t)
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
+	for name, content := range map[string]string{"a.txt": "alpha\n", "d/b.txt": "beta\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(content), 0o644))
+	}
+	gitCmd(t, src, gitWhen, nil, "init", "-q", "-b", "main")
+	gitCmd(t, src, gitWhen, nil, "add", "-A")
+	gitCmd(t, src, gitWhen, nil, "commit", "-q", "-m", "one")
+	clone := filepath.Join(root, "clone")
+	gitCmd(t, root, gitWhen, nil, "clone", "-q", "--shared", src, clone)
+	// One more blob, only in a second alternate, which then goes away.
+	lone := filepath.Join(root, "lone.git")
+	gitCmd(t, root, gitWhen, nil, "init", "-q", "--bare", lone)
+	require.NoError(t, os.WriteFile(filepath.Join(clone, "d", "borrowed.txt"), []byte("gone soon\n"), 0o644))
+	gitCmd(t, lone, gitWhen, nil, "hash-object", "-w", filepath.Join(clone, "d", "borrowed.txt"))
+	alternates := filepath.Join(clone, ".git", "objects", "info", "alternates")
+	first, err := os.ReadFile(alternates)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(alternates, append(first, filepath.Join(lone, "objects")+"\n"...), 0o644))
+	gitCmd(t, clone, gitWhen, nil, "add", "-A")
+	gitCmd(t, clone, gitWhen, nil, "commit", "-q", "-m", "two")
+	gitCmd(t, clone, gitWhen, nil, "repack", "-adlq")
+	require.NoError(t, os.Rename(lone, lone+".gone"))
+
+	m := mountGit(t, &gitRepo{dir: clone})
+	for _, name := range []string{"a.txt", "d/b.txt"} {
+		b, err := os.ReadFile(m.repo(name))
+		require.NoError(t, err, name)
+		assert.Equal(t, gitCmd(t, src, gitWhen, nil, "show", "HEAD:"+name), strings.TrimSpace(string(b)), name)
+	}
+	ents, err := os.ReadDir(m.repo("d"))
+	require.NoError(t, err, "the directory lists")
+	assert.Len(t, ents, 2)
+	_, err = os.ReadFile(m.repo("d/borrowed.txt"))
+	assert.ErrorIs(t, err, syscall.EIO, "its alternate is gone")
+	b, err := os.ReadFile(m.repo("a.txt"))
+	require.NoError(t, err, "the mount stays up")
+	assert.Equal(t, "alpha\n", string(b))
+}
+
 func gitBlobID(content []byte) string {
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", len(content))

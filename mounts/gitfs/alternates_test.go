@@ -13,6 +13,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
 )
 
 // borrowingRepo is a source repository with history, a branch and tags,
@@ -176,4 +177,37 @@ func TestBrokenAlternates(t *testing.T) {
 		require.NoError(t, err, "the rest is served")
 		assert.Equal(t, "# readme d\n", string(got))
 	})
+}
+
+// TestExportOfABorrowingClone: a diff and a commit of a mount of a clone
+// made with --shared, through a chain of alternates, run git with the
+// source's objects as an alternate: git follows that directory's own
+// alternates as it follows the repository's.
+func TestExportOfABorrowingClone(t *testing.T) {
+	src := newBorrowingRepo(t)
+	root := t.TempDir()
+	mid := filepath.Join(root, "mid")
+	gittest.Git(t, root, "clone", "-q", "--shared", src.dir, mid)
+	clone := filepath.Join(root, "clone")
+	gittest.Git(t, root, "clone", "-q", "--shared", mid, clone)
+	ctx := context.Background()
+	f := openFS(t, Options{Src: clone})
+
+	edited := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, edited, "README.md", []byte("# edited\n"), 0o644))
+	edits := []Edit{{Path: "README.md"}}
+	tr, err := f.WriteTree(ctx, edited, edits, false)
+	require.NoError(t, err)
+	patch, err := tr.Diff(ctx, Patch, nil)
+	tr.Close()
+	require.NoError(t, err)
+	assert.Contains(t, patch, "-# readme d\n+# edited\n")
+
+	tr, err = f.WriteTree(ctx, edited, edits, true)
+	require.NoError(t, err)
+	defer tr.Close()
+	id, err := tr.Commit(ctx, "edit", "work", false)
+	require.NoError(t, err)
+	assert.Equal(t, "# edited", gittest.Git(t, clone, "show", id+":README.md"))
+	assert.Equal(t, src.commits[3], gittest.Git(t, clone, "rev-parse", id+"^"))
 }

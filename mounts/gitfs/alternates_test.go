@@ -117,6 +117,20 @@ func TestBorrowingClonesMountAtAnyRevision(t *testing.T) {
 	}
 }
 
+// TestURLOfABorrowingClone: a URL source is cloned into the cache by
+// git's upload-pack, which reads the alternates of the repository it
+// serves; the cached clone borrows nothing.
+func TestURLOfABorrowingClone(t *testing.T) {
+	src := newBorrowingRepo(t)
+	shared := filepath.Join(t.TempDir(), "shared")
+	gittest.Git(t, src.dir, "clone", "-q", "--shared", src.dir, shared)
+	for _, rev := range []string{"HEAD", "light", src.commits[2]} {
+		f := openFS(t, Options{Src: "file://" + shared, Rev: rev})
+		requireServesLikeGit(t, f, shared, rev)
+		assert.Len(t, f.ObjectDirs(), 1, "the cached clone has its own objects")
+	}
+}
+
 func TestBrokenAlternates(t *testing.T) {
 	src := newBorrowingRepo(t)
 	root := t.TempDir()

@@ -185,7 +185,10 @@ func (l *AuditLog) Close() error {
 // time, face, op and outcome are always there.
 type Record struct {
 	Time time.Time `json:"time"`
-	// Face is "kernel", "tool" or "internal" (no caller in the context).
+	// Face is "kernel", "tool", "operator" (a command of the person
+	// running the workspace: the CLI's diff, commit, reset and checkpoint,
+	// the JSON-RPC workspace.* and checkpoint.* methods) or "internal" (no
+	// caller in the context).
 	Face string `json:"face"`
 	// Pid and Uid identify a kernel-face caller.
 	Pid *uint32 `json:"pid,omitempty"`
@@ -194,11 +197,13 @@ type Record struct {
 	Call string `json:"call,omitempty"`
 	// Op is the mutation (create, write, truncate, mkdir, unlink, rmdir,
 	// rename, link, symlink, mknod, chmod, chown, chtimes, setxattr,
-	// removexattr)
-	// or "call" for a tool call.
+	// removexattr; restore and reset for a name a checkpoint restore or a
+	// writable git mount's reset changed; commit for a writable git
+	// mount's commit to a branch) or "call" for a tool call.
 	Op string `json:"op"`
 	// Path is the workspace path changed; To the second name of a rename
-	// or link; Target the target of a symlink.
+	// or link (the branch of a commit); Target the target of a symlink
+	// (the id of a commit).
 	Path   string `json:"path,omitempty"`
 	To     string `json:"to,omitempty"`
 	Target string `json:"target,omitempty"`
@@ -243,6 +248,20 @@ func (l *AuditLog) ToolCall(c ToolCall) {
 	ms := float64(c.Duration.Microseconds()) / 1000
 	l.write(&Record{Face: "tool", Call: c.CallID, Op: "call", Tool: c.Tool, Verb: c.Verb,
 		Args: c.Args, Paths: c.Paths, Outcome: c.Outcome, Error: c.Error, Ms: &ms}, true)
+}
+
+// Change appends the line of one change a service made below the faces,
+// with the caller of ctx: op is "restore" or "reset", p the workspace path
+// it changed (or refused to change: err says why, as for any mutation).
+func (l *AuditLog) Change(ctx context.Context, op, p string, err error) {
+	l.mutation(ctx, &Record{Op: op, Path: p}, err)
+}
+
+// Commit appends the line of a writable git mount's commit, with the
+// caller of ctx: the mount at prefix was committed as id to ref (err: it
+// failed). The workspace does not change; the source repository does.
+func (l *AuditLog) Commit(ctx context.Context, prefix, ref, id string, err error) {
+	l.mutation(ctx, &Record{Op: "commit", Path: prefix, To: ref, Target: id}, err)
 }
 
 // mutation appends the line of one mutation, with the caller of ctx.

@@ -2,7 +2,9 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -244,3 +246,52 @@ func (g *guard) verdict(ctx context.Context, c mounts.Call) error {
 	}
 	return nil
 }
+
+// CanRead returns nil when the rules let the content of the workspace path
+// p ("/memory/notes.md") be read, and otherwise the error the faces give
+// for it: a [*fs.PathError] wrapping [mounts.ErrDenied]. A service that
+// reads the mounts below the faces (a checkpoint's diff) asks it for every
+// name whose content it would show.
+func (rs *RuleSet) CanRead(p string, isDir bool) error {
+	if rs == nil {
+		return nil
+	}
+	g := guard{rs: rs}
+	return byRule(g.canRead("read", mounts.NameOf(p), isDir), "deny_read")
+}
+
+// CanWrite returns nil when the rules let the workspace path p be changed
+// (made, written, removed), and otherwise the error the faces give for it:
+// [mounts.ErrReadOnly] under a read_only prefix, [mounts.ErrDenied] for a
+// deny_write pattern. A service that changes the mounts below the faces (a
+// checkpoint's restore) asks it for every name it would change.
+func (rs *RuleSet) CanWrite(p string, isDir bool) error {
+	if rs == nil {
+		return nil
+	}
+	g := guard{rs: rs}
+	return byRule(g.canWrite("write", mounts.NameOf(p), isDir), "deny_write")
+}
+
+// byRule names the rule in a refusal of the guard's: "denied by policy
+// (deny_write)", "read-only by policy (read_only)". errors.Is sees the
+// same sentinel.
+func byRule(err error, denyRule string) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	r := ruleError{err: pe.Err, text: pe.Err.Error() + " (" + denyRule + ")"}
+	if errors.Is(pe.Err, mounts.ErrReadOnly) {
+		r.text = "read-only by policy (read_only)"
+	}
+	return &fs.PathError{Op: pe.Op, Path: pe.Path, Err: &r}
+}
+
+type ruleError struct {
+	err  error
+	text string
+}
+
+func (e *ruleError) Error() string { return e.text }
+func (e *ruleError) Unwrap() error { return e.err }

@@ -378,6 +378,9 @@ type RestoreResult struct {
 	// Changed are the workspace paths that changed since the checkpoint,
 	// as the operations named them.
 	Changed []string `json:"changed"`
+	// Refused are the names a filtered restore left as they are
+	// ([Workspace.RestoreFiltered]).
+	Refused []Refused `json:"refused,omitempty"`
 }
 
 // Restore brings the workspace back to checkpoint id: every covered mount
@@ -388,8 +391,16 @@ type RestoreResult struct {
 // kept: restoring a newer one undoes a restore. An unknown id changes
 // nothing.
 func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (RestoreResult, error) {
+	return w.RestoreFiltered(ctx, id, paths, nil)
+}
+
+// RestoreFiltered is [Workspace.Restore] without the names refuse refuses
+// (a deny_write or read_only rule): they are left as they are, and listed
+// in the result's Refused with the reason; the rest is restored, at once
+// (see filter.go). A nil refuse refuses nothing, at no extra cost.
+func (w *Workspace) RestoreFiltered(ctx context.Context, id string, paths []string, refuse Filter) (RestoreResult, error) {
 	w.mu.Lock()
-	res, err := w.restoreLocked(ctx, id, paths)
+	res, err := w.restoreLocked(ctx, id, paths, refuse)
 	hooks := slices.Clone(w.hooks)
 	if err == nil {
 		for _, m := range w.frozen() {
@@ -418,7 +429,7 @@ func (w *Workspace) Restore(ctx context.Context, id string, paths []string) (Res
 	return res, err
 }
 
-func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string) (RestoreResult, error) {
+func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string, refuse Filter) (RestoreResult, error) {
 	res := RestoreResult{Restored: []string{}, Changed: []string{}}
 	if _, err := w.find(id); err != nil {
 		return res, err
@@ -437,8 +448,19 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 		switch m.coverage() {
 		case Frozen:
 			if m.Has(id) {
+				names := sel[m.Prefix]
+				if refuse != nil {
+					var refused []Refused
+					if names, refused, err = w.plan(ctx, m, id, names, refuse); err != nil {
+						return res, fmt.Errorf("restore of %s: %w", m.Prefix, err)
+					}
+					res.Refused = append(res.Refused, refused...)
+					if names != nil && len(names) == 0 {
+						continue // nothing let through changed
+					}
+				}
 				ms = append(ms, m)
-				subs[m] = m.treeNames(sel[m.Prefix])
+				subs[m] = m.treeNames(names)
 			} else {
 				// A tree that restarted empty lost it.
 				res.NotCovered = append(res.NotCovered, m.Prefix)
@@ -584,21 +606,24 @@ func (w *Workspace) View(ctx context.Context, id, prefix string) (mounts.FS, err
 		return nil, err
 	}
 	for i := range w.mounts {
-		m := &w.mounts[i]
-		if m.Prefix != prefix {
-			continue
+		if m := &w.mounts[i]; m.Prefix == prefix {
+			return w.viewLocked(ctx, id, m)
 		}
-		if m.Tree == nil {
-			return nil, fmt.Errorf("checkpoint %q: %s is %s", id, prefix, m.coverage())
-		}
-		v, err := m.Tree.CheckpointView(id)
-		if err != nil {
-			return nil, err
-		}
-		if m.Overlay == nil {
-			return v, nil
-		}
-		return m.Overlay.Over(ctx, v)
 	}
 	return nil, fmt.Errorf("%w: no mount at %s", ErrBadPath, prefix)
+}
+
+// viewLocked is View of m; the caller holds w.mu.
+func (w *Workspace) viewLocked(ctx context.Context, id string, m *Mount) (mounts.FS, error) {
+	if m.Tree == nil {
+		return nil, fmt.Errorf("checkpoint %q: %s is %s", id, m.Prefix, m.coverage())
+	}
+	v, err := m.Tree.CheckpointView(id)
+	if err != nil {
+		return nil, err
+	}
+	if m.Overlay == nil {
+		return v, nil
+	}
+	return m.Overlay.Over(ctx, v)
 }

@@ -23,19 +23,33 @@ import (
 // prefixed by their mount for a memory mount and the repository's own for
 // a writable git mount (as its export prints them). A mount a checkpoint
 // does not hold (a host directory, or a tree that restarted without it)
-// has no part in it. It needs the git program.
+// has no part in it. It needs the git program. It shows every name: the
+// diff of the person running the workspace; [Workspace.DiffFiltered] is
+// the one to give anyone the path rules bind.
 func (w *Workspace) Diff(ctx context.Context, from, to string, format gitfs.DiffFormat, paths ...string) (string, error) {
+	text, _, err := w.DiffFiltered(ctx, from, to, format, nil, paths...)
+	return text, err
+}
+
+// DiffFiltered is [Workspace.Diff] without the names withhold refuses: a
+// changed name whose content withhold does not let be read (a deny_read
+// rule) is not in the text, in any format, and is returned in withheld
+// with withhold's reason instead. Before the diff it lists the names that
+// changed (git diff --name-only), asks withhold about each, and then diffs
+// only those it lets through: the bytes of a withheld name never leave
+// git. A nil withhold withholds nothing, at no extra cost.
+func (w *Workspace) DiffFiltered(ctx context.Context, from, to string, format gitfs.DiffFormat, withhold Filter, paths ...string) (_ string, withheld []Withheld, _ error) {
 	if _, err := w.Get(from); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if to != "" {
 		if _, err := w.Get(to); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	sel, err := w.pick(paths)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var b strings.Builder
 	for _, m := range w.Mounts() {
@@ -45,7 +59,7 @@ func (w *Workspace) Diff(ctx context.Context, from, to string, format gitfs.Diff
 		}
 		a, err := w.View(ctx, from, m.Prefix)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		var z mounts.FS = m.Tree
 		if m.Overlay != nil {
@@ -53,21 +67,85 @@ func (w *Workspace) Diff(ctx context.Context, from, to string, format gitfs.Diff
 		}
 		if to != "" {
 			if z, err = w.View(ctx, to, m.Prefix); err != nil {
-				return "", err
+				return "", nil, err
 			}
 		}
-		var text string
-		if m.Git != nil {
-			text, err = gitDiff(ctx, m.Git, a, z, format, names)
-		} else {
-			text, err = memoryDiff(ctx, m.Prefix, a, z, format, names)
+		diff := func(format gitfs.DiffFormat, names []string) (string, error) {
+			if m.Git != nil {
+				return gitDiff(ctx, m.Git, a, z, format, names)
+			}
+			return memoryDiff(ctx, m.Prefix, a, z, format, names)
 		}
+		if withhold != nil {
+			var held []Withheld
+			names, held, err = m.withhold(diff, names, withhold)
+			if err != nil {
+				return "", nil, fmt.Errorf("diff of %s: %w", m.Prefix, err)
+			}
+			withheld = append(withheld, held...)
+			if names != nil && len(names) == 0 {
+				continue // every change is withheld
+			}
+		}
+		text, err := diff(format, names)
 		if err != nil {
-			return "", fmt.Errorf("diff of %s: %w", m.Prefix, err)
+			return "", nil, fmt.Errorf("diff of %s: %w", m.Prefix, err)
 		}
 		b.WriteString(text)
 	}
-	return b.String(), nil
+	return b.String(), withheld, nil
+}
+
+// withhold runs diff's listing of the names changed within names (the
+// mount's; nil is all) and sorts them by withhold: it returns the names to
+// diff (unchanged when nothing is withheld; an empty list when everything
+// is) and the withheld ones.
+func (m *Mount) withhold(diff func(gitfs.DiffFormat, []string) (string, error), names []string, withhold Filter) ([]string, []Withheld, error) {
+	list, err := diff(gitfs.Names, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pass []string
+	var held []Withheld
+	for _, full := range strings.Split(list, "\x00") {
+		if full == "" {
+			continue
+		}
+		name, ok := m.nameOf(full)
+		if !ok {
+			return nil, nil, fmt.Errorf("the diff names %q, which is not in the mount", full)
+		}
+		p := path.Join(m.Prefix, name)
+		if err := withhold(p, false); err != nil {
+			held = append(held, Withheld{Path: p, Reason: reasonOf(err)})
+			continue
+		}
+		pass = append(pass, name)
+	}
+	if len(held) == 0 {
+		return names, nil, nil
+	}
+	if pass == nil {
+		pass = []string{}
+	}
+	return pass, held, nil
+}
+
+// nameOf is the mount's name of a name in m's diff: the repository's name
+// for a writable git mount, the name under the mount's prefix for a memory
+// mount.
+func (m *Mount) nameOf(full string) (string, bool) {
+	if m.Git != nil {
+		return m.Git.Git().MountName(full)
+	}
+	base := strings.TrimPrefix(m.Prefix, "/")
+	if base == "" {
+		return full, true
+	}
+	if strings.HasPrefix(full, base+"/") {
+		return full[len(base)+1:], true
+	}
+	return "", false
 }
 
 // gitDiff diffs two states of a writable git mount.

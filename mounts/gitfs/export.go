@@ -148,6 +148,20 @@ func (f *FS) full(name string) string {
 	return f.subdir + "/" + name
 }
 
+// MountName is the name in the mount of a name in the commit (as a diff
+// prints it), and false for a name outside the mount's subdir.
+func (f *FS) MountName(full string) (string, bool) {
+	switch {
+	case f.subdir == "":
+		return full, true
+	case full == f.subdir:
+		return ".", true
+	case strings.HasPrefix(full, f.subdir+"/"):
+		return full[len(f.subdir)+1:], true
+	}
+	return "", false
+}
+
 // fullAll is full of each name.
 func (f *FS) fullAll(names []string) []string {
 	out := make([]string, len(names))
@@ -246,6 +260,11 @@ const (
 	Stat
 	// NameStatus is git diff --name-status.
 	NameStatus
+	// Names lists every name the diff touches, each ended by NUL, renames
+	// as a deletion and an addition (git diff --name-only -z
+	// --no-renames): for a caller that decides about each name before it
+	// shows a diff. [ParseDiffFormat] does not offer it.
+	Names
 )
 
 // ParseDiffFormat reads a format by its name in the CLI and JSON-RPC:
@@ -268,6 +287,8 @@ func ParseDiffFormat(name string) (DiffFormat, error) {
 func DiffTreeArgs(format DiffFormat, from, to string, paths ...string) []string {
 	args := []string{"diff-tree", "-r", "-M", "--no-color"}
 	switch format {
+	case Names:
+		args = append(args, "--no-renames", "--name-only", "-z")
 	case Stat:
 		args = append(args, "--stat")
 	case NameStatus:

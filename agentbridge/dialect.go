@@ -100,6 +100,23 @@ func ShellTool(dialect, tool string) bool {
 	return t != nil && t.verb == VerbShell
 }
 
+// DialectTools lists every tool dialect serves, in its order: those it
+// lists to a model and those it serves unlisted (aliases a model trained
+// on the harness may still call). The checkpoint family ([CheckpointVerbs])
+// is in every dialect, and not among them. A caller that must account for
+// every way into the workspace (a security test) iterates these.
+func DialectTools(dialect string) ([]string, error) {
+	d, err := lookupDialect(dialect)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(d.tools))
+	for i, t := range d.tools {
+		out[i] = t.name
+	}
+	return out, nil
+}
+
 // canonical is the canonical dialect, set once the registry is built (a
 // tool's run reaches argName, so the registry cannot be named there).
 var canonical *dialect

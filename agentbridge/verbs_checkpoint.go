@@ -130,8 +130,9 @@ func wrapTool(a *args, err error) error {
 const (
 	descCheckpointCreate  = "Take a checkpoint of the whole workspace: every writable file, however it was changed (by these tools or by shell commands). Returns its id; checkpoint_restore brings the workspace back to it."
 	descCheckpointList    = "List the checkpoints of the workspace, oldest first: id, time, size, name."
-	descCheckpointDiff    = "Show what changed since a checkpoint (or between two), as a git diff."
-	descCheckpointRestore = "Bring the workspace back to a checkpoint: every change made since (by any tool or shell command) is undone. " +
+	descCheckpointDiff    = "Show what changed since a checkpoint (or between two), as a git diff. A changed file the policy denies reading is named as withheld, not shown."
+	descCheckpointRestore = "Bring the workspace back to a checkpoint: every change made since (by any tool or shell command) is undone, " +
+		"except to files the policy denies changing, which are left as they are and named. " +
 		"The checkpoints are kept, so restoring a newer one undoes a restore."
 	descCheckpointDelete = "Delete a checkpoint."
 )

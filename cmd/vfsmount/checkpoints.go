@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -13,17 +14,32 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/policy"
 )
 
-// checkpoints serves the checkpoints of a workspace (jsonrpc.Checkpointer:
-// vfsmount checkpoint, JSON-RPC, the checkpoint tools): every memory mount
+// checkpoints serves the checkpoints of a workspace: every memory mount
 // and every writable git mount's memory upper, frozen at once by package
-// checkpoint. Like the exporter, it works on the mounts themselves, below
-// the policy layers: a checkpoint is the user's own undo, not a write of
-// either face. A restore tells the kernel face which names changed, so the
-// shell sees the restored content at once.
+// checkpoint, which works on the mounts themselves, below the policy
+// decorators. So the policy is applied here, by who asks:
+//
+//   - The checkpoint tools (checkpointTools) are the agent's, bound by the
+//     path rules as every other tool: a diff withholds the content of a
+//     name the rules deny reading, a restore leaves a name they deny
+//     changing as it is; both say which, and why.
+//   - vfsmount checkpoint and the JSON-RPC checkpoint.* methods
+//     (jsonrpc.Checkpointer) are the operator's, the person running the
+//     workspace: no path rule binds them.
+//
+// Every name a restore changes, or refuses to, is a change line of the
+// audit log, with the tool call of the agent's or the face "operator". A
+// restore tells the kernel face which names changed, so the shell sees
+// the restored content at once.
 type checkpoints struct {
 	ws *checkpoint.Workspace
+	// rules bind the checkpoint tools (nil: none); audit logs every
+	// change (nil: no log).
+	rules *policy.RuleSet
+	audit *policy.AuditLog
 }
 
 var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
@@ -32,8 +48,8 @@ var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
 // mount has a layer to freeze. keep bounds their number (0: no bound).
 // backing says what backs each mount beyond its description, by prefix
 // (a host mount's directory, a persist file).
-func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, notify func(names ...string)) (*checkpoints, error) {
-	c := &checkpoints{}
+func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, rules *policy.RuleSet, audit *policy.AuditLog, notify func(names ...string)) (*checkpoints, error) {
+	c := &checkpoints{rules: rules, audit: audit}
 	var ms []checkpoint.Mount
 	for prefix, fsys := range table {
 		d := mounts.Describe(fsys)
@@ -91,6 +107,49 @@ func infoOf(c checkpoint.Info) jsonrpc.CheckpointInfo {
 	return out
 }
 
+// auditRestore logs a change line for every name r changed and every name
+// it refused.
+func (c *checkpoints) auditRestore(ctx context.Context, r checkpoint.RestoreResult) {
+	if c.audit == nil {
+		return
+	}
+	for _, p := range r.Changed {
+		c.audit.Change(ctx, "restore", p, nil)
+	}
+	for _, ref := range r.Refused {
+		c.audit.Change(ctx, "restore", ref.Path, refusal(ref.Reason))
+	}
+}
+
+// refusal is the error of a name a filtered operation refused, for the
+// audit log: a denial by policy, or a read-only name.
+func refusal(reason string) error {
+	if strings.HasPrefix(reason, "read-only") {
+		return fmt.Errorf("%w: %s", mounts.ErrReadOnly, reason)
+	}
+	return fmt.Errorf("%w: %s", mounts.ErrDenied, reason)
+}
+
+// canRead and canWrite are the path rules as checkpoint filters.
+func (c *checkpoints) canRead(p string, isDir bool) error  { return c.rules.CanRead(p, isDir) }
+func (c *checkpoints) canWrite(p string, isDir bool) error { return c.rules.CanWrite(p, isDir) }
+
+// filters are the filters of the checkpoint tools: none without rules.
+func (c *checkpoints) filters() (read, write checkpoint.Filter) {
+	if c.rules.Empty() {
+		return nil, nil
+	}
+	return c.canRead, c.canWrite
+}
+
+// asOperator marks ctx as the operator's, for the audit log.
+func asOperator(ctx context.Context) context.Context {
+	if _, ok := mounts.CallerFrom(ctx); ok {
+		return ctx
+	}
+	return mounts.WithCaller(ctx, mounts.Caller{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Face: "operator"})
+}
+
 func (c *checkpoints) CheckpointCreate(ctx context.Context, p jsonrpc.CheckpointCreateParams) (jsonrpc.CheckpointInfo, error) {
 	info, err := c.ws.Create(ctx, p.Name)
 	if err != nil {
@@ -111,7 +170,9 @@ func (c *checkpoints) CheckpointRestore(ctx context.Context, p jsonrpc.Checkpoin
 	if p.ID == "" {
 		return jsonrpc.CheckpointRestoreResult{}, fmt.Errorf("%w: a checkpoint id is required", jsonrpc.ErrInvalidParams)
 	}
+	ctx = asOperator(ctx)
 	r, err := c.ws.Restore(ctx, p.ID, p.Paths)
+	c.auditRestore(ctx, r)
 	if err != nil {
 		return jsonrpc.CheckpointRestoreResult{}, rpcErr(err)
 	}
@@ -182,19 +243,31 @@ func (t checkpointTools) List(ctx context.Context) (string, error) {
 	return b.String(), nil
 }
 
+// Diff is the checkpoint diff under the path rules: a changed name the
+// rules deny reading is named, never shown.
 func (t checkpointTools) Diff(ctx context.Context, from, to string, paths []string) (string, error) {
-	res, err := t.c.CheckpointDiff(ctx, jsonrpc.CheckpointDiffParams{From: from, To: to, Paths: paths})
+	read, _ := t.c.filters()
+	text, withheld, err := t.c.ws.DiffFiltered(ctx, from, to, gitfs.Patch, read, paths...)
 	if err != nil {
-		return "", toolErr(err)
+		return "", toolErr(rpcErr(err))
 	}
-	if res.Text == "" {
+	if text == "" && len(withheld) == 0 {
 		return "no changes", nil
 	}
-	return res.Text, nil
+	var b strings.Builder
+	b.WriteString(text)
+	for _, w := range withheld {
+		fmt.Fprintf(&b, "withheld: %s changed; its content is not shown: %s\n", w.Path, w.Reason)
+	}
+	return b.String(), nil
 }
 
+// Restore is the checkpoint restore under the path rules: a name the rules
+// deny changing is left as it is, and named.
 func (t checkpointTools) Restore(ctx context.Context, id string, paths []string) (string, error) {
-	r, err := t.c.ws.Restore(ctx, id, paths)
+	_, write := t.c.filters()
+	r, err := t.c.ws.RestoreFiltered(ctx, id, paths, write)
+	t.c.auditRestore(ctx, r)
 	if err != nil {
 		return "", err
 	}
@@ -202,6 +275,9 @@ func (t checkpointTools) Restore(ctx context.Context, id string, paths []string)
 	fmt.Fprintf(&b, "restored %s to checkpoint %s: %d names changed back.", strings.Join(r.Restored, ", "), id, len(r.Changed))
 	for _, p := range r.NotCovered {
 		fmt.Fprintf(&b, "\n%s is a host directory a checkpoint cannot hold: it was left as it is.", p)
+	}
+	for _, ref := range r.Refused {
+		fmt.Fprintf(&b, "\n%s was not restored: %s.", ref.Path, ref.Reason)
 	}
 	return b.String(), nil
 }

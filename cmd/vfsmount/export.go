@@ -13,17 +13,21 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/policy"
 )
 
 // exporter hands the changes of a workspace's writable git mounts back to
 // git: the diff, commit and reset of vfsmount's commands and of JSON-RPC
-// (jsonrpc.Exporter). It works on the mounts themselves, below the policy
-// layers: exporting reads what the mounts hold, and a reset is the user's
-// own undo, not a write of either face. A reset tells the kernel face
-// which names changed (notify), so the shell sees the commit's content at
-// once.
+// (jsonrpc.Exporter). These are the operator's commands (the person
+// running the workspace), never the agent's tools: they work on the mounts
+// themselves, below the policy decorators, and no path rule binds them.
+// What they change is audited all the same: each name a reset changes is a
+// change line, and a commit a line of its own, with the face "operator". A
+// reset tells the kernel face which names changed (notify), so the shell
+// sees the commit's content at once.
 type exporter struct {
 	mounts []exportMount // sorted by prefix
+	audit  *policy.AuditLog
 	notify func(names ...string)
 }
 
@@ -37,8 +41,8 @@ var _ jsonrpc.Exporter = (*exporter)(nil)
 
 // newExporter finds the writable git mounts of the union table; nil when
 // there is none.
-func newExporter(table map[string]mounts.FS, notify func(names ...string)) *exporter {
-	e := &exporter{notify: notify}
+func newExporter(table map[string]mounts.FS, audit *policy.AuditLog, notify func(names ...string)) *exporter {
+	e := &exporter{audit: audit, notify: notify}
 	for prefix, fsys := range table {
 		if w, ok := fsys.(*writableGit); ok {
 			e.mounts = append(e.mounts, exportMount{prefix: prefix, fs: w})
@@ -138,6 +142,9 @@ func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.
 		return jsonrpc.CommitResult{}, fmt.Errorf("%w: --dst %s is no writable git mount (%s)", jsonrpc.ErrInvalidParams, p.Dst, e.prefixes())
 	}
 	id, err := m.fs.Commit(ctx, p.Message, p.Branch, p.Force)
+	if e.audit != nil && (err != nil || id != "") {
+		e.audit.Commit(asOperator(ctx), m.prefix, "refs/heads/"+p.Branch, id, err)
+	}
 	if errors.Is(err, gitfs.ErrBadBranch) {
 		err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
 	}
@@ -187,8 +194,12 @@ func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Re
 		// Tell the kernel face even after a failure: some names may be
 		// reset already.
 		var ws []string
-		for _, n := range touched {
+		slices.Sort(touched)
+		for _, n := range slices.Compact(touched) {
 			ws = append(ws, mounts.NameOf(path.Join(m.prefix, n)))
+			if e.audit != nil && n != "." {
+				e.audit.Change(asOperator(ctx), "reset", path.Join(m.prefix, n), err)
+			}
 		}
 		if e.notify != nil {
 			e.notify(ws...)

@@ -279,7 +279,11 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			backing[spec.Dst] = "upper directory " + spec.String("upper")
 		}
 	}
-	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, ws.Kernel.changed.notify); err != nil {
+	var rules *policy.RuleSet
+	if ws.Policy != nil {
+		rules = ws.Policy.Rules
+	}
+	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, rules, ws.Audit, ws.Kernel.changed.notify); err != nil {
 		if errors.Is(err, checkpoint.ErrUnfinished) {
 			// The files, not the command line: a runtime failure.
 			return nil, fmt.Errorf("checkpoint: %w", err)
@@ -290,7 +294,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 		return nil, usageErrorf("config: checkpoint: %v", checkpoint.ErrNoWritable)
 	}
 	ws.stack()
-	ws.Export = newExporter(table, ws.Kernel.changed.notify)
+	ws.Export = newExporter(table, ws.Audit, ws.Kernel.changed.notify)
 	return ws, nil
 }
 

@@ -1,0 +1,526 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/policy"
+)
+
+// The ways out and in
+//
+// TestPolicyBindsEveryWay lists every way the bytes of a name can leave
+// the daemon and every way a name can change, and checks each against
+// each path rule: what the rules bind (the agent's tools, in every dialect,
+// and the kernel face) is refused the same way everywhere; what they do not
+// bind (the operator's commands) is not; and every change, or refused
+// attempt, is an audit line. Adding a tool to a dialect, a service to the
+// workspace or a method to JSON-RPC without a row here fails
+// TestPolicyWaysAreComplete.
+
+// wayKind is what a way does with the name.
+type wayKind int
+
+const (
+	// reveals: the way gives the name's content.
+	reveals wayKind = iota
+	// searches: the way searches content and names what matches. A
+	// name whose content the rules deny reading is never searched: it
+	// is not a match, whatever the pattern (a note for a match only
+	// would tell that it matches).
+	searches
+	// names: the way gives names only, never content (a listing): the
+	// rules do not hide names, as a stat does not.
+	names
+	// changes: the way changes the name.
+	changes
+)
+
+type way struct {
+	name string
+	kind wayKind
+	// tools are the dialect tools it calls ("claude/Read"), services the
+	// workspace services it uses (a field of workspace), methods the
+	// JSON-RPC methods it is.
+	tools, services, methods []string
+	// operator: the person running the workspace, bound by no path rule.
+	operator bool
+	// needsRead: a change that reads the content first (an edit), so that
+	// deny_read refuses it too.
+	needsRead bool
+	// repoOnly: the way exists for a writable git mount only.
+	repoOnly bool
+	do       func(t *testing.T, s *waysEnv, p string) (string, error)
+}
+
+// exempt are the dialect tools that neither reveal nor change a name by
+// themselves, and why.
+var exempt = map[string]string{
+	"claude/TaskOutput": "reads a background Bash job's output: what the job read is bound as the Bash rows show",
+	"claude/TaskStop":   "stops a background job",
+	"codex/write_stdin": "writes to a running exec_command session, whose reads and writes are bound as exec_command's",
+}
+
+// nonServices are the fields of workspace that are not services over the
+// tree: its configuration, the stack's layers and the audit log itself.
+var nonServices = []string{"Config", "Union", "FS", "Kernel", "Tools", "Policy", "Audit", "cleanup"}
+
+func tool(dialect, name, args string) func(t *testing.T, s *waysEnv, p string) (string, error) {
+	return func(t *testing.T, s *waysEnv, p string) (string, error) {
+		args := strings.ReplaceAll(args, "PATH", p)
+		args = strings.ReplaceAll(args, "OLD", strings.TrimSuffix(s.content, "\n"))
+		args = strings.ReplaceAll(args, "NEW", strings.TrimSuffix(s.next, "\n"))
+		args = strings.ReplaceAll(args, "DIR", filepath.Dir(p))
+		res := s.b.tools.Call(mounts.WithCaller(context.Background(), mounts.Caller{Face: "tool", CallID: "t-" + s.step}), dialect, name, json.RawMessage(args))
+		text := res.Text
+		for _, c := range res.Content {
+			text += c.Text
+		}
+		if res.IsError {
+			return "", errors.New(text)
+		}
+		return text, nil
+	}
+}
+
+func shellCmd(dialect, name, argsFmt string) func(t *testing.T, s *waysEnv, p string) (string, error) {
+	return func(t *testing.T, s *waysEnv, p string) (string, error) {
+		cmd := strings.ReplaceAll(argsFmt, "PATH", p)
+		cmd = strings.ReplaceAll(cmd, "NEW", strings.TrimSuffix(s.next, "\n"))
+		return tool(dialect, name, cmd)(t, s, p)
+	}
+}
+
+var ways = []way{
+	// Reads of content.
+	{name: "cursor read", kind: reveals, tools: []string{"cursor/read"}, do: tool("cursor", "read", `{"path":"PATH"}`)},
+	{name: "claude Read", kind: reveals, tools: []string{"claude/Read"}, do: tool("claude", "Read", `{"file_path":"PATH"}`)},
+	{name: "codex read_file", kind: reveals, tools: []string{"codex/read_file"}, do: tool("codex", "read_file", `{"file_path":"PATH"}`)},
+	{name: "cursor grep content", kind: searches, tools: []string{"cursor/grep"}, do: tool("cursor", "grep", `{"pattern":"API_KEY","path":"DIR","outputMode":"content"}`)},
+	{name: "cursor grep files", kind: searches, do: grepFiles("cursor", "grep", `{"pattern":"API_KEY","path":"DIR","outputMode":"files_with_matches"}`)},
+	{name: "claude Grep content", kind: searches, tools: []string{"claude/Grep"}, do: tool("claude", "Grep", `{"pattern":"API_KEY","path":"DIR","output_mode":"content"}`)},
+	{name: "claude Grep files", kind: searches, do: grepFiles("claude", "Grep", `{"pattern":"API_KEY","path":"DIR"}`)},
+	{name: "codex grep_files", kind: searches, tools: []string{"codex/grep_files"}, do: grepFiles("codex", "grep_files", `{"pattern":"API_KEY","path":"DIR"}`)},
+	{name: "cursor shell cat", kind: reveals, tools: []string{"cursor/shell"}, do: shellCmd("cursor", "shell", `{"command":"cat PATH"}`)},
+	{name: "claude Bash cat", kind: reveals, tools: []string{"claude/Bash"}, do: shellCmd("claude", "Bash", `{"command":"cat PATH"}`)},
+	{name: "codex exec_command cat", kind: reveals, tools: []string{"codex/exec_command"}, do: shellCmd("codex", "exec_command", `{"cmd":"cat PATH"}`)},
+	{name: "codex shell_command cat", kind: reveals, tools: []string{"codex/shell_command"}, do: shellCmd("codex", "shell_command", `{"command":"cat PATH"}`)},
+	{name: "codex shell cat", kind: reveals, tools: []string{"codex/shell"}, do: shellCmd("codex", "shell", `{"command":["cat","PATH"]}`)},
+	{name: "kernel read", kind: reveals, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(s.mp, p))
+		return string(b), err
+	}},
+	{name: "page offers", kind: reveals, do: pageOffers},
+	{name: "checkpoint_diff tool", kind: reveals, tools: []string{"*/checkpoint_diff"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		id := s.checkpoint(t)
+		s.operatorWrite(t, p, "API_KEY=after\n")
+		return tool("cursor", "checkpoint_diff", `{"id":"`+id+`"}`)(t, s, p)
+	}},
+	{name: "checkpoint_restore dry run", kind: reveals, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		// The dry run shows what it would undo: a diff, withheld alike.
+		id := s.checkpoint(t)
+		s.operatorWrite(t, p, "API_KEY=after\n")
+		return s.dryRun.Call(context.Background(), "cursor", "checkpoint_restore", json.RawMessage(`{"id":"`+id+`"}`)).Text, nil
+	}},
+	{name: "checkpoint.diff (operator)", kind: reveals, operator: true, services: []string{"Checkpoints"}, methods: []string{"checkpoint.diff", "checkpoint.create"},
+		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+			info, err := s.b.ws.Checkpoints.CheckpointCreate(context.Background(), jsonrpc.CheckpointCreateParams{})
+			require.NoError(t, err)
+			s.operatorWrite(t, p, "API_KEY=after\n")
+			res, err := s.b.ws.Checkpoints.CheckpointDiff(context.Background(), jsonrpc.CheckpointDiffParams{From: info.ID})
+			return res.Text, err
+		}},
+	{name: "workspace.diff (operator)", kind: reveals, operator: true, repoOnly: true, services: []string{"Export"}, methods: []string{"workspace.diff"},
+		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+			res, err := s.b.ws.Export.Diff(context.Background(), jsonrpc.DiffParams{})
+			return res.Text, err
+		}},
+
+	// Names only.
+	{name: "cursor ls", kind: names, tools: []string{"cursor/ls"}, do: tool("cursor", "ls", `{"path":"DIR"}`)},
+	{name: "claude LS", kind: names, tools: []string{"claude/LS"}, do: tool("claude", "LS", `{"path":"DIR"}`)},
+	{name: "codex list_dir", kind: names, tools: []string{"codex/list_dir"}, do: tool("codex", "list_dir", `{"dir_path":"DIR"}`)},
+	{name: "cursor glob", kind: names, tools: []string{"cursor/glob"}, do: tool("cursor", "glob", `{"globPattern":"**/secret.txt","targetDirectory":"DIR"}`)},
+	{name: "claude Glob", kind: names, tools: []string{"claude/Glob"}, do: tool("claude", "Glob", `{"pattern":"**/secret.txt","path":"DIR"}`)},
+	{name: "checkpoint_list and create tools", kind: names, tools: []string{"*/checkpoint_list", "*/checkpoint_create", "*/checkpoint_delete"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		out, err := tool("cursor", "checkpoint_create", `{"name":"x"}`)(t, s, p)
+		require.NoError(t, err)
+		list, err := tool("cursor", "checkpoint_list", `{}`)(t, s, p)
+		require.NoError(t, err)
+		id := strings.Fields(list)[0]
+		del, err := tool("cursor", "checkpoint_delete", `{"id":"`+id+`"}`)(t, s, p)
+		return out + list + del + "\n" + p, err // no name in any: the row checks no content leaks
+	}},
+	{name: "checkpoint.list and delete (operator)", kind: names, operator: true, methods: []string{"checkpoint.list", "checkpoint.delete"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		ctx := context.Background()
+		info, err := s.b.ws.Checkpoints.CheckpointCreate(ctx, jsonrpc.CheckpointCreateParams{})
+		require.NoError(t, err)
+		list, err := s.b.ws.Checkpoints.CheckpointList(ctx)
+		require.NoError(t, err)
+		_, err = s.b.ws.Checkpoints.CheckpointDelete(ctx, jsonrpc.CheckpointDeleteParams{ID: info.ID})
+		b, _ := json.Marshal(list)
+		return string(b) + "\n" + p, err
+	}},
+	{name: "fsmonitor answer", kind: names, repoOnly: true, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		w := s.b.ws.Export.mounts[0].fs
+		token := w.Journal().Token()
+		s.operatorWrite(t, p, "API_KEY=after\n")
+		w.Changed(mounts.NameOf(strings.TrimPrefix(p, "/repo")))
+		return strings.ReplaceAll(string(fsmonitorAnswer(w.Journal(), token)), "\x00", "\n"), nil
+	}},
+
+	// Changes.
+	{name: "cursor write", kind: changes, tools: []string{"cursor/write"}, do: tool("cursor", "write", `{"path":"PATH","fileText":"NEW\n"}`)},
+	{name: "claude Write", kind: changes, tools: []string{"claude/Write"}, do: tool("claude", "Write", `{"file_path":"PATH","content":"NEW\n"}`)},
+	{name: "cursor edit", kind: changes, needsRead: true, tools: []string{"cursor/edit"}, do: tool("cursor", "edit", `{"path":"PATH","oldText":"OLD","newText":"NEW"}`)},
+	{name: "claude Edit", kind: changes, needsRead: true, tools: []string{"claude/Edit"}, do: tool("claude", "Edit", `{"file_path":"PATH","old_string":"OLD","new_string":"NEW"}`)},
+	{name: "claude MultiEdit", kind: changes, needsRead: true, tools: []string{"claude/MultiEdit"}, do: tool("claude", "MultiEdit", `{"file_path":"PATH","edits":[{"old_string":"OLD","new_string":"NEW"}]}`)},
+	{name: "codex apply_patch", kind: changes, needsRead: true, tools: []string{"codex/apply_patch"}, do: tool("codex", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: PATH\n@@\n-OLD\n+NEW\n*** End Patch"}`)},
+	{name: "cursor delete", kind: changes, tools: []string{"cursor/delete"}, do: tool("cursor", "delete", `{"path":"PATH"}`)},
+	{name: "cursor shell write", kind: changes, do: shellCmd("cursor", "shell", `{"command":"echo NEW > PATH"}`)},
+	{name: "claude Bash rm", kind: changes, do: shellCmd("claude", "Bash", `{"command":"rm PATH"}`)},
+	{name: "codex exec_command write", kind: changes, do: shellCmd("codex", "exec_command", `{"cmd":"echo NEW > PATH"}`)},
+	{name: "kernel write", kind: changes, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		return "", os.WriteFile(filepath.Join(s.mp, p), []byte(s.next), 0o644)
+	}},
+	{name: "kernel rename over", kind: changes, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		tmp := filepath.Join(s.mp, filepath.Dir(p), "tmp-"+s.step)
+		if err := os.WriteFile(tmp, []byte(s.next), 0o644); err != nil {
+			return "", err
+		}
+		err := os.Rename(tmp, filepath.Join(s.mp, p))
+		os.Remove(tmp)
+		return "", err
+	}},
+	{name: "checkpoint_restore tool", kind: changes, tools: []string{"*/checkpoint_restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		// The checkpoint holds the content the row would put back.
+		s.operatorWrite(t, p, s.next)
+		id := s.checkpoint(t)
+		s.operatorWrite(t, p, s.content)
+		return tool("cursor", "checkpoint_restore", `{"id":"`+id+`"}`)(t, s, p)
+	}},
+	{name: "checkpoint.restore (operator)", kind: changes, operator: true, methods: []string{"checkpoint.restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		s.operatorWrite(t, p, s.next)
+		id := s.checkpoint(t)
+		s.operatorWrite(t, p, s.content)
+		_, err := s.b.ws.Checkpoints.CheckpointRestore(context.Background(), jsonrpc.CheckpointRestoreParams{ID: id})
+		return "", err
+	}},
+	{name: "workspace.reset (operator)", kind: changes, operator: true, repoOnly: true, methods: []string{"workspace.reset"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		s.next = "API_KEY=committed\n" // what the commit holds
+		_, err := s.b.ws.Export.Reset(context.Background(), jsonrpc.ResetParams{Paths: []string{p}})
+		return "", err
+	}},
+	{name: "workspace.commit (operator)", kind: names, operator: true, repoOnly: true, methods: []string{"workspace.commit"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		// A commit changes no name of the workspace: a branch of the
+		// source, audited as a line of its own.
+		n := s.auditLen(t)
+		_, err := s.b.ws.Export.Commit(context.Background(), jsonrpc.CommitParams{Message: "m", Branch: "ways-" + s.step})
+		require.NoError(t, err)
+		line := s.auditAfter(t, n, func(r policy.Record) bool { return r.Op == "commit" })
+		assert.Equal(t, "operator", line.Face)
+		return p, nil
+	}},
+}
+
+// grepFiles is a grep that prints file names: under deny_read the name
+// must not be printed as a match, which would tell the model that the
+// content matches.
+func grepFiles(dialect, name, args string) func(t *testing.T, s *waysEnv, p string) (string, error) {
+	return func(t *testing.T, s *waysEnv, p string) (string, error) {
+		out, err := tool(dialect, name, args)(t, s, p)
+		if err != nil {
+			return out, err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasSuffix(strings.TrimSpace(line), "/secret.txt") || strings.TrimSpace(line) == "secret.txt" {
+				// Listed as a match: as good as its content.
+				return out + "\n" + s.content, nil
+			}
+		}
+		return out, nil
+	}
+}
+
+// pageOffers checks the read-ahead pages a mount offers the kernel face
+// (mounts.PageOfferer: git mounts) through the workspace's own rules: an
+// offer of the name's content is dropped when reading it is denied.
+func pageOffers(t *testing.T, s *waysEnv, p string) (string, error) {
+	var rules *policy.RuleSet
+	if s.b.ws.Policy != nil {
+		rules = s.b.ws.Policy.Rules
+	}
+	src := &offerer{FS: memfs.New(memfs.Options{})}
+	var got []string
+	require.True(t, mounts.OfferPages(policy.Guard(src, rules), func(name string, data []byte) { got = append(got, string(data)) }))
+	src.sink(mounts.NameOf(p), []byte(s.content))
+	if len(got) == 0 {
+		return "", mounts.PathErr("offer", p, mounts.ErrDenied)
+	}
+	return strings.Join(got, ""), nil
+}
+
+type offerer struct {
+	mounts.FS
+	sink mounts.PageSink
+}
+
+func (o *offerer) OfferPages(sink mounts.PageSink) bool { o.sink = sink; return true }
+
+// waysEnv is one workspace under one rule, served by both faces.
+type waysEnv struct {
+	b      *bridge
+	dryRun *agentbridge.Workspace
+	mp     string
+	audit  string
+	// content is the name's content before a row, next what a change
+	// writes; step names the row's run.
+	content, next, step string
+}
+
+func (s *waysEnv) operatorWrite(t *testing.T, p, content string) {
+	t.Helper()
+	require.NoError(t, mounts.WriteFile(context.Background(), s.b.ws.Union, mounts.NameOf(p), []byte(content), 0o644))
+	if w := s.b.ws.Export; w != nil && strings.HasPrefix(p, "/repo/") {
+		w.mounts[0].fs.Changed(strings.TrimPrefix(p, "/repo/"))
+	}
+	s.b.ws.Kernel.changed.notify(mounts.NameOf(p))
+}
+
+func (s *waysEnv) operatorRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := mounts.ReadFile(context.Background(), s.b.ws.Union, mounts.NameOf(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "<none>"
+	}
+	require.NoError(t, err)
+	return string(b)
+}
+
+func (s *waysEnv) checkpoint(t *testing.T) string {
+	t.Helper()
+	info, err := s.b.ws.Checkpoints.ws.Create(context.Background(), "")
+	require.NoError(t, err)
+	return info.ID
+}
+
+func (s *waysEnv) auditLen(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(s.audit)
+	require.NoError(t, err)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// auditAfter waits for a line after the first n that match says is the
+// one, and returns it. A kernel write's line follows the release, which
+// trails close(2).
+func (s *waysEnv) auditAfter(t *testing.T, n int, match func(policy.Record) bool) policy.Record {
+	t.Helper()
+	var found *policy.Record
+	require.Eventuallyf(t, func() bool {
+		f, err := os.Open(s.audit)
+		require.NoError(t, err)
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		for i := 0; sc.Scan(); i++ {
+			if i < n {
+				continue
+			}
+			var r policy.Record
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+			if match(r) {
+				found = &r
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "no audit line for %s", s.step)
+	return *found
+}
+
+func openWaysEnv(t *testing.T, rule string, secrets []string) *waysEnv {
+	t.Helper()
+	repo, _ := gitCommit(t, map[string]string{"secret.txt": "API_KEY=committed\n", "README": "hi\n"})
+	dir := t.TempDir()
+	var quoted []string
+	for _, p := range secrets {
+		quoted = append(quoted, `"`+p+`"`)
+	}
+	cfg := filepath.Join(dir, "ws.yaml")
+	audit := filepath.Join(dir, "audit.jsonl")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+mounts:
+  - {type: git, src: %s, dst: /repo, writable: true}
+  - {type: memory, dst: /memory, persist: %s}
+policy:
+  %s: [%s]
+audit: {path: %s}
+checkpoint: {tools: true, keep: 0}
+`, repo, filepath.Join(dir, "mem.db"), rule, strings.Join(quoted, ", "), audit)), 0o644))
+	mp := t.TempDir()
+	f := &bridgeFlags{dialect: agentbridge.DialectCursor}
+	f.ws.Config = cfg
+	b, err := openBridge(context.Background(), newApp(io.Discard, io.Discard), f, privateKernel, mp)
+	if err != nil {
+		fusetest.MountFailed(t, err)
+	}
+	t.Cleanup(func() { assert.NoError(t, b.Close()) })
+	// The same tree's tool face in a dry run, for the dry-run rows.
+	dry, err := agentbridge.New(policy.Freeze(b.ws.Tools.FS), agentbridge.Options{DryRun: true, Checkpoints: checkpointTools{b.ws.Checkpoints}})
+	require.NoError(t, err)
+	t.Cleanup(func() { dry.Close() })
+	return &waysEnv{b: b, dryRun: dry, mp: mp, audit: audit}
+}
+
+func TestPolicyBindsEveryWay(t *testing.T) {
+	fusetest.Need(t)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if fusetest.Required() {
+			t.Fatalf("bubblewrap required for the shell rows: %v", err)
+		}
+		t.Skip("bubblewrap not installed")
+	}
+	secrets := []string{"/memory/secret.txt", "/repo/secret.txt"}
+	for _, rule := range []string{"deny_read", "deny_write", "read_only"} {
+		t.Run(rule, func(t *testing.T) {
+			s := openWaysEnv(t, rule, secrets)
+			n := 0
+			for _, w := range ways {
+				for _, p := range secrets {
+					if w.repoOnly && !strings.HasPrefix(p, "/repo/") {
+						continue
+					}
+					n++
+					s.step = fmt.Sprintf("%d", n)
+					s.content = fmt.Sprintf("API_KEY=%s-%d\n", rule, n)
+					s.next = fmt.Sprintf("CHANGED=%s-%d\n", rule, n)
+					s.operatorWrite(t, p, s.content)
+					t.Run(w.name+" "+p, func(t *testing.T) { checkWay(t, s, w, rule, p) })
+				}
+			}
+		})
+	}
+}
+
+// checkWay runs w on p under rule and checks what came out, what changed
+// and what the audit log says.
+func checkWay(t *testing.T, s *waysEnv, w way, rule, p string) {
+	bound := !w.operator
+	before := s.auditLen(t)
+	out, err := w.do(t, s, p)
+	said := out
+	if err != nil {
+		said += "\n" + err.Error()
+	}
+	switch w.kind {
+	case reveals:
+		if bound && rule == "deny_read" {
+			assert.NotContains(t, said, "API_KEY=", "the content left the daemon")
+			assert.Regexp(t, `denied by policy|[Pp]ermission denied|withheld`, said, "refused as everywhere else")
+		} else {
+			assert.Contains(t, said, "API_KEY=", "the row reads the content when nothing denies it (or it would prove nothing)")
+		}
+	case searches:
+		if bound && rule == "deny_read" {
+			assert.NotContains(t, said, "API_KEY=", "the content, or that it matches, left the daemon")
+		} else {
+			assert.Contains(t, said, "API_KEY=", "the row finds the content when nothing denies it (or it would prove nothing)")
+		}
+	case names:
+		assert.NotContains(t, said, s.content, "a listing gives names only")
+		assert.Contains(t, said, p[strings.LastIndex(p, "/")+1:], "the name is shown, as stat shows it")
+	case changes:
+		after := s.operatorRead(t, p)
+		refuse := bound && (rule == "deny_write" || rule == "read_only" || (rule == "deny_read" && w.needsRead))
+		if refuse {
+			assert.Equal(t, s.content, after, "the name changed")
+			want := map[string]string{"deny_write": `denied by policy|[Pp]ermission denied`, "read_only": `[Rr]ead-only`, "deny_read": `denied by policy|[Pp]ermission denied`}[rule]
+			assert.Regexp(t, want, said, "refused as everywhere else")
+		} else {
+			require.NotEqual(t, s.content, after, "the way changes nothing when nothing denies it: %s", said)
+			if after != "<none>" {
+				assert.Equal(t, s.next, after)
+			}
+		}
+		if refuse && rule == "deny_read" {
+			// Refused before any change: the call's line says so.
+			s.auditAfter(t, before, func(r policy.Record) bool { return r.Op == "call" && r.Outcome != "ok" })
+			return
+		}
+		line := s.auditAfter(t, before, func(r policy.Record) bool { return r.Op != "call" && (r.Path == p || r.To == p) })
+		if refuse {
+			assert.NotEqual(t, "ok", line.Outcome, "a refused change is logged as refused")
+		} else {
+			assert.Equal(t, "ok", line.Outcome)
+		}
+		if w.operator {
+			assert.Equal(t, "operator", line.Face)
+		}
+	}
+}
+
+// TestPolicyWaysAreComplete: every tool of every dialect, every service of
+// the workspace and every JSON-RPC method has a row in ways (or a reason
+// in exempt).
+func TestPolicyWaysAreComplete(t *testing.T) {
+	covered := map[string]bool{}
+	for _, w := range ways {
+		for _, k := range w.tools {
+			covered[k] = true
+		}
+		for _, k := range w.services {
+			covered["service "+k] = true
+		}
+		for _, k := range w.methods {
+			covered["method "+k] = true
+		}
+	}
+	for _, d := range agentbridge.Dialects {
+		names, err := agentbridge.DialectTools(d)
+		require.NoError(t, err)
+		names = append(names, agentbridge.CheckpointVerbs...)
+		for _, n := range names {
+			k := d + "/" + n
+			if slices.Contains(agentbridge.CheckpointVerbs, n) {
+				k = "*/" + n
+			}
+			assert.True(t, covered[k] || exempt[d+"/"+n] != "", "no row for the tool %s of %s", n, d)
+		}
+	}
+	rt := reflect.TypeOf(workspace{})
+	for i := range rt.NumField() {
+		f := rt.Field(i).Name
+		if !slices.Contains(nonServices, f) {
+			assert.True(t, covered["service "+f], "no row for the workspace service %s", f)
+		}
+	}
+	for _, m := range jsonrpc.Methods {
+		if strings.HasPrefix(m, "tools.") || m == "workspace.brief" {
+			continue // the tool face's own: its tools are the rows
+		}
+		assert.True(t, covered["method "+m], "no row for the JSON-RPC method %s", m)
+	}
+}

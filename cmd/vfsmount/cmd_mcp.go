@@ -17,9 +17,10 @@ func mcpCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--config FILE] [--mount SPEC]... [--dialect D]",
 		Short: "serve the workspace's tools as an MCP server over stdio",
-		Long: `Builds one workspace, mounts its kernel face at a private temporary directory
-(for the shell tool) and serves its tools over MCP on stdin/stdout, in the
-dialect's names. The tool annotations say which tools are read-only,
+		Long: `Builds one workspace, mounts its kernel face for the shell tool in a mount
+namespace of its own (as root: no one else sees it, and it goes with the
+process however that ends) and serves its tools over MCP on stdin/stdout,
+in the dialect's names. The tool annotations say which tools are read-only,
 destructive or idempotent; the server's instructions are the workspace brief
 (the mount table: which paths are read-only). Logs go to stderr. At EOF on
 stdin it answers the requests already read (waiting up to 30 s for calls
@@ -43,7 +44,9 @@ The same in a harness's MCP config (.mcp.json):
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
-			b, err := openBridge(ctx, a, &bf, privateKernel, "")
+			// The kernel face is the shell's alone: in a mount namespace
+			// of this process's own where it can be (ns_private.go).
+			b, err := openBridge(ctx, a, &bf, privateKernel, privateMountpoint(a.logger))
 			if err != nil {
 				return err
 			}

@@ -20,14 +20,18 @@ func serveCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--mount SPEC]... --listen unix:PATH|tcp:127.0.0.1:PORT|stdio [--mountpoint DIR]",
 		Short: "serve the workspace's tools over JSON-RPC, with its kernel face",
-		Long: `Builds one workspace, mounts its kernel face at --mountpoint (or at a private
-temporary directory, for the shell tool) and serves JSON-RPC 2.0, one JSON
-message per line, on --listen: a unix socket, a TCP address, or stdio.
+		Long: `Builds one workspace, mounts its kernel face at --mountpoint (or, for the
+shell tool, in a mount namespace of its own: as root, no one else sees it and
+it goes with the process however that ends) and serves JSON-RPC 2.0, one
+JSON message per line, on --listen: a unix socket, a TCP address, or stdio.
 Methods:
   tools.list      {dialect?}                   -> {tools: [...]}
   tools.call      {name, arguments?, dialect?} -> {text, isError?}
   workspace.brief {}                           -> {brief}
-Calls run concurrently. SIGINT or SIGTERM stops serving, unmounts and exits 0.`,
+Calls run concurrently. At the end of stdin (--listen stdio) the requests
+already read are answered first, within 30 s. SIGINT or SIGTERM stops
+serving, unmounts and exits 0. A stale mount at --mountpoint (left by a
+killed server) is cleared.`,
 		Example: `  $ vfsmount serve --mount type=memory,dst=/memory --listen unix:/tmp/ws.sock &
   $ vfsmount call --server unix:/tmp/ws.sock ls '{"path": "/"}'
   memory/  [memory, writable]`,
@@ -61,6 +65,11 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return usageErrorf("serve: --listen %q: only loopback addresses (127.0.0.1, ::1, localhost) are allowed; the JSON-RPC face has no authentication", listen)
 		}
+	}
+	if mountpoint == "" {
+		// The kernel face is the shell's alone: in a mount namespace of
+		// this process's own where it can be (ns_private.go).
+		mountpoint = privateMountpoint(a.logger)
 	}
 	b, err := openBridge(ctx, a, bf, privateKernel, mountpoint)
 	if err != nil {

@@ -113,6 +113,15 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if err != nil {
 			return nil, err
 		}
+		if state == fusefs.StateStale {
+			// A --mountpoint is the host's to see: one a killed server
+			// left is cleared here, as mount clears one.
+			if err := fusefs.ForceUnmount(abs); err != nil {
+				return nil, fmt.Errorf("mountpoint %s: clearing a stale mount: %w", mountpoint, err)
+			}
+			a.logger.Warn("cleared a stale FUSE mount", "mountpoint", abs)
+			state = fusefs.StateNone
+		}
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}

@@ -186,3 +186,16 @@ func TestMissingAlternateIsNamedByAMiss(t *testing.T) {
 	assert.ErrorContains(t, err, blob.String())
 	assert.ErrorContains(t, err, gone)
 }
+
+func TestObjectDirsAreAbsolute(t *testing.T) {
+	_, clone := sharedClone(t)
+	t.Chdir(filepath.Dir(clone))
+	o, err := Open(filepath.Base(clone))
+	require.NoError(t, err)
+	defer o.Close()
+	dirs := o.ObjectDirs()
+	require.Len(t, dirs, 2)
+	for _, d := range dirs {
+		assert.True(t, filepath.IsAbs(d), d)
+	}
+}

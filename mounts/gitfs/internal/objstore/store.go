@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -94,6 +95,9 @@ func Open(path string) (*Store, error) {
 	// The git directory is the root of go-git's file system (a linked
 	// worktree's own, whose commondir file leads to the objects).
 	objDir := objectsDir(ps.Filesystem().Root())
+	if abs, err := filepath.Abs(objDir); err == nil {
+		objDir = abs // for ObjectDirs, and the alternates relative to it
+	}
 	alts, problems := alternates(objDir)
 	s := &Store{dirs: objectDirs{openObjectDir(objDir, ps.Filesystem())}, skipped: errors.Join(problems...)}
 	for _, d := range alts {

@@ -28,17 +28,19 @@ func TestE2EPipedRequestsAnswered(t *testing.T) {
 		args []string
 		in   string
 		ids  []string
+		// shellID is the id of the slow shell call.
+		shellID string
 	}{
 		{"mcp", []string{"mcp"}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/list"}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"` + slow + `"}}}
 {"jsonrpc":"2.0","id":"four","method":"tools/call","params":{"name":"ls","arguments":{"path":"/"}}}
-`, []string{`1`, `2`, `3`, `"four"`}},
+`, []string{`1`, `2`, `3`, `"four"`}, `3`},
 		{"serve stdio", []string{"serve", "--listen", "stdio"}, `{"jsonrpc":"2.0","id":1,"method":"tools.call","params":{"name":"shell","arguments":{"command":"` + slow + `"}}}
 {"jsonrpc":"2.0","id":2,"method":"tools.list"}
 {"jsonrpc":"2.0","id":"three","method":"tools.call","params":{"name":"ls","arguments":{"path":"/"}}}
-`, []string{`1`, `2`, `"three"`}},
+`, []string{`1`, `2`, `"three"`}, `1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -58,13 +60,7 @@ func TestE2EPipedRequestsAnswered(t *testing.T) {
 				assert.Contains(t, got, id, "no answer to id %s; stderr:\n%s", id, &errOut)
 			}
 			assert.Len(t, got, len(tc.ids))
-			var shell string
-			for _, a := range got {
-				if strings.Contains(a, "exit code") {
-					shell = a
-				}
-			}
-			assert.Contains(t, shell, `slept`, "the shell call ran to its end")
+			assert.Contains(t, got[tc.shellID], `slept`, "the shell call ran to its end; stderr:\n%s", &errOut)
 			assertNoVfsmountMounts(t)
 		})
 	}

@@ -55,8 +55,9 @@ func (a *args) base() string {
 // relative to the directory dir (a name of the workspace FS, "." for the
 // root), is cleaned lexically, and ".." at the root stays at the root, as
 // POSIX has it (/.. is /) and as the kernel does in the shell. Path
-// arguments, apply_patch paths, glob bases and symlink targets all go
-// through it, so no verb climbs above the root differently.
+// arguments, apply_patch paths and glob bases go through it, and symlink
+// targets through the same rule in [mounts.Resolve] (Rooted), so no verb
+// climbs above the root differently.
 func clean(dir, p string) string {
 	if !strings.HasPrefix(p, "/") {
 		p = mounts.PathOf(dir) + "/" + p
@@ -64,71 +65,17 @@ func clean(dir, p string) string {
 	return mounts.NameOf(path.Clean(p))
 }
 
-// maxSymlinkHops is the kernel's limit (MAXSYMLINKS), so a chain the
-// shell follows is one the verbs follow.
-const maxSymlinkHops = 40
-
-// resolve is the one symlink resolver of the tool face: every verb looks
-// its path up here. It follows symlinks in every component of name (a
-// cleaned name) the way the kernel does in the shell's namespace: an
-// absolute target is a workspace path, a relative one is relative to the
-// link's directory, both cleaned by [clean] (".." above the root stays at
-// the root). With followFinal false the last component is not followed
-// (lstat). With allowMissing, a missing tail is appended lexically and
-// exists is false, so writers can create it.
+// resolve is the tool face's view of [mounts.Resolve]: every verb looks its
+// path up here. It follows symlinks in every component of name (a cleaned
+// name) the way the kernel does in the shell's namespace, where the
+// workspace is the root: an absolute target is a workspace path, a
+// relative one is relative to the link's directory, and ".." above the
+// root stays at the root, as [clean] has it. With followFinal false the
+// last component is not followed (lstat). With allowMissing, a missing
+// tail is appended lexically and exists is false, so writers can create it.
 func (w *Workspace) resolve(ctx context.Context, name string, followFinal, allowMissing bool) (real string, a mounts.Attr, exists bool, err error) {
-	hops := 0
-	done := "."
-	rest := name
-	if rest == "." {
-		rest = ""
-	}
-	a, err = w.fsys.Stat(ctx, ".")
-	if err != nil {
-		return "", a, false, err
-	}
-	for rest != "" {
-		if !a.IsDir() {
-			return "", a, false, mounts.PathErr("stat", name, mounts.ErrNotDir)
-		}
-		elem, tail, _ := strings.Cut(rest, "/")
-		next := mounts.Join(done, elem)
-		na, serr := w.fsys.Stat(ctx, next)
-		if serr != nil {
-			if allowMissing && errors.Is(serr, fs.ErrNotExist) {
-				if tail != "" {
-					next = next + "/" + tail
-				}
-				return next, mounts.Attr{}, false, nil
-			}
-			return "", a, false, serr
-		}
-		if na.Mode&fs.ModeSymlink != 0 && (tail != "" || followFinal) {
-			hops++
-			if hops > maxSymlinkHops {
-				return "", a, false, mounts.PathErr("stat", name, mounts.ErrLoop)
-			}
-			target, lerr := w.fsys.ReadLink(ctx, next)
-			if lerr != nil {
-				return "", a, false, lerr
-			}
-			joined := clean(done, target)
-			if tail != "" {
-				joined = mounts.Join(joined, tail)
-			}
-			done, rest = ".", joined
-			if rest == "." {
-				rest = ""
-			}
-			a, err = w.fsys.Stat(ctx, ".")
-			if err != nil {
-				return "", a, false, err
-			}
-			continue
-		}
-		done, rest, a = next, tail, na
-	}
-	return done, a, true, nil
+	r, err := mounts.Resolve(ctx, w.fsys, name, mounts.ResolveOptions{Rooted: true, Lstat: !followFinal, AllowMissing: allowMissing})
+	return r.Name, r.Attr, r.Exists, err
 }
 
 // explain turns an error from the tree into one actionable sentence about

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"path"
-	"strings"
 	"sync"
 )
 
@@ -27,67 +25,18 @@ var (
 	_ fs.ReadLinkFS = (*ioFS)(nil)
 )
 
-const maxSymlinks = 40
-
-// resolve follows symlinks in every component of name, lexically inside the
-// mount. A link that climbs out of the root fails with ErrEscapes.
+// resolve follows symlinks in every component of name ([Resolve]), confined
+// to the mount: a link that climbs out of the root fails with ErrEscapes.
+// Every error names op and name.
 func (f *ioFS) resolve(op, name string) (string, Attr, error) {
 	if !ValidPath(name) {
 		return "", Attr{}, PathErr(op, name, fs.ErrInvalid)
 	}
-	hops := 0
-	done := "."
-	rest := name
-	if rest == "." {
-		rest = ""
+	r, err := Resolve(f.ctx, f.fsys, name, ResolveOptions{})
+	if err != nil {
+		return "", Attr{}, PathErr(op, name, unwrap(err))
 	}
-	for {
-		a, err := f.fsys.Stat(f.ctx, done)
-		if err != nil {
-			return "", Attr{}, PathErr(op, name, unwrap(err))
-		}
-		if a.Mode&fs.ModeSymlink != 0 {
-			hops++
-			if hops > maxSymlinks {
-				return "", Attr{}, PathErr(op, name, ErrLoop)
-			}
-			target, err := f.fsys.ReadLink(f.ctx, done)
-			if err != nil {
-				return "", Attr{}, PathErr(op, name, unwrap(err))
-			}
-			dir, _ := Split(done)
-			var joined string
-			if strings.HasPrefix(target, "/") {
-				joined = path.Clean(strings.TrimLeft(target, "/"))
-			} else {
-				joined = path.Clean(path.Join(dir, target))
-			}
-			if joined == ".." || strings.HasPrefix(joined, "../") || strings.HasPrefix(target, "/") {
-				return "", Attr{}, PathErr(op, name, ErrEscapes)
-			}
-			if joined == "" {
-				joined = "."
-			}
-			done = "."
-			if rest == "" {
-				rest = joined
-			} else if joined != "." {
-				rest = joined + "/" + rest
-			}
-			if rest == "." {
-				rest = ""
-			}
-			continue
-		}
-		if rest == "" {
-			return done, a, nil
-		}
-		if !a.IsDir() {
-			return "", Attr{}, PathErr(op, name, ErrNotDir)
-		}
-		elem, tail, _ := strings.Cut(rest, "/")
-		done, rest = Join(done, elem), tail
-	}
+	return r.Name, r.Attr, nil
 }
 
 func unwrap(err error) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // Dialect names.
@@ -30,7 +29,7 @@ type dialectTool struct {
 	name    string
 	verb    string
 	desc    string
-	schema  string
+	schema  toolSchema
 	rename  map[string]string // dialect key -> canonical key
 	reshape func(a *args) error
 	// run, when set, runs the tool instead of its verb's function: a tool
@@ -47,28 +46,11 @@ type dialectTool struct {
 	// patchResult, when set, shapes the result of an apply_patch typed
 	// into this shell tool (patch_shell.go), as the harness shows it.
 	patchResult func(text string) string
-
-	keysOnce sync.Once
-	keySet   map[string]bool
 }
 
 // keys is the set of argument names the tool's schema has: what parseArgs
 // accepts, with the aliases its rename adds.
-func (t *dialectTool) keys() map[string]bool {
-	t.keysOnce.Do(func() {
-		var s struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if err := json.Unmarshal([]byte(t.schema), &s); err != nil {
-			panic(fmt.Sprintf("tool %s: bad schema: %v", t.name, err)) // static data
-		}
-		t.keySet = map[string]bool{}
-		for k := range s.Properties {
-			t.keySet[k] = true
-		}
-	})
-	return t.keySet
-}
+func (t *dialectTool) keys() map[string]bool { return t.schema.keys }
 
 func (d *dialect) find(name string) *dialectTool {
 	for _, t := range d.tools {
@@ -79,9 +61,10 @@ func (d *dialect) find(name string) *dialectTool {
 	return nil
 }
 
-// dialects is the registry. A new dialect is a name above and in
-// Dialects, a row here, and its tools in dialect_NAME.go: each a name, a
-// schema, and the renames and reshapes onto a canonical verb.
+// dialects is the registry, plain data built once with the package. A new
+// dialect is a name above and in Dialects, a row here, and its tools and
+// their runs in dialect_NAME.go: each a name, a schema, and the renames
+// and reshapes onto a canonical verb.
 var dialects = map[string]*dialect{
 	DialectCursor: {name: DialectCursor, tools: cursorTools()},
 	DialectClaude: {name: DialectClaude, tools: claudeTools()},
@@ -116,12 +99,6 @@ func DialectTools(dialect string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// canonical is the canonical dialect, set once the registry is built (a
-// tool's run reaches argName, so the registry cannot be named there).
-var canonical *dialect
-
-func init() { canonical = dialects[DialectCursor] }
 
 type dialectKey struct{}
 
@@ -164,11 +141,14 @@ func listHint(ctx context.Context) string {
 // key (a canonical key), for a hint that tells the caller what to pass
 // next ("call read_file with offset=…"); ok is false when that tool has no
 // such argument (codex's grep_files has no offset), so the hint must say
-// something else.
+// something else. Outside a dialect they are the verb and the key, as
+// toolName has it. (Every call is in one: [Workspace.Call] puts it in ctx.
+// That is also why this does not look the canonical dialect up: a tool's
+// run reaches here, so the registry cannot be named here.)
 func argName(ctx context.Context, verb, key string) (tool, arg string, ok bool) {
 	d, _ := ctx.Value(dialectKey{}).(*dialect)
 	if d == nil {
-		d = canonical
+		return verb, key, true
 	}
 	for _, t := range d.tools {
 		if t.verb != verb || t.hidden {
@@ -199,7 +179,21 @@ type prop struct {
 	req  bool
 }
 
-func schema(props ...prop) string {
+// A toolSchema is a tool's input schema: its JSON text, as a harness gets
+// it, and the argument names it has.
+type toolSchema struct {
+	text string
+	keys map[string]bool
+}
+
+// schema is the input schema of an object with props.
+func schema(props ...prop) toolSchema {
+	return encodeSchema(schemaObject(props))
+}
+
+// schemaObject is the schema of props as a JSON value, for a dialect that
+// adds to it (codex's strictSchema).
+func schemaObject(props []prop) map[string]any {
 	ps := map[string]any{}
 	var req []string
 	for _, p := range props {
@@ -221,11 +215,22 @@ func schema(props ...prop) string {
 	if len(req) > 0 {
 		m["required"] = req
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err) // static data
+	return m
+}
+
+// encodeSchema encodes a schema object made by schemaObject. Its values are
+// strings, booleans, numbers, and maps and slices of them, which
+// encoding/json always encodes, so there is no error to report; the golden
+// files pin every schema's text.
+func encodeSchema(m map[string]any) toolSchema {
+	b, _ := json.Marshal(m)
+	s := toolSchema{text: string(b), keys: map[string]bool{}}
+	if ps, ok := m["properties"].(map[string]any); ok {
+		for k := range ps {
+			s.keys[k] = true
+		}
 	}
-	return string(b)
+	return s
 }
 
 var (

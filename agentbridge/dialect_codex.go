@@ -184,17 +184,10 @@ It is important to remember:
 
 // strictSchema is schema with additionalProperties false, as codex-rs
 // declares every tool.
-func strictSchema(props ...prop) string {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(schema(props...)), &m); err != nil {
-		panic(err) // static data
-	}
+func strictSchema(props ...prop) toolSchema {
+	m := schemaObject(props)
 	m["additionalProperties"] = false
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return encodeSchema(m)
 }
 
 // codexGrepFiles asks grep for paths, at most 100 unless limit says

@@ -37,7 +37,7 @@ func goldenDialect(t *testing.T, name, reference string) []byte {
 	var tools []goldenTool
 	for _, tool := range d.tools {
 		var schema any
-		require.NoError(t, json.Unmarshal([]byte(tool.schema), &schema), tool.name)
+		require.NoError(t, json.Unmarshal([]byte(tool.schema.text), &schema), tool.name)
 		raw, err := json.MarshalIndent(schema, "    ", "  ")
 		require.NoError(t, err)
 		a := ann[tool.verb]

@@ -180,7 +180,7 @@ func (w *Workspace) checkpointDefs() []ToolDef {
 	var out []ToolDef
 	for _, t := range checkpointToolList {
 		if v := w.verbs[t.verb]; v != nil {
-			out = append(out, ToolDef{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema), Annotations: v.ann})
+			out = append(out, ToolDef{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema.text), Annotations: v.ann})
 		}
 	}
 	return out

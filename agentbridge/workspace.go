@@ -208,7 +208,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 		out = append(out, ToolDef{
 			Name:        t.name,
 			Description: t.desc,
-			InputSchema: json.RawMessage(t.schema),
+			InputSchema: json.RawMessage(t.schema.text),
 			Annotations: ann,
 		})
 	}

@@ -434,7 +434,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 		msg := fmt.Sprintf("Command running in background with ID: %d. Read its output with TaskOutput (task_id %q; block: false answers at once) and stop it with TaskStop.", id, strconv.Itoa(id))
 		if pruned != nil {
 			pruned.stop("the session had too many processes")
-			msg += fmt.Sprintf("\nTask %d (%s) was stopped: a session keeps at most %d.", pruned.id, clip(pruned.cmdline), maxSessionProcs)
+			msg += fmt.Sprintf("\nTask %d (%s) was stopped: a session keeps at most %d.", pruned.id, clip(pruned.cmdline), w.maxSessionProcs)
 		}
 		return msg, nil
 	}

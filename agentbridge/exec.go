@@ -21,7 +21,7 @@ import (
 //     ends by then is reported with its exit code; one still running keeps
 //     running in the caller's [Session] under a session id, and
 //     write_stdin reads what it printed since (and, with tty, types into
-//     it). A session keeps at most maxSessionProcs processes (the least
+//     it). A session keeps at most 16 processes (the least
 //     recently used is stopped for a new one), none longer than
 //     Limits.MaxShellTimeout, and stops them all when it closes. A call
 //     that is a session of its own (no [WithSession]) cannot keep one: the
@@ -91,7 +91,7 @@ func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 			if err == nil {
 				if pruned != nil {
 					pruned.stop("the session had too many processes")
-					notes = append(notes, fmt.Sprintf("session ID %d (%s) was stopped: a session keeps at most %d processes", pruned.id, clip(pruned.cmdline), maxSessionProcs))
+					notes = append(notes, fmt.Sprintf("session ID %d (%s) was stopped: a session keeps at most %d processes", pruned.id, clip(pruned.cmdline), w.maxSessionProcs))
 				}
 				w.bound(p)
 				return codexExecText(time.Since(start), nil, id, buf.drain(), tokens, notes), nil

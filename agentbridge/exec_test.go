@@ -197,9 +197,7 @@ func TestExecCommand(t *testing.T) {
 // closes.
 func TestExecSessionBounds(t *testing.T) {
 	w := kernelWorkspaceOpts(t, nil, func(o *Options) { o.Limits.MaxShellTimeout = 3 * time.Second })
-	old := maxSessionProcs
-	maxSessionProcs = 2
-	t.Cleanup(func() { maxSessionProcs = old })
+	w.maxSessionProcs = 2
 	start := func(s *Session) string {
 		t.Helper()
 		r := sessionCall(t, w, s, "codex", "exec_command", obj{"cmd": "sleep 60", "yield_time_ms": 250})

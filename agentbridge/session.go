@@ -32,10 +32,10 @@ type Session struct {
 	closed bool
 }
 
-// maxSessionProcs bounds the processes one session keeps running; the
-// least recently used one is stopped to start another, as Codex prunes
-// its own.
-var maxSessionProcs = 16 // a variable for tests
+// defaultMaxSessionProcs bounds the processes one session keeps running
+// (Workspace.maxSessionProcs); the least recently used one is stopped to
+// start another, as Codex prunes its own.
+const defaultMaxSessionProcs = 16
 
 // NewSession opens a session of this workspace. Close it when the caller
 // goes away; [Workspace.Close] closes those still open.
@@ -106,7 +106,7 @@ func (s *Session) add(p *process) (id int, pruned *process, err error) {
 	if s.closed || s.oneCall {
 		return 0, nil, errors.New("this session keeps no processes")
 	}
-	if len(s.procs) >= maxSessionProcs {
+	if len(s.procs) >= s.w.maxSessionProcs {
 		ids := make([]int, 0, len(s.procs))
 		for id := range s.procs {
 			ids = append(ids, id)

@@ -18,7 +18,8 @@ import (
 )
 
 // ShellOptions enable the shell verb. The shell runs each command under
-// bubblewrap in a private mount namespace built like this:
+// bubblewrap (bwrap, found in PATH) in a private mount namespace built
+// like this:
 //
 //   - read-only binds of the system directories that exist: /usr, /bin,
 //     /sbin, /lib, /lib32, /lib64, /libx32, /etc;
@@ -40,8 +41,6 @@ type ShellOptions struct {
 	// Mountpoint is the host directory where the kernel face serves the
 	// workspace root.
 	Mountpoint string
-	// Bwrap is the bubblewrap binary; "" looks up "bwrap" in PATH.
-	Bwrap string
 	// Env holds extra KEY=VALUE entries.
 	Env []string
 	// Network keeps the host network reachable from the shell.
@@ -89,11 +88,7 @@ func newShellRunner(opts ShellOptions, names func(context.Context) ([]string, er
 	if !filepath.IsAbs(opts.Mountpoint) {
 		return nil, errors.New("the kernel mountpoint must be an absolute path")
 	}
-	bw := opts.Bwrap
-	if bw == "" {
-		bw = "bwrap"
-	}
-	path, err := exec.LookPath(bw)
+	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return nil, fmt.Errorf("bubblewrap (bwrap) not found: install the bubblewrap package")
 	}

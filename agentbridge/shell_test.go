@@ -214,11 +214,12 @@ func TestCheckNames(t *testing.T) {
 }
 
 func TestNoShellWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // a machine without bubblewrap
 	mem := memfs.New(memfs.Options{})
-	w, err := New(mem, Options{Shell: &ShellOptions{Mountpoint: t.TempDir(), Bwrap: "/nonexistent/bwrap"}})
+	w, err := New(mem, Options{Shell: &ShellOptions{Mountpoint: t.TempDir()}})
 	require.NoError(t, err)
 	assert.NotContains(t, w.Verbs(), VerbShell)
-	_, err = New(mem, Options{Tools: []string{"shell"}, Shell: &ShellOptions{Mountpoint: t.TempDir(), Bwrap: "/nonexistent/bwrap"}})
+	_, err = New(mem, Options{Tools: []string{"shell"}, Shell: &ShellOptions{Mountpoint: t.TempDir()}})
 	assert.ErrorContains(t, err, `tools: "shell" cannot be served: bubblewrap (bwrap) not found`)
 }
 

@@ -69,6 +69,9 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
+	// maxSessionProcs bounds the processes a session keeps running
+	// (defaultMaxSessionProcs; a test makes it small).
+	maxSessionProcs int
 
 	sessMu   sync.Mutex
 	sessions map[*Session]struct{} // open sessions, closed by Close
@@ -115,7 +118,8 @@ type ToolDef struct {
 // unknown verb or one the tree cannot serve.
 func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	w := &Workspace{fsys: fsys, log: opts.Logger,
-		before: opts.BeforeCall, after: opts.AfterCall, dryRun: opts.DryRun, limits: opts.Limits.withDefaults()}
+		before: opts.BeforeCall, after: opts.AfterCall, dryRun: opts.DryRun, limits: opts.Limits.withDefaults(),
+		maxSessionProcs: defaultMaxSessionProcs}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}

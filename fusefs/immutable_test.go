@@ -77,7 +77,7 @@ func immutableWorkspace(t *testing.T) (*union.Union, *countingFS, []byte) {
 
 func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 	u, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{Immutable: true})
+	srv, dir := mountFS(t, u, Options{StackConnections: true})
 	root := filepath.Join(dir, "repo")
 
 	below, err := MountsBelow(dir)
@@ -149,7 +149,7 @@ func TestImmutableRootOnItsOwnConnection(t *testing.T) {
 // the server's own unmount must still succeed once it is idle.
 func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{Immutable: true})
+	srv, dir := mountFS(t, u, Options{StackConnections: true})
 	busy, err := os.Open(filepath.Join(dir, "memory"))
 	require.NoError(t, err)
 	require.NoError(t, unix.Unmount(filepath.Join(dir, "repo"), 0))
@@ -164,7 +164,7 @@ func TestImmutableRootUnmountedFromOutside(t *testing.T) {
 
 func TestImmutableRootForceUnmount(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	srv, dir := mountFS(t, u, Options{Immutable: true})
+	srv, dir := mountFS(t, u, Options{StackConnections: true})
 	f, err := os.Open(filepath.Join(dir, "repo", "big")) // keeps the inner mount busy
 	require.NoError(t, err)
 	require.NoError(t, ForceUnmount(dir))
@@ -186,8 +186,8 @@ func TestImmutableRootForceUnmount(t *testing.T) {
 func TestImmutableRootsRefused(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"memory", "nope", "../x"},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, dir := mountSeamed(t, u, Options{StackConnections: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, seams{roots: []string{"memory", "nope", "../x"}})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "no root qualified")
@@ -202,8 +202,8 @@ func TestImmutableRootsRefused(t *testing.T) {
 func TestImmutableRootInsideAnother(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	var logs syncBuffer
-	_, dir := mountFS(t, u, Options{Immutable: true, roots: []string{"repo", "repo/d"},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, dir := mountSeamed(t, u, Options{StackConnections: true,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}, seams{roots: []string{"repo", "repo/d"}})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(dir, "repo")}, below, "one connection for the outer root")
@@ -216,7 +216,7 @@ func TestImmutableRootInsideAnother(t *testing.T) {
 func TestWholeTreeImmutable(t *testing.T) {
 	fusetest.Need(t)
 	_, repo, big := immutableWorkspace(t)
-	srv, dir := mountFS(t, repo, Options{Immutable: true})
+	srv, dir := mountFS(t, repo, Options{StackConnections: true})
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "the main connection is the immutable one")
@@ -246,7 +246,7 @@ func TestReadaheadFillsThePageCache(t *testing.T) {
 	}
 	require.NoError(t, mounts.WriteFile(ctx, content, "d/huge", make([]byte, readpattern.Default.FileMax+1), 0o644))
 	repo := newAheadFS(content)
-	srv, dir := mountFS(t, repo, Options{Immutable: true})
+	srv, dir := mountFS(t, repo, Options{StackConnections: true})
 	ents, err := os.ReadDir(filepath.Join(dir, "d")) // READDIRPLUS: the kernel knows every node
 	require.NoError(t, err)
 	require.Len(t, ents, 7)
@@ -282,7 +282,7 @@ func TestReadaheadStoresANodeOnce(t *testing.T) {
 	content := memfs.New(memfs.Options{})
 	require.NoError(t, mounts.WriteFile(ctx, content, "a", []byte("alpha"), 0o644))
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	srv, dir := mountFS(t, repo, Options{Immutable: true})
+	srv, dir := mountFS(t, repo, Options{StackConnections: true})
 	_, err := os.Stat(filepath.Join(dir, "a")) // the kernel knows the node
 	require.NoError(t, err)
 	ch := srv.conn.root.GetChild("a")
@@ -317,7 +317,7 @@ func TestImmutableListingsWithoutOpendir(t *testing.T) {
 	repo := &countingFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
 	u, err := union.New(map[string]mounts.FS{"/memory": memfs.New(memfs.Options{}), "/repo": repo})
 	require.NoError(t, err)
-	_, dir := mountFS(t, u, Options{Immutable: true})
+	_, dir := mountFS(t, u, Options{StackConnections: true})
 	big := filepath.Join(dir, "repo", "big")
 	for pass := range 2 {
 		f, err := os.Open(big)
@@ -350,7 +350,7 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 		}
 	}
 	repo := newAheadFS(content)
-	srv, dir := mountFS(t, repo, Options{Immutable: true})
+	srv, dir := mountFS(t, repo, Options{StackConnections: true})
 	read := func(name string) {
 		t.Helper()
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -481,7 +481,7 @@ func TestReaddirplusUsesStatDir(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, fmt.Sprintf("d/f%02d", i), bytes.Repeat([]byte("x"), i), 0o644))
 	}
 	fsys := &statDirFS{describedFS: describedFS{content, mounts.Description{Type: "git", Immutable: true}}}
-	_, dir := mountFS(t, fsys, Options{Immutable: true})
+	_, dir := mountFS(t, fsys, Options{StackConnections: true})
 	_, err := os.Stat(filepath.Join(dir, "d"))
 	require.NoError(t, err)
 	before := fsys.stats.Load()
@@ -522,7 +522,7 @@ func TestABrokenEntryFailsAlone(t *testing.T) {
 		require.NoError(t, mounts.WriteFile(ctx, content, "d/"+name, []byte(name), 0o644))
 	}
 	fsys := &brokenEntryFS{describedFS{content, mounts.Description{Type: "git", Immutable: true}}, "d/bad"}
-	_, dir := mountFS(t, fsys, Options{Immutable: true})
+	_, dir := mountFS(t, fsys, Options{StackConnections: true})
 
 	ents, err := os.ReadDir(filepath.Join(dir, "d"))
 	require.NoError(t, err, "the directory lists")
@@ -581,7 +581,7 @@ func TestImmutableRoots(t *testing.T) {
 func TestOpensSayWhenTheKernelKeepsThePages(t *testing.T) {
 	fusetest.Need(t)
 	_, repo, big := immutableWorkspace(t)
-	_, dir := mountFS(t, repo, Options{Immutable: true})
+	_, dir := mountFS(t, repo, Options{StackConnections: true})
 	got, err := os.ReadFile(filepath.Join(dir, "big"))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(big, got))

@@ -78,7 +78,7 @@ func TestInterruptedListingCompletes(t *testing.T) {
 	u, err := union.New(map[string]mounts.FS{"/host": h})
 	require.NoError(t, err)
 	hook := &holdListing{entered: make(chan struct{}), interrupted: make(chan struct{})}
-	_, dir := mountFS(t, u, Options{wrapRaw: func(r fuse.RawFileSystem) fuse.RawFileSystem {
+	_, dir := mountSeamed(t, u, Options{}, seams{wrapRaw: func(r fuse.RawFileSystem) fuse.RawFileSystem {
 		hook.RawFileSystem = r
 		return hook
 	}})

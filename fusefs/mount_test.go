@@ -26,9 +26,15 @@ import (
 // mountFS mounts fsys on a fresh directory for the length of the test.
 func mountFS(t *testing.T, fsys mounts.FS, opts Options) (*Server, string) {
 	t.Helper()
+	return mountSeamed(t, fsys, opts, seams{})
+}
+
+// mountSeamed is mountFS with the seams of a test.
+func mountSeamed(t *testing.T, fsys mounts.FS, opts Options, sm seams) (*Server, string) {
+	t.Helper()
 	fusetest.Need(t)
 	dir := t.TempDir()
-	srv, err := Mount(dir, fsys, opts)
+	srv, err := mount(dir, fsys, opts, sm)
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}

@@ -45,8 +45,8 @@ type node struct {
 	// pushed is set while the page store hands the node's content to
 	// the kernel, and stays set once it did.
 	pushed atomic.Bool
-	// listing is a directory's listing on an immutable connection, kept
-	// once read. The stream hands out copies of its entries.
+	// listing is a directory's listing on a connection that keeps
+	// listings (strategy.keepListings), kept once read. The stream hands out copies of its entries.
 	listing []fuse.DirEntry
 	// pinned is the file a node of a copy-on-write connection got when it
 	// lost its last name (pinOrphan), also in open; wrote is set once it
@@ -150,12 +150,7 @@ func (n *node) child(elem string) (string, syscall.Errno) {
 // newChild makes (or finds, for a hard link) the inode for name with
 // attributes a, and fills out.
 func (n *node) newChild(ctx context.Context, name string, a mounts.Attr, out *fuse.EntryOut) *gofs.Inode {
-	pol := n.cache
-	if !n.conn.immutable {
-		// A name may be a mount point of another mount; on an
-		// immutable connection every name is immutable.
-		pol = n.conn.policy(name)
-	}
+	pol := n.conn.how.policy(n.conn, name)
 	fillAttr(&out.Attr, a)
 	out.SetEntryTimeout(pol.entry)
 	out.SetAttrTimeout(pol.attr)
@@ -338,9 +333,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 
 func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	defer n.conn.rescue("readdir", &errno)
-	if n.conn.immutable {
-		// Immutable: the listing is built once (each READDIR of a
-		// connection without OPENDIR reads it afresh, see noOpendir).
+	if n.conn.how.keepListings {
+		// The listing is built once (each READDIR of a connection
+		// without OPENDIR reads it afresh, see noOpendir).
 		n.mu.Lock()
 		list := n.listing
 		n.mu.Unlock()
@@ -359,7 +354,8 @@ func (n *node) Readdir(ctx context.Context) (ds gofs.DirStream, errno syscall.Er
 	return n.listFrom(ents), 0
 }
 
-// listFrom makes the stream of a listing (kept on immutable connections).
+// listFrom makes the stream of a listing (kept where
+// strategy.keepListings says).
 func (n *node) listFrom(ents []mounts.DirEntry) gofs.DirStream {
 	// The contract has the mount return entries sorted, which keeps the
 	// stream deterministic (go-fuse loses entries otherwise).
@@ -379,7 +375,7 @@ func (n *node) listFrom(ents []mounts.DirEntry) gofs.DirStream {
 	for _, e := range ents {
 		list = append(list, fuse.DirEntry{Name: e.Name, Mode: mounts.TypeBits(e.Type), Ino: e.Ino})
 	}
-	if n.conn.immutable {
+	if n.conn.how.keepListings {
 		n.mu.Lock()
 		n.listing = list
 		n.mu.Unlock()
@@ -398,9 +394,9 @@ func openFlags(flags uint32) int {
 
 func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
 	defer n.conn.rescue("open", &errno)
-	if n.conn.openless {
-		// See "# Immutable mounts": the kernel takes ENOSYS as a
-		// success, and never sends OPEN on this connection again.
+	if n.conn.how.openless {
+		// See "# Connections": the kernel takes ENOSYS as a success,
+		// and never sends OPEN on this connection again.
 		return nil, 0, syscall.ENOSYS
 	}
 	name, ok := n.name()
@@ -757,7 +753,7 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	n := d.n
 	sd, ok := n.conn.fsys.(mounts.StatDirFS)
-	if !ok || !n.conn.openless {
+	if !ok || !n.conn.how.openless {
 		return n.Readdir(ctx)
 	}
 	n.mu.Lock()

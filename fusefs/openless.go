@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -17,40 +16,58 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
-// This file is what the two kinds of openless connection share (see "#
-// Immutable mounts" and "# Copy-on-write mounts" in the package doc): the
-// kernel opens and closes files without asking, so READ, WRITE and FSYNC
-// arrive without a handle and go through the connection's file cache
-// (readerCache), and a file unlinked while the kernel may hold it open
-// keeps a file of its own until the kernel forgets it (pinOrphan).
+// This file is what the two openless kinds of connection share
+// (strategy.openless; see "# Connections" in the package doc): the kernel
+// opens and closes files and directories without asking, so READ, WRITE
+// and FSYNC arrive without a handle and go through the connection's file
+// cache (readerCache), READDIR without one through a handle opened for the
+// request (noOpendir), and a file unlinked while the kernel may hold it
+// open keeps a file of its own until the kernel forgets it (pinOrphan).
 
-// CopyOnWriteRoots returns the directories [Options.Immutable] serves on
-// copy-on-write connections of their own, from fsys's mount table
-// ([mounts.Mounts]): the mount points of copy-on-write mounts
-// ([mounts.Description.CopyOnWrite], a writable git mount with a memory
-// upper) with no other mount below them.
-func CopyOnWriteRoots(fsys mounts.FS) []string {
-	var roots []string
-	table := mounts.Mounts(fsys)
-	for _, m := range table {
-		if !m.CopyOnWrite || m.External || m.Prefix == "/" {
-			continue
-		}
-		nested := false
-		for _, o := range table {
-			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
-		}
-		if !nested {
-			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
-		}
-	}
-	return roots
+// noOpendir lets the kernel open the directories of an openless
+// connection without asking, as it opens the files (see "# Connections"
+// in the package doc): OPENDIR answers ENOSYS, after which the
+// kernel sends no OPENDIR or RELEASEDIR on the connection again, caches
+// listings as if every open had asked for FOPEN_CACHE_DIR, and reads
+// directories with no handle. go-fuse's node layer lists a directory only
+// through a handle, so a handle-less READDIR(PLUS) is served through one
+// opened for that request alone and positioned at the request's offset
+// (the listing of an immutable directory is the same every time).
+type noOpendir struct {
+	fuse.RawFileSystem
 }
 
-// setCopyOnWrite makes c a copy-on-write connection: openless, writable.
-func (c *conn) setCopyOnWrite() {
-	c.openless = true
-	c.readers = newReaderCache(maxReaders)
+func (r noOpendir) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	return fuse.ENOSYS
+}
+
+func (r noOpendir) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDir(cancel, in, out)
+	})
+}
+
+func (r noOpendir) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
+		return r.RawFileSystem.ReadDirPlus(cancel, in, out)
+	})
+}
+
+// withHandle runs read with a handle of the directory in.NodeId, opened for
+// it when the request has none.
+func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func(*fuse.ReadIn) fuse.Status) fuse.Status {
+	if in.Fh != 0 {
+		return read(in)
+	}
+	open := fuse.OpenIn{InHeader: in.InHeader, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
+	var opened fuse.OpenOut
+	if st := r.RawFileSystem.OpenDir(cancel, &open, &opened); st != fuse.OK {
+		return st
+	}
+	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in.InHeader, Fh: opened.Fh})
+	with := *in
+	with.Fh = opened.Fh
+	return read(&with)
 }
 
 // readNoHandle serves a READ without a handle, which only an openless
@@ -159,7 +176,7 @@ func (n *node) opener(ctx context.Context) func(write bool) (mounts.File, bool, 
 // leads to it. The file goes with the kernel's FORGET, which comes after
 // the last close. It returns undo, for when op fails.
 func (n *node) pinOrphan(ctx context.Context) (undo func()) {
-	if !n.conn.openless || n.conn.immutable || n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
+	if !n.conn.how.writesByName || n.StableAttr().Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return func() {}
 	}
 	n.mu.Lock()
@@ -187,7 +204,7 @@ func (n *node) pinOrphan(ctx context.Context) (undo func()) {
 
 // pinChild pins the file directory n knows as elem, if any (pinOrphan).
 func (n *node) pinChild(ctx context.Context, elem string) (undo func()) {
-	if !n.conn.openless || n.conn.immutable {
+	if !n.conn.how.writesByName {
 		return func() {}
 	}
 	cn, ok := nodeOf(n.GetChild(elem))

@@ -42,7 +42,7 @@ func (f syncingFile) Sync() error { f.syncs.Add(1); return f.WritableFile.Sync()
 
 // cowWorkspace is an overlay of a memory upper over an immutable memory
 // tree on /repo, next to a memory mount on /memory, mounted with
-// Options.Immutable: /repo gets a copy-on-write connection of its own.
+// Options.StackConnections: /repo gets a copy-on-write connection of its own.
 func cowWorkspace(t *testing.T, files map[string]string) (*Server, string, *overlayfs.FS) {
 	srv, dir, ov, _ := cowWorkspaceUpper(t, files)
 	return srv, dir, ov
@@ -64,10 +64,11 @@ func cowWorkspaceUpper(t *testing.T, files map[string]string) (*Server, string, 
 	u, err := union.New(map[string]mounts.FS{"/repo": ov, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"repo"}, CopyOnWriteRoots(u))
-	srv, dir := mountFS(t, u, Options{Immutable: true})
+	srv, dir := mountFS(t, u, Options{StackConnections: true})
 	require.Len(t, srv.subs, 1, "/repo on a connection of its own")
 	c := srv.subs[0].conn
-	require.True(t, c.openless && !c.immutable)
+	require.Equal(t, kindCopyOnWrite, c.kind)
+	require.True(t, c.how.openless && !c.how.keepListings && !c.how.readOnly)
 	return srv, dir, ov, upper
 }
 

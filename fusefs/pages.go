@@ -2,11 +2,8 @@ package fusefs
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"log/slog"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,188 +12,22 @@ import (
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
-	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
-// This file is the immutable-connection mode, [Options.Immutable] (see "#
-// Immutable mounts" in the package doc): which directories get a
-// connection of their own, how one is mounted (copy-on-write ones too),
-// READDIR without a handle (noOpendir), and the page store. What every
-// connection without OPEN shares, READ and WRITE without a handle among
-// it, is in openless.go.
-
-// ImmutableRoots returns the directories [Options.Immutable] serves on
-// connections of their own, from fsys's mount table ([mounts.Mounts]): the
-// mount points of immutable mounts with no other mount below them, or "."
-// when every mount is immutable, or fsys is a single immutable mount.
-// A writable mount over an immutable one (a copy-on-write git mount)
-// describes itself as not immutable, and is none of them.
-func ImmutableRoots(fsys mounts.FS) []string {
-	table := mounts.Mounts(fsys)
-	if table == nil {
-		if mounts.Describe(fsys).Immutable {
-			return []string{"."}
-		}
-		return nil
-	}
-	var roots []string
-	all := true
-	for _, m := range table {
-		if !m.Immutable {
-			all = false
-			continue
-		}
-		name := strings.TrimPrefix(m.Prefix, "/")
-		if name == "" {
-			name = "."
-		}
-		nested := slices.ContainsFunc(table, func(o mounts.MountInfo) bool {
-			return o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/"))
-		})
-		if !nested && name != "." {
-			roots = append(roots, name)
-		}
-	}
-	if all && len(table) > 0 {
-		return []string{"."}
-	}
-	return roots
-}
-
-// immutableStart applies opts.Immutable to the main connection c before it
-// is mounted: with "." among the roots, c itself is an immutable
-// connection (and read-only). It returns the roots to stack on c once it
-// is mounted.
-func (c *conn) immutableStart(opts *Options, logger *slog.Logger) []string {
-	if !opts.Immutable {
-		return nil
-	}
-	all := opts.roots
-	if all == nil {
-		all = append(ImmutableRoots(c.fsys), CopyOnWriteRoots(c.fsys)...)
-	}
-	var roots []string
-	for _, root := range all {
-		switch {
-		case root != ".":
-			roots = append(roots, root)
-		case mounts.Describe(c.fsys).Immutable:
-			// Everything is immutable: the main connection is one.
-			c.setImmutable()
-			opts.ReadOnly = true
-		default:
-			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
-		}
-	}
-	return roots
-}
-
-// mountStacked mounts root's subtree, immutable or copy-on-write, on a
-// connection of its own, on top of the directory the main connection shows
-// there.
-func (s *Server) mountStacked(root string, opts Options) (*Server, error) {
-	fsys := s.conn.fsys
-	if !mounts.ValidPath(root) || root == "." {
-		return nil, fmt.Errorf("not a directory name: %q", root)
-	}
-	d := mounts.DescribeAt(fsys, root)
-	if !d.Immutable && (!d.CopyOnWrite || d.External) {
-		return nil, errors.New("its content is neither immutable nor copy-on-write")
-	}
-	ctx := mountCtx()
-	parent, err := fsys.Stat(ctx, path.Dir(root))
-	if err != nil {
-		return nil, err
-	}
-	for _, sub := range s.subs {
-		if within(root, sub.conn.prefix) {
-			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
-		}
-	}
-	c := &conn{fsys: fsys, prefix: root, parentIno: parent.Ino}
-	if d.Immutable {
-		c.setImmutable()
-		opts.ReadOnly = true
-	} else {
-		c.setCopyOnWrite()
-	}
-	opts.Passthrough = false
-	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil)
-	if err != nil {
-		c.readers.clear()
-	}
-	return sub, err
-}
-
-// setImmutable makes c a connection of immutable content (see "# Immutable
-// mounts" in the package doc).
-func (c *conn) setImmutable() {
-	c.immutable, c.openless = true, true
-	c.readers = newReaderCache(maxReaders)
-}
-
-// closed releases what c holds once its connection is gone.
-func (c *conn) closed() {
-	c.pages.Load().stop(c)
-	c.readers.clear()
-}
-
-// noOpendir lets the kernel open the directories of an immutable
-// connection without asking, as it opens the files (see "# Immutable
-// mounts" in the package doc): OPENDIR answers ENOSYS, after which the
-// kernel sends no OPENDIR or RELEASEDIR on the connection again, caches
-// listings as if every open had asked for FOPEN_CACHE_DIR, and reads
-// directories with no handle. go-fuse's node layer lists a directory only
-// through a handle, so a handle-less READDIR(PLUS) is served through one
-// opened for that request alone and positioned at the request's offset
-// (the listing of an immutable directory is the same every time).
-type noOpendir struct {
-	fuse.RawFileSystem
-}
-
-func (r noOpendir) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return fuse.ENOSYS
-}
-
-func (r noOpendir) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
-		return r.RawFileSystem.ReadDir(cancel, in, out)
-	})
-}
-
-func (r noOpendir) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.withHandle(cancel, in, func(in *fuse.ReadIn) fuse.Status {
-		return r.RawFileSystem.ReadDirPlus(cancel, in, out)
-	})
-}
-
-// withHandle runs read with a handle of the directory in.NodeId, opened for
-// it when the request has none.
-func (r noOpendir) withHandle(cancel <-chan struct{}, in *fuse.ReadIn, read func(*fuse.ReadIn) fuse.Status) fuse.Status {
-	if in.Fh != 0 {
-		return read(in)
-	}
-	open := fuse.OpenIn{InHeader: in.InHeader, Flags: syscall.O_RDONLY | syscall.O_DIRECTORY}
-	var opened fuse.OpenOut
-	if st := r.RawFileSystem.OpenDir(cancel, &open, &opened); st != fuse.OK {
-		return st
-	}
-	defer r.RawFileSystem.ReleaseDir(&fuse.ReleaseIn{InHeader: in.InHeader, Fh: opened.Fh})
-	with := *in
-	with.Fh = opened.Fh
-	return read(&with)
-}
+// This file is the page store, which hands the kernel the files a mount
+// decoded ahead of their reads (see "# Read-ahead: the page store" in the
+// package doc).
 
 // pageStore is the "store these pages" hook: the sink the main connection
 // registers with its tree ([mounts.PageOfferer]) once every connection is
 // mounted. A mount that reads ahead (a git mount during a scan) offers
 // whole files; the store hands each to the kernel with NOTIFY_STORE, into
-// the page cache of the node of an immutable connection that has it, so
+// the page cache of the node of an openless connection that has it, so
 // the reads that follow are page cache hits instead of READs. Only those
-// connections: there the kernel keeps pages across opens, and nothing ever
-// changes them. An offer for a node the kernel has read already is
+// connections: there the kernel keeps pages across opens, and only this
+// process changes them. An offer for a node the kernel has read already is
 // dropped. The kernel learns of the files of a directory from the listing
 // the mount offers them from, so an offer often comes before the kernel
 // (or go-fuse) knows the node: such a page is parked, by directory, and
@@ -209,7 +40,7 @@ type pageStore struct {
 	fsys  mounts.FS
 	log   *slog.Logger
 	owner *conn // the main connection, which registered the sink
-	// conns are the immutable connections, the stacked ones first.
+	// conns are the openless connections, the stacked ones first.
 	conns   []*conn
 	stopped atomic.Bool
 	// stored counts the files handed to the kernel, for tests.
@@ -233,14 +64,14 @@ type parkedPage struct {
 // parkMax bounds the bytes of parked pages.
 const parkMax = 16 << 20
 
-// storePages registers the page store of s's immutable connections, if
-// it has any.
+// storePages registers the page store of s's openless connections, if it
+// has any.
 func (s *Server) storePages() {
 	p := &pageStore{fsys: s.conn.fsys, log: s.conn.log, owner: s.conn, parked: make(map[string][]parkedPage)}
 	for _, sub := range s.subs {
 		p.conns = append(p.conns, sub.conn)
 	}
-	if s.conn.immutable { // last: its root "." holds every name
+	if s.conn.how.openless { // last: its root "." holds every name
 		p.conns = append(p.conns, s.conn)
 	}
 	if len(p.conns) == 0 {

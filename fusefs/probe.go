@@ -302,8 +302,8 @@ func fusermountUnmount(abs string) error {
 }
 
 // MountsBelow lists the FUSE mount points strictly below mountpoint,
-// deepest first: the connections of the immutable roots ([Options.Immutable]), which must be
-// unmounted before the workspace itself.
+// deepest first: the stacked connections ([Options.StackConnections]),
+// which must be unmounted before the workspace itself.
 func MountsBelow(mountpoint string) ([]string, error) {
 	abs, err := absMountpoint(mountpoint)
 	if err != nil {

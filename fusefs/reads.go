@@ -31,7 +31,7 @@ func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off in
 	if h := asHandle(f); h != nil {
 		return h.Write(ctx, data, off)
 	}
-	if !n.conn.openless || n.conn.immutable {
+	if !n.conn.how.writesByName {
 		return 0, syscall.EBADF
 	}
 	return n.writeNoHandle(ctx, data, off)
@@ -51,7 +51,7 @@ func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sysca
 	if h := asHandle(f); h != nil {
 		return h.Fsync(ctx, flags)
 	}
-	if n.conn.openless && !n.conn.immutable {
+	if n.conn.how.writesByName {
 		return n.fsyncNoHandle(ctx)
 	}
 	return 0

@@ -39,26 +39,18 @@ type Options struct {
 	// Where the kernel refuses (not root, a kernel before 6.9) the mount
 	// falls back to serving every read and write, and says so in the log.
 	Passthrough bool
-	// Immutable serves each immutable mount of fsys's mount table (a git
-	// commit, [mounts.Description.Immutable], with no other mount below
-	// it) on a FUSE connection of its own, mounted read-only on top of
-	// its directory, where the kernel opens and closes files without
-	// asking; a single immutable mount (no table) is served that way on
-	// the main connection. See "# Immutable mounts" in the package doc.
-	// Each copy-on-write mount ([mounts.Description.CopyOnWrite], a
-	// writable git mount, with no other mount below it) is served on a
-	// writable connection of its own the same way, see "# Copy-on-write
-	// mounts". A root that cannot be mounted is served through the main
-	// connection like the rest, with a log line saying why.
-	Immutable bool
-
-	// roots, when set (by tests), replaces the roots Immutable derives
-	// from the mount table, so a test can offer ones that do not qualify.
-	roots []string
-
-	// wrapRaw, when set (by tests), wraps the connection's raw file
-	// system, so a test can see requests as go-fuse hands them over.
-	wrapRaw func(fuse.RawFileSystem) fuse.RawFileSystem
+	// StackConnections serves each immutable mount of fsys's mount table
+	// (a git commit, [mounts.Description.Immutable], with no other mount
+	// below it) and each copy-on-write one
+	// ([mounts.Description.CopyOnWrite], a writable git mount, with no
+	// other mount below it) on a FUSE connection of its own, stacked on
+	// top of the directory the main connection shows at its name, where
+	// the kernel opens and closes files without asking; a single
+	// immutable mount (no table), or a table of immutable mounts only,
+	// is served that way on the main connection. See "# Connections" in
+	// the package doc. A root that cannot be mounted is served through
+	// the main connection like the rest, with a log line saying why.
+	StackConnections bool
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -78,8 +70,8 @@ type Server struct {
 	srv        *fuse.Server
 	mountpoint string
 	conn       *conn
-	// subs are the connections of the immutable roots ([Options.Immutable]), mounted on
-	// top of this one.
+	// subs are the connections stacked on this one
+	// ([Options.StackConnections]).
 	subs []*Server
 	// gated is the main connection's request layer (see "# Readiness"
 	// in the package doc); nil on a stacked connection.
@@ -89,20 +81,23 @@ type Server struct {
 // conn is the state shared by every node of one connection.
 type conn struct {
 	fsys mounts.FS
+	// kind is what the connection serves, and how its strategy, set
+	// together once by newConn (see "# Connections" in the package
+	// doc).
+	kind connKind
+	how  strategy
 	// prefix is the fsys-relative name of the connection's root: "."
-	// for the main connection, the root's name for a
-	// stacked immutable root. parentIno is then the inode number of the
-	// root's parent, for its ".." entry.
+	// for the main connection, the root's name for a stacked one.
+	// parentIno is then the inode number of the root's parent, for its
+	// ".." entry.
 	prefix    string
 	parentIno uint64
-	// immutable is set on immutable connections, openless on those and
-	// on copy-on-write ones: OPEN answers ENOSYS, and reads (and on
-	// copy-on-write connections writes) go through readers.
-	immutable, openless bool
-	readers             *readerCache
-	// pages is the page store every immutable connection shares (the
+	// readers is the file cache of an openless connection, nil on the
+	// others.
+	readers *readerCache
+	// pages is the page store every openless connection shares (the
 	// main connection's too, which stops it), nil until every
-	// connection is mounted, and when none is immutable.
+	// connection is mounted, and when none is openless.
 	pages atomic.Pointer[pageStore]
 	log   *slog.Logger
 	errs  errLog
@@ -115,46 +110,12 @@ type conn struct {
 }
 
 // Mount serves fsys at mountpoint (DirectMount, falling back to fusermount)
-// and returns once every connection is mounted: the main one and those of
-// the immutable roots ([Options.Immutable]) stacked on it. Until then no other process gets an
-// answer through the main connection (see "# Readiness" in the package
-// doc), so whoever sees the mount answer sees it whole.
+// and returns once every connection is mounted: the main one and those
+// stacked on it ([Options.StackConnections]). Until then no other process
+// gets an answer through the main connection (see "# Readiness" in the
+// package doc), so whoever sees the mount answer sees it whole.
 func Mount(mountpoint string, fsys mounts.FS, opts Options) (*Server, error) {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &conn{fsys: fsys, prefix: "."}
-	roots := c.immutableStart(&opts, logger)
-	g := newGate()
-	if !g.procOK {
-		logger.Warn("fusefs: /proc does not show this process as the kernel names it; other processes may see the workspace before it is whole")
-	}
-	// Whatever happens below, the gate opens when Mount returns: a held
-	// request must never outlive the mounting.
-	defer g.release()
-	s, err := mountConn(mountpoint, c, opts, g)
-	if err != nil {
-		c.readers.clear()
-		return nil, err
-	}
-	if hook := testHookMainMounted; hook != nil {
-		hook(mountpoint)
-	}
-	var stacked []string
-	for _, root := range roots {
-		sub, err := s.mountStacked(root, opts)
-		if err != nil {
-			logger.Warn("fusefs: serving a mount through the main connection",
-				"root", root, "err", err)
-			continue
-		}
-		s.subs = append(s.subs, sub)
-		stacked = append(stacked, root)
-	}
-	s.gated.setStacked(stacked)
-	s.storePages()
-	return s, nil
+	return mount(mountpoint, fsys, opts, seams{})
 }
 
 // within reports whether name is dir or below it.
@@ -171,7 +132,7 @@ func mountCtx() context.Context {
 
 // mountConn mounts one connection serving c. The main connection has a
 // gate, whose requests pass it (see "# Readiness" in the package doc).
-func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, error) {
+func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Server, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -187,9 +148,9 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, erro
 	if !ra.IsDir() {
 		return nil, fmt.Errorf("fusefs: mount %s: the root of the file system is not a directory", mountpoint)
 	}
-	c.root.cache = immutablePolicy
-	if !c.immutable {
-		c.root.cache = c.policy(c.prefix)
+	c.root.cache = c.how.policy(c, c.prefix)
+	if c.how.readOnly {
+		opts.ReadOnly = true
 	}
 
 	fsName := opts.FSName
@@ -244,11 +205,11 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, erro
 		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
 	}
 	raw := fs.NewNodeFS(c.root, fo)
-	if c.openless {
+	if c.how.openless {
 		raw = noOpendir{raw}
 	}
-	if opts.wrapRaw != nil {
-		raw = opts.wrapRaw(raw)
+	if sm.wrapRaw != nil {
+		raw = sm.wrapRaw(raw)
 	}
 	var gr *gated
 	if g != nil {
@@ -265,11 +226,11 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate) (*Server, erro
 	if err := srv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mountpoint, err)
 	}
-	if !c.openless {
+	if !c.how.openless {
 		// A connection with no handles has nothing to pass through.
 		c.setupPassthrough(srv, opts.Passthrough, mountpoint)
 	}
-	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", c.prefix, "readonly", opts.ReadOnly)
+	logger.Debug("fusefs: mounted", "mountpoint", mountpoint, "root", c.prefix, "kind", c.kind, "readonly", opts.ReadOnly)
 	return &Server{srv: srv, mountpoint: mountpoint, conn: c, gated: gr}, nil
 }
 
@@ -296,8 +257,8 @@ func closeFuseOnExec() {
 	}
 }
 
-// Unmount unmounts the file system cleanly, the connections of immutable
-// roots first. It fails (EBUSY) while a process uses the mount;
+// Unmount unmounts the file system cleanly, the stacked connections
+// first. It fails (EBUSY) while a process uses the mount;
 // ForceUnmount detaches instead.
 func (s *Server) Unmount() error {
 	// go-fuse's Unmount of a server already unmounted succeeds, so a
@@ -306,7 +267,7 @@ func (s *Server) Unmount() error {
 		sub := s.subs[i]
 		if !sub.mounted() {
 			// Unmounted from outside: vfsmount umount takes the
-			// immutable roots first and may then find the workspace
+			// stacked roots first and may then find the workspace
 			// busy. go-fuse's Unmount would fail on it every time.
 			sub.conn.closed()
 			continue
@@ -322,6 +283,12 @@ func (s *Server) Unmount() error {
 	return nil
 }
 
+// closed releases what c holds once its connection is gone.
+func (c *conn) closed() {
+	c.pages.Load().stop(c)
+	c.readers.clear()
+}
+
 // mounted reports whether a FUSE mount is still on top of s's mount
 // point; when that cannot be told, it is.
 func (s *Server) mounted() bool {
@@ -334,8 +301,7 @@ func (s *Server) mounted() bool {
 }
 
 // Wait blocks until the file system is unmounted: the main connection, and
-// then those of immutable roots, which a detach of the main one takes
-// along.
+// then the stacked ones, which a detach of the main one takes along.
 func (s *Server) Wait() {
 	s.srv.Wait()
 	s.conn.closed()
@@ -366,13 +332,14 @@ func (s *Server) Invalidate(names ...string) {
 	}
 }
 
-// connOf returns the connection that serves name: a copy-on-write one
-// stacked at or above it, or the main one. (Immutable ones never change.)
-// Only that connection is told: the main one's entry for a stacked root
-// is a mount point, which the kernel would unmount to invalidate it.
+// connOf returns the connection that serves name: one stacked at or above
+// it whose names change (copy-on-write; immutable ones never change), or
+// the main one. Only that connection is told: the main one's entry for a
+// stacked root is a mount point, which the kernel would unmount to
+// invalidate it.
 func (s *Server) connOf(name string) *conn {
 	for _, sub := range s.subs {
-		if !sub.conn.immutable && within(name, sub.conn.prefix) {
+		if sub.conn.how.changes && within(name, sub.conn.prefix) {
 			return sub.conn
 		}
 	}
@@ -382,7 +349,7 @@ func (s *Server) connOf(name string) *conn {
 func (c *conn) invalidate(name string) {
 	cur := c.root.EmbeddedInode()
 	rest := mounts.Rel(name, c.prefix)
-	if !c.immutable {
+	if c.how.changes {
 		// Pages offered of the name before it changed are not its.
 		c.pages.Load().unpark(name)
 	}
@@ -443,13 +410,14 @@ type cachePolicy struct {
 }
 
 // immutablePolicy is the caching policy of immutable content, and of every
-// node of an immutable connection.
+// node of an immutable connection (kindImmutable).
 var immutablePolicy = cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
 
-// policy returns the caching policy of the mount serving name. The mount
-// serving a node never changes (renames across mounts fail with EXDEV), so
-// nodes compute it once.
-func (c *conn) policy(name string) cachePolicy {
+// mountPolicy returns the caching policy of the mount serving name: a name
+// may be a mount point of another mount. The mount serving a node never
+// changes (renames across mounts fail with EXDEV), so nodes compute it
+// once.
+func (c *conn) mountPolicy(name string) cachePolicy {
 	d := mounts.DescribeAt(c.fsys, name)
 	switch {
 	case d.Immutable:

@@ -3,14 +3,29 @@ package fusefs
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
+
+// This file is stacking ([Options.StackConnections]) and the readiness
+// gate that keeps a stacked workspace from being seen half mounted (see
+// "# Connections" and "# Readiness" in the package doc): which
+// directories get a connection of their own, of which kind, how they are
+// mounted on the main connection, and how the main connection holds
+// other processes until they are.
 
 // StackedXattr is the extended attribute of a workspace's root that lists
 // the connections stacked on top of it (see "# Readiness" in the package
@@ -20,14 +35,187 @@ import (
 // by listxattr, so archivers do not copy it.
 const StackedXattr = "user.vfsmount.stacked"
 
-// testHookMainMounted, when set (by tests only), is called by Mount once
-// the main connection is mounted and before any stacked one is, with the
-// mount point: a test can act in the window that the gate closes.
-var testHookMainMounted func(mountpoint string)
+// seams are where this package's tests step into a mount; [Mount] passes
+// none. They belong to one mount, so tests running at once never see each
+// other's.
+type seams struct {
+	// roots, when set, replaces the roots stacking derives from the
+	// mount table, so a test can offer ones that do not qualify.
+	roots []string
+	// wrapRaw wraps each connection's raw file system, so a test can see
+	// requests as go-fuse hands them over.
+	wrapRaw func(fuse.RawFileSystem) fuse.RawFileSystem
+	// mainMounted is called once the main connection is mounted and
+	// before any stacked one is, with the mount point: a test can act in
+	// the window that the gate closes.
+	mainMounted func(mountpoint string)
+	// held is called each time the gate starts holding a request of
+	// another process.
+	held func()
+}
 
-// testHookHeld, when set (by tests only), is called each time the gate
-// starts holding a request of another process.
-var testHookHeld func()
+// mount is [Mount] with the seams of a test.
+func mount(mountpoint string, fsys mounts.FS, opts Options, sm seams) (*Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	kind, roots := stacking(fsys, opts, sm, logger)
+	c := newConn(fsys, kind, ".", 0)
+	g := newGate(sm.held)
+	if !g.procOK {
+		logger.Warn("fusefs: /proc does not show this process as the kernel names it; other processes may see the workspace before it is whole")
+	}
+	// Whatever happens below, the gate opens when mount returns: a held
+	// request must never outlive the mounting.
+	defer g.release()
+	s, err := mountConn(mountpoint, c, opts, g, sm)
+	if err != nil {
+		c.readers.clear()
+		return nil, err
+	}
+	if sm.mainMounted != nil {
+		sm.mainMounted(mountpoint)
+	}
+	var stacked []string
+	for _, root := range roots {
+		sub, err := s.mountStacked(root, opts, sm)
+		if err != nil {
+			logger.Warn("fusefs: serving a mount through the main connection",
+				"root", root, "err", err)
+			continue
+		}
+		s.subs = append(s.subs, sub)
+		stacked = append(stacked, root)
+	}
+	s.gated.setStacked(stacked)
+	s.storePages()
+	return s, nil
+}
+
+// ImmutableRoots returns the directories [Options.StackConnections] serves
+// on immutable connections of their own, from fsys's mount table
+// ([mounts.Mounts]): the mount points of immutable mounts with no other
+// mount below them, or "." when every mount is immutable, or fsys is a
+// single immutable mount. A writable mount over an immutable one (a
+// copy-on-write git mount) describes itself as not immutable, and is none
+// of them.
+func ImmutableRoots(fsys mounts.FS) []string {
+	table := mounts.Mounts(fsys)
+	if table == nil {
+		if mounts.Describe(fsys).Immutable {
+			return []string{"."}
+		}
+		return nil
+	}
+	var roots []string
+	all := true
+	for _, m := range table {
+		if !m.Immutable {
+			all = false
+			continue
+		}
+		name := strings.TrimPrefix(m.Prefix, "/")
+		if name == "" {
+			name = "."
+		}
+		nested := slices.ContainsFunc(table, func(o mounts.MountInfo) bool {
+			return o.Prefix != m.Prefix && (m.Prefix == "/" || strings.HasPrefix(o.Prefix, m.Prefix+"/"))
+		})
+		if !nested && name != "." {
+			roots = append(roots, name)
+		}
+	}
+	if all && len(table) > 0 {
+		return []string{"."}
+	}
+	return roots
+}
+
+// CopyOnWriteRoots returns the directories [Options.StackConnections]
+// serves on copy-on-write connections of their own, from fsys's mount
+// table ([mounts.Mounts]): the mount points of copy-on-write mounts
+// ([mounts.Description.CopyOnWrite], a writable git mount with a memory
+// upper) with no other mount below them.
+func CopyOnWriteRoots(fsys mounts.FS) []string {
+	var roots []string
+	table := mounts.Mounts(fsys)
+	for _, m := range table {
+		if !m.CopyOnWrite || m.External || m.Prefix == "/" {
+			continue
+		}
+		nested := false
+		for _, o := range table {
+			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
+		}
+		if !nested {
+			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
+		}
+	}
+	return roots
+}
+
+// stacking returns the kind of the main connection and the roots to stack
+// on it once it is mounted: none without [Options.StackConnections]; with
+// "." among the roots, the main connection is itself an immutable one.
+func stacking(fsys mounts.FS, opts Options, sm seams, logger *slog.Logger) (connKind, []string) {
+	if !opts.StackConnections {
+		return kindMain, nil
+	}
+	all := sm.roots
+	if all == nil {
+		all = append(ImmutableRoots(fsys), CopyOnWriteRoots(fsys)...)
+	}
+	kind := kindMain
+	var roots []string
+	for _, root := range all {
+		switch {
+		case root != ".":
+			roots = append(roots, root)
+		case mounts.Describe(fsys).Immutable:
+			// Everything is immutable: the main connection is one.
+			kind = kindImmutable
+		default:
+			logger.Warn("fusefs: the root is not immutable; files are opened the usual way")
+		}
+	}
+	return kind, roots
+}
+
+// mountStacked mounts root's subtree, immutable or copy-on-write, on a
+// connection of its own, on top of the directory the main connection shows
+// there.
+func (s *Server) mountStacked(root string, opts Options, sm seams) (*Server, error) {
+	fsys := s.conn.fsys
+	if !mounts.ValidPath(root) || root == "." {
+		return nil, fmt.Errorf("not a directory name: %q", root)
+	}
+	d := mounts.DescribeAt(fsys, root)
+	kind := kindCopyOnWrite
+	switch {
+	case d.Immutable:
+		kind = kindImmutable
+	case !d.CopyOnWrite || d.External:
+		return nil, errors.New("its content is neither immutable nor copy-on-write")
+	}
+	parent, err := fsys.Stat(mountCtx(), path.Dir(root))
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range s.subs {
+		if within(root, sub.conn.prefix) {
+			return nil, fmt.Errorf("it is below %s, which has a connection of its own", sub.conn.prefix)
+		}
+	}
+	c := newConn(fsys, kind, root, parent.Ino)
+	// Stacked connections are openless: no handle to pass through.
+	opts.Passthrough = false
+	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil, sm)
+	if err != nil {
+		c.readers.clear()
+	}
+	return sub, err
+}
 
 // gate holds the requests of other processes on the main connection until
 // the workspace is whole (see "# Readiness" in the package doc).
@@ -41,10 +229,12 @@ type gate struct {
 	// uses in request headers; without that, the gate cannot tell its
 	// own requests from others' and stays open.
 	procOK bool
+	// held, when set (seams.held), is told of each request held.
+	held func()
 }
 
-func newGate() *gate {
-	g := &gate{ready: make(chan struct{}), pid: os.Getpid()}
+func newGate(held func()) *gate {
+	g := &gate{ready: make(chan struct{}), pid: os.Getpid(), held: held}
 	self, err := os.Readlink("/proc/self")
 	g.procOK = err == nil && self == strconv.Itoa(g.pid)
 	if !g.procOK {
@@ -69,8 +259,8 @@ func (g *gate) pass(cancel <-chan struct{}, h *fuse.InHeader) fuse.Status {
 	if g.open.Load() || g.ours(h.Caller.Pid) {
 		return fuse.OK
 	}
-	if hook := testHookHeld; hook != nil {
-		hook()
+	if g.held != nil {
+		g.held()
 	}
 	select {
 	case <-g.ready:

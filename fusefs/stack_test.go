@@ -17,21 +17,21 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
-// inMountWindow runs during Mount between the main connection's mount and
-// the stacked ones (testHookMainMounted), with held receiving a value each
-// time the gate starts holding a request of another process. Mount waits
-// for during to return. The hooks are reset when the test ends.
-func inMountWindow(t *testing.T, during func(mountpoint string, held <-chan struct{})) {
-	t.Helper()
+// inMountWindow returns the seams of a mount that runs during between the
+// main connection's mount and the stacked ones (seams.mainMounted), with
+// held receiving a value each time the gate starts holding a request of
+// another process. The mount waits for during to return.
+func inMountWindow(during func(mountpoint string, held <-chan struct{})) seams {
 	held := make(chan struct{}, 64)
-	testHookHeld = func() {
-		select {
-		case held <- struct{}{}:
-		default:
-		}
+	return seams{
+		held: func() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+		},
+		mainMounted: func(mp string) { during(mp, held) },
 	}
-	testHookMainMounted = func(mp string) { during(mp, held) }
-	t.Cleanup(func() { testHookHeld, testHookMainMounted = nil, nil })
 }
 
 // failSafe bounds a wait that only a broken gate would make endless; it is
@@ -57,7 +57,7 @@ func TestForeignCallerSeesTheWholeWorkspace(t *testing.T) {
 	child := make(chan result, 1)
 	var mainDev uint64
 	heldFirst := false
-	inMountWindow(t, func(mp string, held <-chan struct{}) {
+	window := inMountWindow(func(mp string, held <-chan struct{}) {
 		var st syscall.Stat_t
 		if err := syscall.Stat(root, &st); err != nil {
 			t.Errorf("own stat of %s in the window: %v", root, err)
@@ -77,7 +77,7 @@ func TestForeignCallerSeesTheWholeWorkspace(t *testing.T) {
 			t.Error("the child's stat neither finished nor was held")
 		}
 	})
-	mountStacked(t, dir, u)
+	mountStacked(t, dir, u, window)
 
 	var r result
 	select {
@@ -100,7 +100,7 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
 	dir := t.TempDir()
 	exited := make(chan error, 1)
-	inMountWindow(t, func(mp string, held <-chan struct{}) {
+	window := inMountWindow(func(mp string, held <-chan struct{}) {
 		cmd := exec.Command("stat", mp)
 		if err := cmd.Start(); err != nil {
 			t.Errorf("start stat: %v", err)
@@ -121,7 +121,7 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 			t.Error("a killed caller stays stuck in the gate")
 		}
 	})
-	mountStacked(t, dir, u)
+	mountStacked(t, dir, u, window)
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
@@ -139,7 +139,7 @@ func TestHeldRequestIsInterruptible(t *testing.T) {
 // live, although its main connection answers.
 func TestProbeIncomplete(t *testing.T) {
 	u, _, _ := immutableWorkspace(t)
-	_, dir := mountFS(t, u, Options{Immutable: true})
+	_, dir := mountFS(t, u, Options{StackConnections: true})
 	root := filepath.Join(dir, "repo")
 
 	v := make([]byte, 64)
@@ -173,11 +173,11 @@ func TestProbeWithoutStackedRoots(t *testing.T) {
 	assert.Equal(t, StateLive, st)
 }
 
-// mountStacked mounts u at dir with repo on a connection of its own, until
-// the test ends.
-func mountStacked(t *testing.T, dir string, u mounts.FS) *Server {
+// mountStacked mounts u at dir with repo on a connection of its own, with
+// the seams sm, until the test ends.
+func mountStacked(t *testing.T, dir string, u mounts.FS, sm seams) *Server {
 	t.Helper()
-	srv, err := Mount(dir, u, Options{Immutable: true})
+	srv, err := mount(dir, u, Options{StackConnections: true}, sm)
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}

@@ -126,7 +126,7 @@ func makeGitRepo(t *testing.T) *gitRepo {
 // gitMount serves repo at rev on /repo of a union (next to a memory
 // mount), through the kernel, until unmount is called or the test ends.
 // /repo is a connection of its own, as vfsmount mount serves it (see
-// fusefs "# Immutable mounts").
+// fusefs "# Connections").
 type gitMount struct {
 	dir     string
 	srv     *fusefs.Server
@@ -142,7 +142,7 @@ func mountGit(t *testing.T, repo *gitRepo) *gitMount {
 	u, err := union.New(map[string]mounts.FS{"/repo": f, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	srv, err := fusefs.Mount(dir, u, fusefs.Options{Immutable: true})
+	srv, err := fusefs.Mount(dir, u, fusefs.Options{StackConnections: true})
 	if err != nil {
 		f.Close()
 		fusetest.MountFailed(t, err)

@@ -68,12 +68,12 @@ func (w *overlayWorkspace) path(name string) string {
 }
 
 // overlayConnections runs test on the overlay served both ways the kernel
-// face can: through the main connection, and (Options.Immutable, as the
+// face can: through the main connection, and (Options.StackConnections, as the
 // daemon mounts it) on a copy-on-write connection of its own, where the
 // kernel opens files without asking.
 func overlayConnections(t *testing.T, test func(t *testing.T, opts fusefs.Options)) {
 	t.Run("main", func(t *testing.T) { test(t, fusefs.Options{}) })
-	t.Run("copy-on-write", func(t *testing.T) { test(t, fusefs.Options{Immutable: true}) })
+	t.Run("copy-on-write", func(t *testing.T) { test(t, fusefs.Options{StackConnections: true}) })
 }
 
 func newOverlayWorkspace(t *testing.T, repo string, opts fusefs.Options) *overlayWorkspace {
@@ -89,7 +89,7 @@ func newOverlayWorkspace(t *testing.T, repo string, opts fusefs.Options) *overla
 	var root, mnt syscall.Stat_t
 	require.NoError(t, syscall.Stat(dir, &root))
 	require.NoError(t, syscall.Stat(filepath.Join(dir, "repo"), &mnt))
-	require.Equal(t, opts.Immutable, root.Dev != mnt.Dev, "/repo on a connection of its own")
+	require.Equal(t, opts.StackConnections, root.Dev != mnt.Dev, "/repo on a connection of its own")
 	return &overlayWorkspace{dir: dir, ov: ov, srv: srv}
 }
 
@@ -262,7 +262,7 @@ func TestOverlayOpenFiles(t *testing.T) {
 			assert.Equal(t, "lower a\n", pread(f, 100))
 			require.NoError(t, mounts.WriteFile(context.Background(), w.ov, "a.txt", []byte("from the tool face\n"), 0o644))
 			w.srv.Invalidate("repo/a.txt")
-			if opts.Immutable {
+			if opts.StackConnections {
 				// The kernel reads the inode, not an open file of the
 				// server's: the held file shows the change too.
 				// (Through the main connection it keeps the handle

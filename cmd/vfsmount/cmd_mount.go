@@ -144,9 +144,9 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		// Read-only twice: a workspace no mount can change (or a dry
 		// run) is also mounted read-only, so the kernel refuses writes
 		// itself (see workspace.stack).
-		ReadOnly:    ws.Kernel.ReadOnly,
-		Passthrough: passthrough,
-		Immutable:   true,
+		ReadOnly:         ws.Kernel.ReadOnly,
+		Passthrough:      passthrough,
+		StackConnections: true,
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)

@@ -126,7 +126,7 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
 		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.Kernel.ReadOnly,
-			Passthrough: !f.noPassthrough, Immutable: true})
+			Passthrough: !f.noPassthrough, StackConnections: true})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}

@@ -39,7 +39,7 @@ import (
 //   - The kernel face serves that tree. It is mounted read-only in a dry
 //     run, and when nothing in the workspace can change: the kernel then
 //     refuses writes itself (read-only twice). Immutable mounts are served
-//     on connections of their own (fusefs.Options.Immutable: the kernel
+//     on connections of their own (fusefs.Options.StackConnections: the kernel
 //     face finds them in the mount table).
 //   - In a dry run the tool face gets [policy.Freeze] of the tree: every
 //     change is refused before it reaches Audit, while the capabilities

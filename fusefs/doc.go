@@ -4,12 +4,13 @@
 // to the mounts below, reached only through the helper functions of
 // package mounts. How the kernel sees the tree is decided here, and that
 // is most of the package, well beyond a translation of requests: the
-// caching policy per mount, connections of their own stacked over
-// immutable and copy-on-write mounts (OPEN answered with ENOSYS, reads
-// through a file cache, unlinked open files pinned), the readiness gate
-// that holds other processes until every connection is mounted, the page
-// store that hands decoded files to the kernel ahead of their reads, and
-// FUSE passthrough for host files. The sections below take them in turn.
+// caching policy per mount, three kinds of connection, of which the
+// immutable and copy-on-write ones are stacked over their mounts (OPEN
+// answered with ENOSYS, reads through a file cache, unlinked open files
+// pinned), the readiness gate that holds other processes until every
+// connection is mounted, the page store that hands decoded files to the
+// kernel ahead of their reads, and FUSE passthrough for host files. The
+// sections below take them in turn.
 //
 // # Nodes and names
 //
@@ -32,7 +33,8 @@
 // # Caching
 //
 // The policy is chosen per mount, from [mounts.DescribeAt] of the name (on
-// an immutable connection, see below, without asking: every name is):
+// an immutable connection, see "# Connections", without asking: every
+// name is):
 //
 //   - Immutable mounts (a git commit) never change, so entries and
 //     attributes are cached for an hour, files are opened with
@@ -79,7 +81,46 @@
 // to update atime, and drops a file's cached pages when it sees its size or
 // mtime change (FUSE_AUTO_INVAL_DATA).
 //
-// # Immutable mounts
+// # Connections
+//
+// A mount is served on one FUSE connection or several, each of one kind
+// (connKind), chosen when the connection is mounted and never changed.
+// Everything a kind does differently is one field of its strategy
+// (kind.go), which the handlers read; none tests the kind.
+//
+//   - main: the workspace. The kernel asks before it opens a file or a
+//     directory, so every open has a handle (unlink of an open file,
+//     passthrough, the audit log's per-open accounting), and the caching
+//     policy is that of the mount of each name.
+//   - immutable: content that never changes (a git commit). Read-only;
+//     OPEN and OPENDIR answer ENOSYS, after which the kernel opens and
+//     closes files and directories by itself; every name is cached as
+//     immutable content and each directory is listed once.
+//   - copy-on-write: a writable layer over a commit that only this
+//     process changes (the overlay of a writable git mount). Openless as
+//     an immutable connection is, but writable: WRITE and FSYNC come
+//     without a handle too, and go by name.
+//
+// Without [Options.StackConnections] there is one connection, of the main
+// kind. With it, each immutable and each copy-on-write mount of the mount
+// table ([mounts.Mounts]) with nothing mounted below it gets a connection
+// of its own, stacked on top of the directory the main connection shows
+// at that name ([ImmutableRoots], [CopyOnWriteRoots]); when every mount is
+// immutable (or fsys is a single immutable mount) the main connection is
+// an immutable one and nothing is stacked. A root that cannot be stacked
+// is served through the main connection, with a log line. Stacking and
+// the readiness gate that hides it from other processes live in stack.go.
+//
+// A stacked connection serves the same tree, by the same names
+// (conn.prefix), through the same decorators, with the same inode
+// numbers. The price is the kernel's view of two mounts: the stacked
+// directory has its own device number (find -xdev and du -x stop there),
+// a rename out of it fails with EXDEV (it would anyway: mounts are
+// separate in the union), and it must be unmounted first — [Server.Unmount]
+// and [ForceUnmount] do that, a plain umount(8) of the workspace alone
+// fails with EBUSY.
+//
+// # Immutable connections
 //
 // Even with every entry, attribute and page cached, each open(2) of a file
 // costs an OPEN and a RELEASE round trip, and for a full read of a
@@ -88,57 +129,40 @@
 // OPEN with ENOSYS, after which the kernel opens and closes every file of
 // the connection by itself, keeps their pages across opens as with
 // FOPEN_KEEP_CACHE, and sends READs without a handle. That holds for the
-// whole connection, and writable mounts need their handles (unlink of an
-// open file, passthrough, the audit log's per-open accounting), so each
-// immutable mount of the mount table ([mounts.Mounts], a git mount with
-// nothing mounted below it) is served, with [Options.Immutable], on a
-// connection of its own, mounted read-only on
-// top of the directory the main connection shows at that name. Such a
-// connection answers OPEN with ENOSYS; a READ without a handle goes through
-// a small cache of open files, one per recently read node (readerCache),
-// so that a large file read in many READs is opened once and no more than
-// a few dozen files are held open. OPENDIR answers ENOSYS too (the kernel
-// then caches listings as with FOPEN_CACHE_DIR), and a READDIR without a
-// handle is served through one opened for that request (noOpendir); a
-// listing is built once per directory and, when the tree implements
+// whole connection, and writable mounts need their handles, hence
+// connections of their own. A READ without a handle goes through a small
+// cache of open files, one per recently read node (readerCache), so that a
+// large file read in many READs is opened once and no more than a few
+// dozen files are held open. OPENDIR answers ENOSYS too (the kernel then
+// caches listings as with FOPEN_CACHE_DIR), and a READDIR without a handle
+// is served through one opened for that request (noOpendir); a listing is
+// built once per directory and, when the tree implements
 // [mounts.StatDirFS], comes with every entry's attributes, so READDIRPLUS
 // asks the mount once per directory rather than once per entry (when that
 // fails, say for one git blob gone missing, the directory is listed
-// plainly and only that entry's lookup fails). A
-// warm tar of a 20 000-file commit, which sent an OPEN, a RELEASE and a
-// FLUSH per file and an OPENDIR and a RELEASEDIR per directory, now sends
-// nothing: it went from 5.9x to about 1.1-1.3x of a local checkout.
+// plainly and only that entry's lookup fails). A warm tar of a 20 000-file
+// commit, which sent an OPEN, a RELEASE and a FLUSH per file and an
+// OPENDIR and a RELEASEDIR per directory, now sends nothing: it went from
+// 5.9x to about 1.1-1.3x of a local checkout.
 //
-// The price is the kernel's view of two mounts: the immutable directory has
-// its own device number (find -xdev and du -x stop there), a rename out of
-// it fails with EXDEV (it would anyway: mounts are separate in the union),
-// and it must be unmounted first — [Server.Unmount] and [ForceUnmount] do
-// that, a plain umount(8) of the workspace alone fails with EBUSY.
-// Everything else is unchanged: the connection serves the same tree, by the
-// same names (conn.prefix), through the same decorators, with the same
-// inode numbers. When every mount is immutable the main connection itself
-// works this way. [ImmutableRoots] says which directories qualify; the
-// whole mode lives in immutable.go.
+// # Copy-on-write connections
 //
-// # Copy-on-write mounts
-//
-// A writable layer over a commit ([mounts.Description.CopyOnWrite], the
-// overlay of a writable git mount) is mostly files nobody changed, and a
-// full read of it through the main connection paid the OPEN and RELEASE
-// round trips per file that an immutable connection saves: ten times the
-// git mount's warm tar. Since it changes only through this process (the
-// kernel, or the library, which calls [Server.Invalidate]), it gets, with
-// [Options.Immutable], a connection of its own that answers OPEN and
-// OPENDIR with ENOSYS as an immutable one does, but stays writable. Its
-// READs, WRITEs and FSYNCs come without a handle and go through the
-// connection's file cache (readerCache): one file per recently used node,
-// opened by name read-only, or for reading and writing at the first
-// WRITE, which is when the overlay copies a commit's file up; a
-// read-only file is dropped when its content changes by name (a truncate),
-// and every cached file of a name the library changed goes at its
-// Invalidate. A file created here (CREATE) still gets a handle of its own.
-// The kernel keeps every file's pages across opens and is told of library
-// changes as on the main connection.
+// A writable layer over a commit ([mounts.Description.CopyOnWrite]) is
+// mostly files nobody changed, and a full read of it through the main
+// connection paid the OPEN and RELEASE round trips per file that an
+// immutable connection saves: ten times the git mount's warm tar. Since it
+// changes only through this process (the kernel, or the library, which
+// calls [Server.Invalidate]), its connection answers OPEN and OPENDIR with
+// ENOSYS as an immutable one does, but stays writable. Its READs, WRITEs
+// and FSYNCs come without a handle and go through the connection's file
+// cache (readerCache): one file per recently used node, opened by name
+// read-only, or for reading and writing at the first WRITE, which is when
+// the overlay copies a commit's file up; a read-only file is dropped when
+// its content changes by name (a truncate), and every cached file of a
+// name the library changed goes at its Invalidate. A file created here
+// (CREATE) still gets a handle of its own. The kernel keeps every file's
+// pages across opens and is told of library changes as on the main
+// connection.
 //
 // Nothing tells the server when the kernel opens or closes a file, so an
 // UNLINK or a RENAME over the last name of a regular file the kernel knows

@@ -44,7 +44,7 @@ type dialectTool struct {
 	// tool of the shell verb that only reads (Claude Code's TaskOutput).
 	ann *Annotations
 	// patchResult, when set, shapes the result of an apply_patch typed
-	// into this shell tool (patch_shell.go), as the harness shows it.
+	// into this shell tool (verbs_shell_patch.go), as the harness shows it.
 	patchResult func(text string) string
 }
 

@@ -32,7 +32,7 @@ type args struct {
 	// workspace FS ("" is the root): the session's current directory, or
 	// the directory a shell call names (paths.go).
 	cwd string
-	// sess is the caller's session (session.go); nil only in tests that
+	// sess is the caller's session (shell_session.go); nil only in tests that
 	// build args by hand.
 	sess *Session
 	// content, when a tool sets it, is the result's content parts (an

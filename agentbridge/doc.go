@@ -31,7 +31,7 @@
 // globPattern, grep's content default and contextBefore/sort, shell
 // workingDirectory, ls as a tree within a budget of names); "claude",
 // @anthropic-ai/claude-code 2.1.197's Read, Write, Edit, Glob, Grep, Bash,
-// TaskOutput and TaskStop with its result shapes (claude.go); and
+// TaskOutput and TaskStop with its result shapes (dialect_claude.go); and
 // "codex", @openai/codex 0.171.0's tool set (dialect_codex.go says which
 // tools and why): its shell is exec_command, which keeps a command
 // running past yield_time_ms in the caller's session for write_stdin, and
@@ -60,7 +60,7 @@
 //
 // An apply_patch typed into a shell tool (a heredoc, codex's argv, or
 // after `cd DIR &&`) is the edit it stands for, as Codex intercepts it:
-// patch_shell.go.
+// verbs_shell_patch.go.
 //
 // # Errors
 //
@@ -92,26 +92,32 @@
 //   - verbs.go: the verb table: each verb's name, MCP hints, the
 //     capability it needs and its function. A new verb starts with a row
 //     there.
-//   - One file per verb family: verbs_read.go (read), verbs_list.go (ls,
-//     glob), grep.go (grep), verbs_write.go (write, edit, delete),
-//     patch.go (the apply_patch format of edit's patchContent),
-//     patch_shell.go (an apply_patch typed into the shell), shell.go
-//     (shell, its run path, and [Workspace.Command]), exec.go (codex's
-//     exec_command, write_stdin and shell_command, and codex-rs's output
-//     truncation).
-//   - session.go: [Session], the caller's directory and running
-//     processes; process.go: one command running in the namespace, the
-//     process every shell tool runs through.
+//   - One file per verb family, shared by every dialect: verbs_read.go
+//     (read), verbs_list.go (ls, glob), verbs_grep.go (grep),
+//     verbs_write.go (write, edit, delete), verbs_patch.go (the apply_patch
+//     format of edit's patchContent), verbs_shell.go (shell, and the run
+//     path every shell tool shares), verbs_shell_patch.go (an apply_patch
+//     typed into a shell), verbs_checkpoint.go (the checkpoint family).
+//   - The shell apart from its verbs: shell_namespace.go (the bubblewrap
+//     namespace: [ShellOptions], what is bound where, and
+//     [Workspace.Command]), shell_process.go (one command running in it,
+//     with its pty and output buffers), shell_session.go ([Session]: the
+//     caller's directory and the processes it keeps running).
 //   - What the verbs share: args.go (decoding arguments, naming the key in
 //     the caller's dialect), paths.go (workspace paths, the one rule for
-//     ".." at the root, the one symlink resolver, error sentences), walk.go
-//     (the one recursive directory walk), diff.go (the unified diff of dry
-//     runs), policy.go (the hooks' [CallInfo], [Limits], call ids).
-//   - dialect.go: the dialect registry and schema helpers;
-//     dialect_cursor.go, dialect_claude.go, dialect_codex.go: one file per
-//     dialect. A new dialect is a new dialect_NAME.go and a row in the
-//     registry. testdata/golden/NAME.json pins a dialect's tools to the
-//     release it matches; testdata/golden/update.sh rewrites them.
+//     ".." at the root, symlinks through [mounts.Resolve], error
+//     sentences), walk.go (the one recursive directory walk), diff.go (the
+//     unified diff of dry runs), limits.go ([Limits]), hooks.go (what the
+//     hooks see of a call: [CallInfo], call ids).
+//   - dialect.go: the dialect registry and schema helpers. Each dialect's
+//     code is in its own dialect_NAME*.go: its tools, their schemas and
+//     reshapes, and the runs where its harness does the work differently —
+//     dialect_cursor.go; dialect_claude.go (Read in dialect_claude_read.go);
+//     dialect_codex.go (exec_command, write_stdin and shell_command, and
+//     codex-rs's output truncation, in dialect_codex_exec.go). A new
+//     dialect is a new dialect_NAME.go and a row in the registry.
+//     testdata/golden/NAME.json pins a dialect's tools to the release it
+//     matches; testdata/golden/update.sh rewrites them.
 //   - Transports are subpackages over Tools, Call and Brief: jsonrpc
 //     (JSON-RPC 2.0 over stdio or a socket, and its client) and mcpserver
 //     (MCP). A new transport is a new subpackage; this package does not

@@ -24,7 +24,7 @@ func (p wpath) abs() string { return mounts.PathOf(p.name) }
 // path decodes argument k as a workspace path (def when absent and not
 // required) and converts it to a name of the workspace FS with [clean].
 // Relative paths resolve against the caller's directory (TOOLS.md): the
-// session's, which `cd` in a shell call moves (session.go).
+// session's, which `cd` in a shell call moves (shell_session.go).
 func (a *args) path(op, k string, required bool, def string) (wpath, error) {
 	s, err := a.str(k, required)
 	if err != nil {

@@ -276,7 +276,7 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 	}
 	if t.verb == VerbShell {
 		// An apply_patch typed into the shell is the edit it stands for,
-		// to policy and the audit as much as to the tree (patch_shell.go).
+		// to policy and the audit as much as to the tree (verbs_shell_patch.go).
 		pa, err := w.shellPatch(ctx, t, a)
 		if err != nil {
 			return Result{Text: err.Error(), IsError: true}
@@ -431,18 +431,4 @@ func (w *Workspace) readOnlyPrefixes() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// topNames lists the top-level names of the workspace root, which the shell
-// binds at their absolute paths.
-func (w *Workspace) topNames(ctx context.Context) ([]string, error) {
-	ents, err := w.fsys.ReadDir(ctx, ".")
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name
-	}
-	return names, nil
 }

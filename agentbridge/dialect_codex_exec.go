@@ -21,9 +21,9 @@ import (
 //     ends by then is reported with its exit code; one still running keeps
 //     running in the caller's [Session] under a session id, and
 //     write_stdin reads what it printed since (and, with tty, types into
-//     it). A session keeps at most 16 processes (the least
-//     recently used is stopped for a new one), none longer than
-//     Limits.MaxShellTimeout, and stops them all when it closes. A call
+//     it). A session keeps at most 16 processes (the least recently used
+//     is stopped for a new one), none longer than Limits.MaxShellTimeout,
+//     and stops them all when it closes (shell_session.go). A call
 //     that is a session of its own (no [WithSession]) cannot keep one: the
 //     command is stopped at yield_time_ms and the result says so.
 //   - shell_command runs a command string to its end or its timeout_ms.
@@ -43,6 +43,10 @@ const (
 	shellCommandTimeout = 10000 // ms, codex-rs's default exec timeout
 	execTimeoutExitCode = 124   // what codex-rs reports for a timed-out command
 )
+
+// unifiedExecOutputCap is what a running process's output may pile up to
+// between two reads (Codex: 1 MiB).
+const unifiedExecOutputCap = 1 << 20
 
 func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 	command, err := a.str("command", true)
@@ -105,19 +109,6 @@ func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 	}
 	code := exitOf(p)
 	return codexExecText(time.Since(start), &code, 0, buf.drain(), tokens, notes), nil
-}
-
-// bound stops p when it has run for the longest a shell call may
-// (Limits.MaxShellTimeout), so a session's processes end by themselves.
-func (w *Workspace) bound(p *process) {
-	left := w.limits.MaxShellTimeout - time.Since(p.started)
-	t := time.AfterFunc(left, func() {
-		p.stop(fmt.Sprintf("it ran for %s, the longest a command may", w.limits.MaxShellTimeout))
-	})
-	go func() {
-		<-p.done
-		t.Stop()
-	}()
 }
 
 func (w *Workspace) writeStdin(ctx context.Context, a *args) (string, error) {
@@ -312,14 +303,6 @@ func lookShell(shell string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%q is not installed in the workspace namespace", shell)
-}
-
-// exitOf is the exit status codex-rs reports: 128+N for a signal.
-func exitOf(p *process) int {
-	if p.signaled != 0 {
-		return p.signaled
-	}
-	return p.exitCode
 }
 
 // codexExecText is codex-rs's exec_command and write_stdin result: a chunk

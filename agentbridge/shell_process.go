@@ -15,10 +15,12 @@ import (
 	"github.com/creack/pty"
 )
 
-// process is one command running in the shell's namespace: every shell
-// tool runs through it (shell.go for the shell verb, exec.go for codex's
-// exec_command, write_stdin and shell_command). It may outlive the call
-// that started it when a [Session] keeps it.
+// process is one command running in the shell's namespace
+// (shell_namespace.go): every shell tool runs through it (verbs_shell.go
+// for the shell verb and the run path the dialects' shells share,
+// dialect_codex_exec.go for codex's exec_command, write_stdin and
+// shell_command). It may outlive the call that started it when a
+// [Session] keeps it (shell_session.go).
 //
 // The command runs as `SHELL -c 'trap … EXIT; COMMAND'`: the trap writes
 // the shell's final directory to a pipe on fd 3 (the side channel), so a
@@ -258,6 +260,14 @@ func (p *process) lastUsed() time.Time {
 	return p.used
 }
 
+// exitOf is the exit status codex-rs reports: 128+N for a signal.
+func exitOf(p *process) int {
+	if p.signaled != 0 {
+		return p.signaled
+	}
+	return p.exitCode
+}
+
 // outBuf collects a process's merged output between two reads, keeping its
 // head and tail when it grows past its cap (what lies between is counted),
 // as Codex's head/tail buffer does. Safe for concurrent use.
@@ -268,10 +278,6 @@ type outBuf struct {
 	tail    []byte
 	dropped int
 }
-
-// unifiedExecOutputCap is what a running process's output may pile up to
-// between two reads (Codex: 1 MiB).
-const unifiedExecOutputCap = 1 << 20
 
 func newOutBuf(cap int) *outBuf { return &outBuf{cap: cap} }
 
@@ -306,4 +312,45 @@ func (o *outBuf) drain() string {
 	}
 	o.head, o.tail, o.dropped = nil, nil, 0
 	return s
+}
+
+// capWriter keeps the first and the last half of the cap and counts the
+// rest, so a long build log still shows both its start and its error.
+type capWriter struct {
+	mu    sync.Mutex
+	head  []byte
+	tail  []byte
+	total int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n0 := len(p)
+	c.total += n0
+	half := shellOutputCap / 2
+	if room := half - len(c.head); room > 0 {
+		n := min(room, len(p))
+		c.head = append(c.head, p[:n]...)
+		p = p[n:]
+	}
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > 2*half {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-half:]...)
+	}
+	return n0, nil
+}
+
+func (c *capWriter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.total <= shellOutputCap {
+		return string(c.head) + string(c.tail)
+	}
+	tail := c.tail
+	if len(tail) > shellOutputCap/2 {
+		tail = tail[len(tail)-shellOutputCap/2:]
+	}
+	cut := c.total - len(c.head) - len(tail)
+	return fmt.Sprintf("%s\n… [%d bytes truncated; output is capped at %d] …\n%s", c.head, cut, shellOutputCap, tail)
 }

@@ -3,8 +3,10 @@ package agentbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
@@ -120,6 +122,19 @@ func (s *Session) add(p *process) (id int, pruned *process, err error) {
 	s.procs[id] = p
 	p.id = id
 	return id, pruned, nil
+}
+
+// bound stops p when it has run for the longest a shell call may
+// (Limits.MaxShellTimeout), so a session's processes end by themselves.
+func (w *Workspace) bound(p *process) {
+	left := w.limits.MaxShellTimeout - time.Since(p.started)
+	t := time.AfterFunc(left, func() {
+		p.stop(fmt.Sprintf("it ran for %s, the longest a command may", w.limits.MaxShellTimeout))
+	})
+	go func() {
+		<-p.done
+		t.Stop()
+	}()
 }
 
 // proc returns the running process id, if the session has it.

@@ -24,6 +24,7 @@ const (
 	CapStatFS                          // StatFSer
 	CapMknod                           // MknodFS
 	CapSearch                          // SearchFS
+	CapFreeze                          // FreezeFS
 
 	// CapMutating is every capability that changes the tree.
 	CapMutating = CapWrite | CapTruncate | CapMkdir | CapRemove | CapRename |
@@ -39,6 +40,7 @@ var capNames = []struct {
 	{CapLink, "link"}, {CapChmod, "chmod"}, {CapChown, "chown"},
 	{CapChtimes, "chtimes"}, {CapXattr, "xattr"}, {CapSetXattr, "setxattr"},
 	{CapStatFS, "statfs"}, {CapMknod, "mknod"}, {CapSearch, "search"},
+	{CapFreeze, "freeze"},
 }
 
 // Has reports whether every capability in c2 is in c.
@@ -117,6 +119,9 @@ func Capabilities(fsys FS) Capability {
 	}
 	if _, ok := fsys.(SearchFS); ok {
 		c |= CapSearch
+	}
+	if _, ok := fsys.(FreezeFS); ok {
+		c |= CapFreeze
 	}
 	return c
 }

@@ -75,7 +75,7 @@ func TestCapabilities(t *testing.T) {
 		want     mounts.Capability
 		writable bool
 	}{
-		{"memfs", m, mounts.CapMutating | mounts.CapXattr | mounts.CapStatFS, true},
+		{"memfs", m, mounts.CapMutating | mounts.CapXattr | mounts.CapStatFS | mounts.CapFreeze, true},
 		{"read-only", readOnly{m}, 0, false},
 		{"mkdir-only", mkdirOnly{readOnly{m}, m}, mounts.CapMkdir, true},
 		{"openfile-only", openFileOnly{readOnly{m}, m}, mounts.CapWrite, true},

@@ -270,7 +270,8 @@ func (w *wrapper) run(ctx context.Context, c Call, fn func(made Call) error) err
 }
 
 func (w *wrapper) Capabilities() Capability {
-	c := Capabilities(w.fsys)
+	// Freezing is a service's, on the mount itself: never forwarded.
+	c := Capabilities(w.fsys) &^ CapFreeze
 	if w.in.Capabilities != nil {
 		c = w.in.Capabilities(c)
 	}

@@ -186,7 +186,7 @@ func New(table map[string]mounts.FS) (*Union, error) {
 		m := &mount{prefix: p, name: name, fsys: fsys, index: uint64(i + 1)}
 		u.mounts = append(u.mounts, m)
 		u.byName[name] = m
-		u.caps |= mounts.Capabilities(fsys)
+		u.caps |= mounts.Capabilities(fsys) &^ mounts.CapFreeze // a service's, on the mount itself
 	}
 	if u.byName["."] == nil {
 		u.synth["."] = syntheticIno(".")

@@ -13,7 +13,6 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
-	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/policy"
 )
 
@@ -60,15 +59,13 @@ func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep 
 		if g, ok := fsys.(interface{ Commit() string }); ok {
 			m.Commit = g.Commit()
 		}
-		switch f := fsys.(type) {
-		case *memfs.FS:
-			m.Tree = f
-		case *writableGit:
-			m.Commit = f.Git().Commit()
-			if up, ok := f.FS.Upper().(*memfs.FS); ok {
-				m.Tree, m.Overlay, m.Git = up, f.FS.FS, f.FS
-			}
-		default:
+		// By capability, never by type: what freezes, what exports.
+		if e, ok := mounts.Exportable(fsys); ok {
+			m.Export, m.Commit = e, e.BaseCommit()
+		}
+		if z, ok := mounts.Freezable(fsys); ok {
+			m.Tree = z
+		} else {
 			m.Immutable = !mounts.Writable(fsys)
 		}
 		ms = append(ms, m)

@@ -31,10 +31,11 @@ type exporter struct {
 	notify func(names ...string)
 }
 
-// exportMount is one writable git mount at its prefix.
+// exportMount is one writable git mount at its prefix: its export
+// capability.
 type exportMount struct {
 	prefix string
-	fs     *writableGit
+	fs     mounts.ExportFS
 }
 
 var _ jsonrpc.Exporter = (*exporter)(nil)
@@ -44,7 +45,7 @@ var _ jsonrpc.Exporter = (*exporter)(nil)
 func newExporter(table map[string]mounts.FS, audit *policy.AuditLog, notify func(names ...string)) *exporter {
 	e := &exporter{audit: audit, notify: notify}
 	for prefix, fsys := range table {
-		if w, ok := fsys.(*writableGit); ok {
+		if w, ok := mounts.Exportable(fsys); ok {
 			e.mounts = append(e.mounts, exportMount{prefix: prefix, fs: w})
 		}
 	}
@@ -113,7 +114,7 @@ func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.Diff
 		if !ok {
 			continue
 		}
-		text, err := m.fs.Diff(ctx, format, names...)
+		text, err := m.fs.ExportDiff(ctx, format.String(), names...)
 		if err != nil {
 			return jsonrpc.DiffResult{}, fmt.Errorf("diff of %s: %w", m.prefix, err)
 		}
@@ -141,7 +142,7 @@ func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.
 	if m == nil {
 		return jsonrpc.CommitResult{}, fmt.Errorf("%w: --dst %s is no writable git mount (%s)", jsonrpc.ErrInvalidParams, p.Dst, e.prefixes())
 	}
-	id, err := m.fs.Commit(ctx, p.Message, p.Branch, p.Force)
+	id, err := m.fs.ExportCommit(ctx, p.Message, p.Branch, p.Force)
 	if e.audit != nil && (err != nil || id != "") {
 		e.audit.Commit(asOperator(ctx), m.prefix, "refs/heads/"+p.Branch, id, err)
 	}
@@ -171,31 +172,14 @@ func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Re
 		}
 		// Every changed name the reset covers is one the kernel may
 		// cache: the content of a file below a reset directory too.
-		changes, err := m.fs.Changes(ctx)
-		if err != nil {
-			return res, fmt.Errorf("reset of %s: %w", m.prefix, err)
-		}
-		touched := slices.Clone(names)
-		for _, c := range changes {
-			for _, n := range names {
-				if n == "." || c.Path == n || strings.HasPrefix(c.Path, n+"/") {
-					touched = append(touched, c.Path)
-					if c.From != "" {
-						touched = append(touched, c.From)
-					}
-					break
-				}
-			}
-		}
-		err = m.fs.Reset(ctx, names...)
+		touched, err := m.fs.ExportReset(ctx, names...)
 		if errors.Is(err, overlayfs.ErrResetInside) {
 			err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
 		}
 		// Tell the kernel face even after a failure: some names may be
 		// reset already.
 		var ws []string
-		slices.Sort(touched)
-		for _, n := range slices.Compact(touched) {
+		for _, n := range touched {
 			ws = append(ws, mounts.NameOf(path.Join(m.prefix, n)))
 			if e.audit != nil && n != "." {
 				e.audit.Change(asOperator(ctx), "reset", path.Join(m.prefix, n), err)
@@ -222,7 +206,11 @@ func (e *exporter) shellBinds() []agentbridge.ShellBind {
 	}
 	var out []agentbridge.ShellBind
 	for _, m := range e.mounts {
-		for _, b := range m.fs.binds {
+		b, ok := m.fs.(interface{ hostBinds() []shellBind })
+		if !ok {
+			continue
+		}
+		for _, b := range b.hostBinds() {
 			out = append(out, agentbridge.ShellBind{Path: b.Path, Writable: b.Writable})
 		}
 	}

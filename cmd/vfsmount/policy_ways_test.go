@@ -184,7 +184,7 @@ var ways = []way{
 		return string(b) + "\n" + p, err
 	}},
 	{name: "fsmonitor answer", kind: names, repoOnly: true, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
-		w := s.b.ws.Export.mounts[0].fs
+		w := s.repoOverlay(t)
 		token := w.Journal().Token()
 		s.operatorWrite(t, p, "API_KEY=after\n")
 		w.Changed(mounts.NameOf(strings.TrimPrefix(p, "/repo")))
@@ -303,10 +303,19 @@ type waysEnv struct {
 func (s *waysEnv) operatorWrite(t *testing.T, p, content string) {
 	t.Helper()
 	require.NoError(t, mounts.WriteFile(context.Background(), s.b.ws.Union, mounts.NameOf(p), []byte(content), 0o644))
-	if w := s.b.ws.Export; w != nil && strings.HasPrefix(p, "/repo/") {
-		w.mounts[0].fs.Changed(strings.TrimPrefix(p, "/repo/"))
+	if strings.HasPrefix(p, "/repo/") {
+		s.repoOverlay(t).Changed(strings.TrimPrefix(p, "/repo/"))
 	}
 	s.b.ws.Kernel.changed.notify(mounts.NameOf(p))
+}
+
+// repoOverlay is the writable git mount on /repo, whose journal git's
+// fsmonitor answers from.
+func (s *waysEnv) repoOverlay(t *testing.T) *writableGit {
+	t.Helper()
+	w, ok := s.b.ws.Export.mounts[0].fs.(*writableGit)
+	require.True(t, ok)
+	return w
 }
 
 func (s *waysEnv) operatorRead(t *testing.T, p string) string {

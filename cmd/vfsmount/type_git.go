@@ -171,6 +171,9 @@ type writableGit struct {
 	binds []shellBind
 }
 
+// hostBinds are w's binds (see exporter.shellBinds).
+func (w *writableGit) hostBinds() []shellBind { return w.binds }
+
 // shellBind is a host path the shell tool's namespace shows at the same
 // path.
 type shellBind struct {

@@ -37,7 +37,7 @@ func benchWorkspace(b *testing.B, n int) (*checkpoint.Workspace, *memfs.FS, *ove
 	}
 	ws, err := checkpoint.New([]checkpoint.Mount{
 		{Prefix: "/memory", Tree: mem},
-		{Prefix: "/repo", Tree: upper, Overlay: ov},
+		{Prefix: "/repo", Tree: ov},
 	}, checkpoint.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -42,8 +42,6 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
-	"github.com/vfsmount/vfsmount/mounts/overlayfs"
-	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // ErrNoWritable is wrapped by [New] for a workspace with no layer a
@@ -83,15 +81,15 @@ type Mount struct {
 	// "git", "copy-on-write over git@SHA"); Commit is the full SHA of the
 	// commit a git mount (or the lower of a writable one) serves.
 	Type, Source, Commit string
-	// Tree is the memory tree a checkpoint freezes: the memory mount, or
-	// Overlay's upper. Nil when there is none.
-	Tree *memfs.FS
-	// Overlay is the overlay whose upper Tree is, nil for a memory mount.
-	Overlay *overlayfs.FS
-	// Git is the writable git mount Overlay is part of, when it is one:
-	// a diff of the mount is then git's against its commit (as its
-	// export), not a diff of two trees of files.
-	Git *writablegit.FS
+	// Tree is the mount's freezing capability ([mounts.Freezable]: a
+	// memory mount, or an overlay over a memory tree); nil when it has
+	// none.
+	Tree mounts.FreezeFS
+	// Export is the mount's export capability ([mounts.Exportable]: a
+	// writable git mount), when it has one: a diff of the mount is then
+	// git's against its commit (as its export prints it), not a diff of
+	// two trees of files.
+	Export mounts.ExportFS
 	// Immutable says the mount cannot change at all.
 	Immutable bool
 }
@@ -104,21 +102,6 @@ func (m *Mount) coverage() Coverage {
 		return Immutable
 	}
 	return NotCovered
-}
-
-// hold holds the mount still; release undoes it.
-func (m *Mount) hold() (release func()) {
-	var ov func()
-	if m.Overlay != nil {
-		ov = m.Overlay.Hold()
-	}
-	tr := m.Tree.Hold()
-	return func() {
-		tr()
-		if ov != nil {
-			ov()
-		}
-	}
 }
 
 // Entry is one mount in a checkpoint's manifest.
@@ -207,7 +190,7 @@ func New(ms []Mount, opts Options) (*Workspace, error) {
 
 // Has reports whether the tree of m holds checkpoint id.
 func (m *Mount) Has(id string) bool {
-	return slices.ContainsFunc(m.Tree.Checkpoints(), func(c memfs.CheckpointInfo) bool { return c.ID == id })
+	return slices.ContainsFunc(m.Tree.Checkpoints(), func(c mounts.CheckpointInfo) bool { return c.ID == id })
 }
 
 // Mounts returns the workspace's mounts, sorted by prefix.
@@ -242,15 +225,18 @@ func (w *Workspace) frozen() []*Mount {
 	return out
 }
 
-// holdAll holds every mount of ms still, in prefix order.
-func holdAll(ms []*Mount) (release func()) {
-	rs := make([]func(), 0, len(ms))
+// freezeAll holds every mount of ms still, in prefix order (each mount
+// holds what it holds in its own order: [mounts.FreezeFS]), and returns
+// them frozen, and how to let them go (in the reverse order; more than
+// once is fine).
+func freezeAll(ms []*Mount) (map[*Mount]mounts.Frozen, func()) {
+	zs := make(map[*Mount]mounts.Frozen, len(ms))
 	for _, m := range ms {
-		rs = append(rs, m.hold())
+		zs[m] = m.Tree.Freeze()
 	}
-	return func() {
-		for i := len(rs) - 1; i >= 0; i-- {
-			rs[i]()
+	return zs, func() {
+		for i := len(ms) - 1; i >= 0; i-- {
+			zs[ms[i]].Release()
 		}
 	}
 }
@@ -264,14 +250,14 @@ func (w *Workspace) Create(ctx context.Context, name string) (Info, error) {
 	w.seq++
 	id := "c" + strconv.Itoa(w.seq)
 	ms := w.frozen()
-	release := holdAll(ms)
+	frozen, release := freezeAll(ms)
 	at := w.opts.Now()
 	info := &Info{ID: id, Name: name, Time: at, Manifest: w.Manifest()}
 	for i, m := range ms {
-		ci, err := m.Tree.CheckpointHeld(id, name)
+		ci, err := frozen[m].Checkpoint(id, name)
 		if err != nil {
 			for _, done := range ms[:i] {
-				_ = done.Tree.DeleteCheckpointHeld(id)
+				_ = frozen[done].DeleteCheckpoint(id)
 			}
 			release()
 			return Info{}, fmt.Errorf("checkpoint of %s: %w", m.Prefix, err)
@@ -300,7 +286,7 @@ func (w *Workspace) Create(ctx context.Context, name string) (Info, error) {
 func (w *Workspace) List() []Info {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sizes := map[string]memfs.CheckpointInfo{}
+	sizes := map[string]mounts.CheckpointInfo{}
 	for _, m := range w.frozen() {
 		for _, c := range m.Tree.Checkpoints() {
 			s := sizes[c.ID]
@@ -460,7 +446,7 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 					}
 				}
 				ms = append(ms, m)
-				subs[m] = m.treeNames(names)
+				subs[m] = names
 			} else {
 				// A tree that restarted empty lost it.
 				res.NotCovered = append(res.NotCovered, m.Prefix)
@@ -475,16 +461,16 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 	if err != nil {
 		return res, err
 	}
-	release := holdAll(ms)
+	frozen, release := freezeAll(ms)
 	defer release()
 	var errs []error
 	aborted := false
 	for _, m := range ms {
-		var mark memfs.RestoreMark
+		var mark mounts.RestoreMark
 		if tpc != nil {
 			mark = tpc.mark(m)
 		}
-		names, err := m.restore(id, subs[m], mark)
+		names, err := frozen[m].Restore(id, subs[m], mark)
 		for _, n := range names {
 			res.Changed = append(res.Changed, path.Join(m.Prefix, n))
 		}
@@ -494,7 +480,7 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 			// of paths that failed part way is decided too: what
 			// it restored stays, as with one tree.)
 			serr := m.Tree.Sync(ctx, ".")
-			if !m.Tree.DecidedHeld(tpc.id) || serr != nil {
+			if !frozen[m].Decided(tpc.id) || serr != nil {
 				// Not decided: nothing is restored anywhere else.
 				errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, errors.Join(err, serr)))
 				aborted = true
@@ -519,41 +505,6 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 	}
 	w.decided = tpc
 	return res, errors.Join(errs...)
-}
-
-// treeNames are the names of the tree sub selects (mount names; nil, the
-// whole mount), as the tree has them.
-func (m *Mount) treeNames(sub []string) []string {
-	if sub == nil {
-		return nil
-	}
-	out := slices.Clone(sub)
-	if m.Overlay != nil {
-		for i, n := range out {
-			out[i] = overlayfs.UpperName(n)
-		}
-	}
-	return out
-}
-
-// restore brings m's tree (names of it, nil the whole tree) back to
-// checkpoint id, with mark in its store mutation, and returns the mount
-// names changed; the caller holds m. The overlay's journal hears of them.
-func (m *Mount) restore(id string, names []string, mark memfs.RestoreMark) ([]string, error) {
-	changed, err := m.Tree.RestoreMarkedHeld(id, names, mark)
-	if m.Overlay == nil {
-		return changed, err
-	}
-	var merged []string
-	for _, n := range changed {
-		if n, ok := overlayfs.MergedName(n); ok {
-			merged = append(merged, n)
-		}
-	}
-	// The restore changed the upper below the overlay: its journal
-	// (git's fsmonitor answers) must hear of it.
-	m.Overlay.Changed(merged...)
-	return merged, err
 }
 
 // pick selects the mounts paths name: a mount at or above a path whole
@@ -618,12 +569,5 @@ func (w *Workspace) viewLocked(ctx context.Context, id string, m *Mount) (mounts
 	if m.Tree == nil {
 		return nil, fmt.Errorf("checkpoint %q: %s is %s", id, m.Prefix, m.coverage())
 	}
-	v, err := m.Tree.CheckpointView(id)
-	if err != nil {
-		return nil, err
-	}
-	if m.Overlay == nil {
-		return v, nil
-	}
-	return m.Overlay.Over(ctx, v)
+	return m.Tree.CheckpointView(ctx, id)
 }

@@ -37,7 +37,7 @@ func newEnv(t *testing.T, opts checkpoint.Options) *env {
 	require.NoError(t, err)
 	mem := memfs.New(memfs.Options{})
 	ws, err := checkpoint.New([]checkpoint.Mount{
-		{Prefix: "/repo", Type: "git", Source: "copy-on-write over test", Tree: upper, Overlay: ov},
+		{Prefix: "/repo", Type: "git", Source: "copy-on-write over test", Tree: ov},
 		{Prefix: "/memory", Type: "memory", Source: "memory", Tree: mem},
 		{Prefix: "/host", Type: "host", Source: "/somewhere"},
 		{Prefix: "/ro", Type: "git", Source: "git@abc", Immutable: true},

@@ -14,7 +14,6 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
-	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
 
 // Diff is what changed from checkpoint from to checkpoint to ("" means
@@ -62,17 +61,14 @@ func (w *Workspace) DiffFiltered(ctx context.Context, from, to string, format gi
 			return "", nil, err
 		}
 		var z mounts.FS = m.Tree
-		if m.Overlay != nil {
-			z = m.Overlay
-		}
 		if to != "" {
 			if z, err = w.View(ctx, to, m.Prefix); err != nil {
 				return "", nil, err
 			}
 		}
 		diff := func(format gitfs.DiffFormat, names []string) (string, error) {
-			if m.Git != nil {
-				return gitDiff(ctx, m.Git, a, z, format, names)
+			if m.Export != nil {
+				return m.Export.ExportDiffStates(ctx, a, z, format.String(), names...)
 			}
 			return memoryDiff(ctx, m.Prefix, a, z, format, names)
 		}
@@ -135,8 +131,8 @@ func (m *Mount) withhold(diff func(gitfs.DiffFormat, []string) (string, error), 
 // for a writable git mount, the name under the mount's prefix for a memory
 // mount.
 func (m *Mount) nameOf(full string) (string, bool) {
-	if m.Git != nil {
-		return m.Git.Git().MountName(full)
+	if m.Export != nil {
+		return m.Export.MountName(full)
 	}
 	base := strings.TrimPrefix(m.Prefix, "/")
 	if base == "" {
@@ -146,16 +142,6 @@ func (m *Mount) nameOf(full string) (string, bool) {
 		return full[len(base)+1:], true
 	}
 	return "", false
-}
-
-// gitDiff diffs two states of a writable git mount.
-func gitDiff(ctx context.Context, g *writablegit.FS, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
-	a, ok := from.(writablegit.State)
-	z, ok2 := to.(writablegit.State)
-	if !ok || !ok2 {
-		return "", fmt.Errorf("not overlays: %T, %T", from, to)
-	}
-	return g.DiffStates(ctx, a, z, format, names...)
 }
 
 // memoryDiff diffs two states of a memory mount with git: both are written

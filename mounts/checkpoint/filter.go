@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/vfsmount/vfsmount/mounts"
-	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 )
 
 // Checkpoints under path rules
@@ -75,21 +74,12 @@ func (w *Workspace) plan(ctx context.Context, m *Mount, id string, sel []string,
 		return nil, nil, err
 	}
 	var now mounts.FS = m.Tree
-	if m.Overlay != nil {
-		now = m.Overlay
-	}
 	changed, err := m.Tree.ChangedSince(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var cands []string
 	for _, n := range changed {
-		if m.Overlay != nil {
-			var ok bool
-			if n, ok = overlayfs.MergedName(n); !ok {
-				continue // the overlay's bookkeeping
-			}
-		}
 		if n == "." {
 			continue // the root's own attributes: not a name to refuse
 		}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // Restores across persisted trees
@@ -74,7 +74,7 @@ func (w *Workspace) prepare(ctx context.Context, ckpt string, ms []*Mount, subs 
 	}
 	t := &twoPhase{id: "r" + hex.EncodeToString(b[:]), coord: persisted[0], participants: persisted[1:]}
 	for i, p := range t.participants {
-		intent := memfs.RestoreIntent{ID: t.id, Checkpoint: ckpt, Paths: subs[p], Coordinator: t.coord.Tree.StoreIdentity()}
+		intent := mounts.RestoreIntent{ID: t.id, Checkpoint: ckpt, Paths: subs[p], Coordinator: t.coord.Tree.StoreIdentity()}
 		err := p.Tree.PrepareRestore(intent)
 		if err == nil {
 			err = p.Tree.Sync(ctx, ".")
@@ -89,18 +89,18 @@ func (w *Workspace) prepare(ctx context.Context, ckpt string, ms []*Mount, subs 
 }
 
 // mark is what m's restore mutation carries.
-func (t *twoPhase) mark(m *Mount) memfs.RestoreMark {
+func (t *twoPhase) mark(m *Mount) mounts.RestoreMark {
 	if m == t.coord {
-		d := &memfs.RestoreDecision{ID: t.id}
+		d := &mounts.RestoreDecision{ID: t.id}
 		for _, p := range t.participants {
 			d.Participants = append(d.Participants, p.Tree.StoreIdentity())
 		}
-		return memfs.RestoreMark{Decided: d}
+		return mounts.RestoreMark{Decided: d}
 	}
 	if slices.Contains(t.participants, m) {
-		return memfs.RestoreMark{Settled: t.id}
+		return mounts.RestoreMark{Settled: t.id}
 	}
-	return memfs.RestoreMark{}
+	return mounts.RestoreMark{}
 }
 
 // abort discards the intents of the participants ms (all when none is
@@ -147,15 +147,15 @@ func (w *Workspace) recoverRestores(ctx context.Context) error {
 			// replaces it); the tree is as its own file left it.
 			continue
 		}
-		decided := slices.ContainsFunc(coord.Tree.DecidedRestores(), func(d memfs.RestoreDecision) bool { return d.ID == p.ID })
+		decided := slices.ContainsFunc(coord.Tree.DecidedRestores(), func(d mounts.RestoreDecision) bool { return d.ID == p.ID })
 		var err error
 		if decided {
 			if !m.Has(p.Checkpoint) {
 				err = fmt.Errorf("%w: %s", ErrUnknown, p.Checkpoint)
 			} else {
-				release := m.hold()
-				_, err = m.restore(p.Checkpoint, p.Paths, memfs.RestoreMark{Settled: p.ID})
-				release()
+				frozen := m.Tree.Freeze()
+				_, err = frozen.Restore(p.Checkpoint, p.Paths, mounts.RestoreMark{Settled: p.ID})
+				frozen.Release()
 			}
 		} else {
 			err = m.Tree.DiscardRestore(p.ID)

@@ -267,6 +267,20 @@ const (
 	Names
 )
 
+// String is the format's name, as ParseDiffFormat reads it ("names" for
+// Names, which it does not).
+func (f DiffFormat) String() string {
+	switch f {
+	case Stat:
+		return "stat"
+	case NameStatus:
+		return "name-status"
+	case Names:
+		return "names"
+	}
+	return "patch"
+}
+
 // ParseDiffFormat reads a format by its name in the CLI and JSON-RPC:
 // "patch" (or ""), "stat", "name-status".
 func ParseDiffFormat(name string) (DiffFormat, error) {

@@ -2,6 +2,7 @@ package memfs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,19 +48,8 @@ import (
 // ErrNoCheckpoint is wrapped by the errors for an unknown checkpoint id.
 var ErrNoCheckpoint = errors.New("no such checkpoint")
 
-// CheckpointInfo describes one checkpoint of the tree.
-type CheckpointInfo struct {
-	ID   string
-	Name string
-	Time time.Time
-	// Inodes counts the inodes the checkpoint froze: those changed since
-	// the checkpoint before it (every inode for the first one).
-	Inodes int
-	// Bytes estimates what the checkpoint holds that no older one does:
-	// the file pages written since the checkpoint before it, and the
-	// metadata of the inodes it froze.
-	Bytes int64
-}
+// CheckpointInfo describes one checkpoint of a tree.
+type CheckpointInfo = mounts.CheckpointInfo
 
 // ckptState is the checkpoint bookkeeping of an FS.
 type ckptState struct {
@@ -149,11 +139,11 @@ func (f *FS) noteName(name string) {
 	f.dmu.Unlock()
 }
 
-// Hold holds off every change of the tree, and every checkpoint operation,
+// hold holds off every change of the tree, and every checkpoint operation,
 // until release is called; reads through names wait too. A workspace holds
-// all its trees at once to take one checkpoint of them all. The methods
-// whose names end in Held need it; release once.
-func (f *FS) Hold() (release func()) {
+// all its trees at once to take one checkpoint of them all ([FS.Freeze]).
+// The methods whose names end in Held need it; release once.
+func (f *FS) hold() (release func()) {
 	f.mu.Lock()
 	var once sync.Once
 	return func() { once.Do(f.mu.Unlock) }
@@ -170,10 +160,10 @@ func (f *FS) find(id string) (int, error) {
 }
 
 // Checkpoint takes a checkpoint named id (unique in the tree); see
-// [FS.CheckpointHeld].
+// [FS.checkpointHeld].
 func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
-	release := f.Hold()
-	info, err := f.CheckpointHeld(id, "")
+	release := f.hold()
+	info, err := f.checkpointHeld(id, "")
 	release()
 	if err == nil {
 		err = f.sync("checkpoint", ".")
@@ -181,12 +171,12 @@ func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
 	return info, err
 }
 
-// CheckpointHeld takes a checkpoint with id (unique in the tree) and name
-// (free text) of the tree, which the caller holds ([FS.Hold]). It costs in
+// checkpointHeld takes a checkpoint with id (unique in the tree) and name
+// (free text) of the tree, which the caller holds ([FS.hold]). It costs in
 // the inodes changed since the previous checkpoint; the first one walks the
 // whole tree. With a store, the checkpoint is saved too
 // ([Mutation.Checkpoint]).
-func (f *FS) CheckpointHeld(id, name string) (CheckpointInfo, error) {
+func (f *FS) checkpointHeld(id, name string) (CheckpointInfo, error) {
 	if id == "" {
 		return CheckpointInfo{}, fmt.Errorf("checkpoint: %w: empty id", fs.ErrInvalid)
 	}
@@ -352,13 +342,13 @@ func (f *FS) namesSince(k int) []string {
 // needs (the state of an inode that did not change again before the next
 // checkpoint) passes to that one.
 func (f *FS) DeleteCheckpoint(id string) error {
-	release := f.Hold()
+	release := f.hold()
 	defer release()
-	return f.DeleteCheckpointHeld(id)
+	return f.deleteCheckpointHeld(id)
 }
 
-// DeleteCheckpointHeld is DeleteCheckpoint of a held tree.
-func (f *FS) DeleteCheckpointHeld(id string) error {
+// deleteCheckpointHeld is DeleteCheckpoint of a held tree.
+func (f *FS) deleteCheckpointHeld(id string) error {
 	k, err := f.find(id)
 	if err != nil {
 		return err
@@ -404,10 +394,10 @@ func (f *FS) DeleteCheckpointHeld(id string) error {
 }
 
 // RestoreCheckpoint brings the tree back to checkpoint id; see
-// [FS.RestoreHeld].
+// [FS.restoreHeld].
 func (f *FS) RestoreCheckpoint(id string) ([]string, error) {
-	release := f.Hold()
-	names, err := f.RestoreHeld(id)
+	release := f.hold()
+	names, err := f.restoreHeld(id)
 	release()
 	if err == nil {
 		err = f.sync("restore", ".")
@@ -415,13 +405,13 @@ func (f *FS) RestoreCheckpoint(id string) ([]string, error) {
 	return names, err
 }
 
-// RestoreHeld brings the held tree back to its state at checkpoint id, and
+// restoreHeld brings the held tree back to its state at checkpoint id, and
 // returns the names changed since (as the operations were given them: the
 // kernel face drops its caches of them). The checkpoints are kept, id and
 // the newer ones too: a restore can itself be undone by restoring a newer
 // checkpoint. It costs in what changed since the checkpoint, not in the
 // size of the tree. An unknown id changes nothing.
-func (f *FS) RestoreHeld(id string) ([]string, error) {
+func (f *FS) restoreHeld(id string) ([]string, error) {
 	k, err := f.find(id)
 	if err != nil {
 		return nil, err
@@ -575,10 +565,20 @@ func (f *FS) assign(n *node, s *frozen) {
 	f.usedBytes.Add(n.data.alloc + n.xattrBytes - old)
 }
 
-// CheckpointView returns a tree of its own holding checkpoint id, for
+// CheckpointView is [FS.checkpointView] as the freezing capability has it
+// ([mounts.FreezeFS]).
+func (f *FS) CheckpointView(_ context.Context, id string) (mounts.FS, error) {
+	v, err := f.checkpointView(id)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkpointView returns a tree of its own holding checkpoint id, for
 // reading it (a diff). It shares the checkpoint's pages; a change to it
 // changes neither the checkpoint nor f. It costs in the size of the tree.
-func (f *FS) CheckpointView(id string) (*FS, error) {
+func (f *FS) checkpointView(id string) (*FS, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	k, err := f.find(id)
@@ -839,16 +839,16 @@ func (f *FS) same(n *node, s *frozen) bool {
 	return true
 }
 
-// RestorePathsHeld brings names (and everything below them) of the held
+// restorePathsHeld brings names (and everything below them) of the held
 // tree back to checkpoint id, as git checkout ID -- NAME does, leaving the
-// rest of the tree as it is; "." is the whole tree ([FS.RestoreHeld]). A
+// rest of the tree as it is; "." is the whole tree ([FS.restoreHeld]). A
 // name the checkpoint lacks is removed; a name it has is made again, with
 // the parent directories it needs (as they were at the checkpoint, holding
 // only what is restored), from the checkpoint's state: new inodes, so a
 // file held open keeps what it had, and a hard link to a file outside the
 // names becomes a file of its own. All names are restored at once, as one
 // store mutation. It returns the names that changed.
-func (f *FS) RestorePathsHeld(id string, names []string) ([]string, error) {
+func (f *FS) restorePathsHeld(id string, names []string) ([]string, error) {
 	k, err := f.find(id)
 	if err != nil {
 		return nil, err
@@ -858,7 +858,7 @@ func (f *FS) RestorePathsHeld(id string, names []string) ([]string, error) {
 			return nil, fmt.Errorf("restore of checkpoint %q: %w: %q", id, fs.ErrInvalid, name)
 		}
 		if name == "." {
-			return f.RestoreHeld(id)
+			return f.restoreHeld(id)
 		}
 	}
 	j := &journal{m: Mutation{Op: "restore"}, f: f, rec: f.store != nil}

@@ -110,7 +110,7 @@ func BenchmarkCheckpointView(b *testing.B) {
 		b.Run(fmt.Sprint(n, "files"), func(b *testing.B) {
 			fsys := ckptTree(b, n)
 			for b.Loop() {
-				if _, err := fsys.CheckpointView("base"); err != nil {
+				if _, err := fsys.CheckpointView(context.Background(), "base"); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -244,7 +244,7 @@ func TestCheckpointSharesPages(t *testing.T) {
 	assert.Equal(t, 1, second.Inodes)
 	assert.Less(t, second.Bytes, int64(64<<10+1024), "one page changed: one page held")
 	// The first checkpoint still has the old page.
-	v, err := fsys.CheckpointView("c1")
+	v, err := fsys.CheckpointView(ctx, "c1")
 	require.NoError(t, err)
 	b, err := mounts.ReadFile(ctx, v, "big")
 	require.NoError(t, err)
@@ -288,7 +288,7 @@ func TestCheckpointUnderConcurrentWriters(t *testing.T) {
 	}
 	wg.Wait()
 	for _, id := range ids {
-		v, err := fsys.CheckpointView(id)
+		v, err := fsys.CheckpointView(ctx, id)
 		require.NoError(t, err)
 		for i := range writers {
 			ents, err := v.ReadDir(ctx, fmt.Sprint("w", i))
@@ -326,9 +326,9 @@ func TestCheckpointRestorePaths(t *testing.T) {
 	mess(t, fsys) // a changed, b gone, d moved, ...
 	require.NoError(t, mounts.WriteFile(ctx, fsys, "keep", []byte("keep"), 0o644))
 
-	release := fsys.Hold()
-	names, err := fsys.RestorePathsHeld("c1", []string{"a", "b", "d/e", "s2"})
-	release()
+	frozen := fsys.Freeze()
+	names, err := frozen.Restore("c1", []string{"a", "b", "d/e", "s2"}, memfs.RestoreMark{})
+	frozen.Release()
 	require.NoError(t, err)
 	assert.Equal(t, "a", readFile(t, fsys, "a"))
 	assert.Equal(t, "b", readFile(t, fsys, "b"), "a removed name comes back")
@@ -352,17 +352,17 @@ func TestCheckpointRestorePaths(t *testing.T) {
 	_, err = fsys.Checkpoint("c2")
 	require.NoError(t, err)
 	require.NoError(t, mounts.Unlink(ctx, fsys, "h/y"))
-	release = fsys.Hold()
-	_, err = fsys.RestorePathsHeld("c2", []string{"h"})
-	release()
+	frozen = fsys.Freeze()
+	_, err = frozen.Restore("c2", []string{"h"}, memfs.RestoreMark{})
+	frozen.Release()
 	require.NoError(t, err)
 	assert.Equal(t, stat(t, fsys, "h/x").Ino, stat(t, fsys, "h/y").Ino)
 	assert.Equal(t, uint32(2), stat(t, fsys, "h/x").Nlink)
 	rep.compare(t, fsys)
 
-	release = fsys.Hold()
-	_, err = fsys.RestorePathsHeld("c9", []string{"a"})
-	release()
+	frozen = fsys.Freeze()
+	_, err = frozen.Restore("c9", []string{"a"}, memfs.RestoreMark{})
+	frozen.Release()
 	assert.ErrorIs(t, err, memfs.ErrNoCheckpoint)
 }
 

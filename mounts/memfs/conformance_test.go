@@ -11,5 +11,5 @@ import (
 func TestConformance(t *testing.T) {
 	mountstest.Run(t, func(t *testing.T) mounts.FS {
 		return memfs.New(memfs.Options{})
-	}, mountstest.Caps(mounts.CapMutating|mounts.CapXattr|mounts.CapStatFS))
+	}, mountstest.Caps(mounts.CapMutating|mounts.CapXattr|mounts.CapStatFS|mounts.CapFreeze))
 }

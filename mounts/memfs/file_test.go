@@ -18,7 +18,7 @@ import (
 func TestDescribeAndCapabilities(t *testing.T) {
 	fsys, _ := newFS(t, memfs.Options{})
 	assert.Equal(t, mounts.Description{Type: "memory", Source: "memory"}, fsys.Describe())
-	want := mounts.CapMutating | mounts.CapXattr | mounts.CapStatFS
+	want := mounts.CapMutating | mounts.CapXattr | mounts.CapStatFS | mounts.CapFreeze
 	assert.Equal(t, want, mounts.Capabilities(fsys), "capabilities")
 }
 

@@ -3,6 +3,8 @@ package memfs
 import (
 	"fmt"
 	"slices"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // Restores across stores
@@ -41,29 +43,18 @@ type IdentifiedStore interface {
 
 // RestoreIntent is a participant's record of a workspace restore under
 // way: restore ID (unique, never reused) brings the tree back to checkpoint
-// Checkpoint (Paths as [FS.RestorePathsHeld] takes them; none is the whole
+// Checkpoint (Paths as [FS.restorePathsHeld] takes them; none is the whole
 // tree), if the store Coordinator decided it.
-type RestoreIntent struct {
-	ID          string   `json:"id"`
-	Checkpoint  string   `json:"checkpoint"`
-	Paths       []string `json:"paths,omitempty"`
-	Coordinator string   `json:"coordinator"`
-}
+type RestoreIntent = mounts.RestoreIntent
 
 // RestoreDecision is the coordinator's record that restore ID happened:
 // the participants (their store identities) apply it on load if they had
 // not.
-type RestoreDecision struct {
-	ID           string   `json:"id"`
-	Participants []string `json:"participants"`
-}
+type RestoreDecision = mounts.RestoreDecision
 
 // RestoreMark is what a restore's mutation records besides the restore:
 // the coordinator's decision, or the settling of a participant's intent.
-type RestoreMark struct {
-	Decided *RestoreDecision
-	Settled string
-}
+type RestoreMark = mounts.RestoreMark
 
 // StoreIdentity is the identity of the tree's store, "" when it has none
 // (no store, or one that keeps no restore intents).
@@ -139,15 +130,15 @@ func (f *FS) ForgetRestores(ids ...string) error {
 	return nil
 }
 
-// RestoreMarkedHeld is [FS.RestorePathsHeld] (names nil: [FS.RestoreHeld])
+// restoreMarkedHeld is [FS.restorePathsHeld] (names nil: [FS.restoreHeld])
 // whose store mutation carries mark too, in the same transaction.
-func (f *FS) RestoreMarkedHeld(id string, names []string, mark RestoreMark) ([]string, error) {
+func (f *FS) restoreMarkedHeld(id string, names []string, mark RestoreMark) ([]string, error) {
 	f.mark = &mark
 	defer func() { f.mark = nil }()
 	if names == nil {
-		return f.RestoreHeld(id)
+		return f.restoreHeld(id)
 	}
-	return f.RestorePathsHeld(id, names)
+	return f.restorePathsHeld(id, names)
 }
 
 // marked adds the mark of the restore under way to its mutation m; the
@@ -170,9 +161,34 @@ func (f *FS) markDone(m *Mutation) {
 	}
 }
 
-// DecidedHeld reports whether the held tree's store was given the
-// decision of restore id (by [FS.RestoreMarkedHeld]); the caller holds it
-// ([FS.Hold]).
-func (f *FS) DecidedHeld(id string) bool {
+// decidedHeld reports whether the held tree's store was given the
+// decision of restore id (by [FS.restoreMarkedHeld]); the caller holds it
+// ([FS.hold]).
+func (f *FS) decidedHeld(id string) bool {
 	return slices.ContainsFunc(f.decided, func(d RestoreDecision) bool { return d.ID == id })
 }
+
+// Freeze holds every change of the tree off until the returned Frozen is
+// released: the freezing capability ([mounts.FreezeFS]) a workspace's
+// checkpoints use to hold all their trees at one instant.
+func (f *FS) Freeze() mounts.Frozen {
+	return &frozenTree{f: f, release: f.hold()}
+}
+
+// frozenTree is a tree held by Freeze.
+type frozenTree struct {
+	f       *FS
+	release func()
+}
+
+func (t *frozenTree) Checkpoint(id, name string) (CheckpointInfo, error) {
+	return t.f.checkpointHeld(id, name)
+}
+func (t *frozenTree) DeleteCheckpoint(id string) error { return t.f.deleteCheckpointHeld(id) }
+func (t *frozenTree) Restore(id string, names []string, mark RestoreMark) ([]string, error) {
+	return t.f.restoreMarkedHeld(id, names, mark)
+}
+func (t *frozenTree) Decided(id string) bool { return t.f.decidedHeld(id) }
+func (t *frozenTree) Release()               { t.release() }
+
+var _ mounts.FreezeFS = (*FS)(nil)

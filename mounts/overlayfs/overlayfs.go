@@ -136,6 +136,7 @@ func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error)
 	f.caps = ucaps&(mounts.CapMutating|mounts.CapStatFS) | mounts.CapTruncate | mounts.CapXattr | mounts.CapSetXattr
 	// Searches narrow where the lower can (search.go).
 	f.caps |= mounts.Capabilities(lower) & mounts.CapSearch
+	f.caps |= ucaps & mounts.CapFreeze // see checkpoint.go
 	f.id = opts.LowerID
 	if f.id == "" {
 		if c, ok := lower.(interface{ Commit() string }); ok {

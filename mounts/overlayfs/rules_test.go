@@ -430,7 +430,7 @@ func TestDescribe(t *testing.T) {
 	assert.True(t, strings.HasPrefix(d.Source, "git@"))
 	assert.False(t, d.Immutable)
 	assert.True(t, mounts.Writable(o))
-	assert.Equal(t, allCaps|mounts.CapSearch, mounts.Capabilities(o), "the git lower narrows searches")
+	assert.Equal(t, memCaps|mounts.CapSearch, mounts.Capabilities(o), "the git lower narrows searches; the memory upper freezes")
 	assert.Len(t, o.LowerID(), 40, "the full commit SHA")
 }
 

@@ -18,6 +18,7 @@ package writablegit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -124,6 +125,79 @@ func (w *FS) DiffStates(ctx context.Context, from, to State, format gitfs.DiffFo
 	}
 	defer b.Close()
 	return b.DiffFrom(ctx, a, format, names)
+}
+
+// The export capability ([mounts.ExportFS]): what a workspace's services
+// find on the mount, by method presence.
+var _ mounts.ExportFS = (*FS)(nil)
+
+// BaseCommit is the full id of the commit below.
+func (w *FS) BaseCommit() string { return w.git.Commit() }
+
+// ExportDiff is [FS.Diff] in a format named as gitfs.ParseDiffFormat reads
+// it, or "names" ([gitfs.Names]).
+func (w *FS) ExportDiff(ctx context.Context, format string, names ...string) (string, error) {
+	f, err := parseFormat(format)
+	if err != nil {
+		return "", err
+	}
+	return w.Diff(ctx, f, names...)
+}
+
+// ExportDiffStates is [FS.DiffStates] of two states of the mount: itself
+// or views of it (a checkpoint's, [overlayfs.FS.CheckpointView]).
+func (w *FS) ExportDiffStates(ctx context.Context, from, to mounts.FS, format string, names ...string) (string, error) {
+	f, err := parseFormat(format)
+	if err != nil {
+		return "", err
+	}
+	a, ok := from.(State)
+	z, ok2 := to.(State)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("writablegit: not states of the mount: %T, %T", from, to)
+	}
+	return w.DiffStates(ctx, a, z, f, names...)
+}
+
+// MountName is the mount's name of a repository's name in its diffs.
+func (w *FS) MountName(full string) (string, bool) { return w.git.MountName(full) }
+
+// ExportCommit is [FS.Commit].
+func (w *FS) ExportCommit(ctx context.Context, msg, branch string, force bool) (string, error) {
+	return w.Commit(ctx, msg, branch, force)
+}
+
+// ExportReset brings names (and what is below them; "." the whole mount)
+// back to the commit ([overlayfs.FS.Reset]) and returns every name it
+// changed: each changed name at or below one of names, and the name a
+// renamed one came from. After a failure some names may be reset already:
+// they are returned too.
+func (w *FS) ExportReset(ctx context.Context, names ...string) ([]string, error) {
+	changes, err := w.Changes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	touched := slices.Clone(names)
+	for _, c := range changes {
+		for _, n := range names {
+			if n == "." || c.Path == n || strings.HasPrefix(c.Path, n+"/") {
+				touched = append(touched, c.Path)
+				if c.From != "" {
+					touched = append(touched, c.From)
+				}
+				break
+			}
+		}
+	}
+	slices.Sort(touched)
+	return slices.Compact(touched), w.Reset(ctx, names...)
+}
+
+func parseFormat(name string) (gitfs.DiffFormat, error) {
+	if name == "names" {
+		return gitfs.Names, nil
+	}
+	return gitfs.ParseDiffFormat(name)
 }
 
 // edits turns the overlay's changes into the tree edits that make the

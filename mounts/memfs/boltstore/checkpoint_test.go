@@ -21,7 +21,9 @@ func TestCheckpointsSurviveARestart(t *testing.T) {
 	s, fsys := open(t, path, boltstore.Options{}, memfs.Options{})
 	fill(t, fsys)
 	want1 := snapshot(t, fsys)
-	_, err := fsys.CheckpointHeld("c1", "first") // no concurrent change here: holding is moot
+	frozen := fsys.Freeze()
+	_, err := frozen.Checkpoint("c1", "first")
+	frozen.Release()
 	require.NoError(t, err)
 	require.NoError(t, mounts.WriteFile(ctx, fsys, "small", []byte("changed"), 0o644))
 	require.NoError(t, fsys.Unlink(ctx, "d/hard"))

@@ -31,5 +31,5 @@ func TestConformance(t *testing.T) {
 			require.NoError(t, s2.Close())
 		})
 		return fsys
-	}, mountstest.Caps(mounts.CapMutating|mounts.CapXattr|mounts.CapStatFS))
+	}, mountstest.Caps(mounts.CapMutating|mounts.CapXattr|mounts.CapStatFS|mounts.CapFreeze))
 }

@@ -161,7 +161,7 @@ func TestTwoPhaseRestoreCrashAtEachStep(t *testing.T) {
 			one, two, err := p.build(20)
 			require.NoError(t, err)
 			var steps []string
-			undo := checkpoint.SetTestHook(func(step string) {
+			undo := checkpoint.SetTestHook(p.ws, func(step string) {
 				steps = append(steps, step)
 				if step != tc.step {
 					return
@@ -239,7 +239,7 @@ func TestTwoPhaseRestoreOfPaths(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = p.build(3)
 	require.NoError(t, err)
-	undo := checkpoint.SetTestHook(func(step string) {
+	undo := checkpoint.SetTestHook(p.ws, func(step string) {
 		if step == "decided" {
 			for i, s := range p.stores {
 				require.NoError(t, s.Backup(filepath.Join(crash, strings.TrimPrefix(p.prefixes[i], "/")+".db")))
@@ -282,7 +282,7 @@ func TestOnePersistedTreeHasNoPrepare(t *testing.T) {
 	require.NoError(t, mounts.WriteFile(ctx, a, "x", []byte("2"), 0o644))
 	require.NoError(t, mounts.WriteFile(ctx, b, "x", []byte("2"), 0o644))
 	var steps []string
-	undo := checkpoint.SetTestHook(func(step string) { steps = append(steps, step) })
+	undo := checkpoint.SetTestHook(ws, func(step string) { steps = append(steps, step) })
 	_, err = ws.Restore(ctx, c.ID, nil)
 	undo()
 	require.NoError(t, err)
@@ -389,7 +389,7 @@ func TestTwoPhaseRestoreAbortsWhenTheCoordinatorFails(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.stores[0].Close()) // /a's store now refuses every commit
 	var steps []string
-	undo := checkpoint.SetTestHook(func(step string) { steps = append(steps, step) })
+	undo := checkpoint.SetTestHook(p.ws, func(step string) { steps = append(steps, step) })
 	_, err = p.ws.Restore(ctx, "c1", nil)
 	undo()
 	require.ErrorIs(t, err, boltstore.ErrClosed)

@@ -148,6 +148,8 @@ type Workspace struct {
 	// decided is the two-phase restore whose participants are being
 	// synced, to finish once they are.
 	decided *twoPhase
+	// steps is told each step of a two-phase restore (a test's watch).
+	steps func(step string)
 }
 
 // New returns the checkpoints of a workspace of ms. It fails with
@@ -396,14 +398,14 @@ func (w *Workspace) RestoreFiltered(ctx context.Context, id string, paths []stri
 					break
 				}
 				if w.decided != nil && m != w.decided.coord {
-					hook("synced " + m.Prefix)
+					w.step("synced " + m.Prefix)
 				}
 			}
 		}
 	}
 	if err == nil && w.decided != nil {
 		err = w.decided.finish()
-		hook("forgotten")
+		w.step("forgotten")
 	}
 	w.decided = nil
 	w.mu.Unlock()
@@ -486,7 +488,7 @@ func (w *Workspace) restoreLocked(ctx context.Context, id string, paths []string
 				aborted = true
 				break
 			}
-			hook("decided")
+			w.step("decided")
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore of %s: %w", m.Prefix, err))

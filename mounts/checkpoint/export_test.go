@@ -1,8 +1,14 @@
 package checkpoint
 
-// SetTestHook sets the hook called at each step of a two-phase restore,
-// until undo is called.
-func SetTestHook(fn func(step string)) (undo func()) {
-	testHook = fn
-	return func() { testHook = nil }
+// SetTestHook has w tell fn each step of a two-phase restore, until undo
+// is called.
+func SetTestHook(w *Workspace, fn func(step string)) (undo func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steps = fn
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.steps = nil
+	}
 }

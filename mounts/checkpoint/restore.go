@@ -45,14 +45,12 @@ type twoPhase struct {
 	participants []*Mount
 }
 
-// testHook, when set (by tests), is called at each step of a two-phase
-// restore: "prepared", "decided", "synced <prefix>" (a participant's
-// restore is durable), "forgotten".
-var testHook func(step string)
-
-func hook(step string) {
-	if testHook != nil {
-		testHook(step)
+// step marks a step of a two-phase restore for a test that watches them
+// (export_test.go): "prepared", "decided", "synced <prefix>" (a
+// participant's restore is durable), "forgotten".
+func (w *Workspace) step(name string) {
+	if w.steps != nil {
+		w.steps(name)
 	}
 }
 
@@ -84,7 +82,7 @@ func (w *Workspace) prepare(ctx context.Context, ckpt string, ms []*Mount, subs 
 			return nil, fmt.Errorf("restore of %s: %w", p.Prefix, err)
 		}
 	}
-	hook("prepared")
+	w.step("prepared")
 	return t, nil
 }
 

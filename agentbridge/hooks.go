@@ -147,7 +147,7 @@ func callID(ctx context.Context) string {
 // toolCaller is the mounts.Caller of a tool call: this process's ids (new
 // files belong to whoever runs the tool face) and the call id.
 func toolCaller(id string) mounts.Caller {
-	return mounts.Caller{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Face: "tool", CallID: id}
+	return mounts.Caller{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Face: mounts.FaceTool, CallID: id}
 }
 
 // dryRunNote ends every dry-run result.

@@ -41,8 +41,9 @@
 //     FOPEN_KEEP_CACHE so the page cache survives close and reopen, and
 //     directories with FOPEN_CACHE_DIR so listings are cached too.
 //     A read-only open with FOPEN_KEEP_CACHE (here, and for the memory
-//     mount below), and every open of an immutable connection, tells
-//     the mount so ([mounts.WithPagesKept]), so that a git mount does not
+//     mount below), and every open of an openless connection, tells
+//     the mount so ([mounts.OpenOptions] PagesKept, an argument of the
+//     open that every layer passes on), so that a git mount does not
 //     keep decoded what the page cache now holds.
 //   - External mounts (a host directory other programs edit) use one-second
 //     entry and attribute timeouts and drop the page cache on every open,

@@ -29,19 +29,23 @@ import (
 
 // countingFS counts the files opened through it and closes them as they
 // are closed, so a test can tell whether the kernel asked before opening.
-// kept counts the opens whose context says the kernel keeps the pages
-// (mounts.PagesKept).
+// kept counts the opens whose options say the kernel keeps the pages
+// (mounts.OpenOptions.PagesKept).
 type countingFS struct {
 	describedFS
 	opens, open, kept atomic.Int64
 }
 
 func (c *countingFS) Open(ctx context.Context, name string) (mounts.File, error) {
+	return c.OpenWith(ctx, name, mounts.OpenOptions{})
+}
+
+func (c *countingFS) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
 	f, err := c.describedFS.Open(ctx, name)
 	if err == nil {
 		c.opens.Add(1)
 		c.open.Add(1)
-		if mounts.PagesKept(ctx) {
+		if o.PagesKept {
 			c.kept.Add(1)
 		}
 		f = &openCountedFile{File: f, c: c}
@@ -390,7 +394,7 @@ func TestReadaheadDuringAScanListsAhead(t *testing.T) {
 // does, on the one detector (package readpattern): when a scan starts in a
 // directory it offers the small files after the one that started it, and
 // during a scan the small files of each directory listed. It reads them
-// through countingFS.Open, so that opens count what it decoded, and offers
+// through countingFS.OpenWith, so that opens count what it decoded, and offers
 // from a goroutine of its own, as a mount's workers do, never from inside
 // the request.
 type aheadFS struct {
@@ -417,7 +421,11 @@ func (a *aheadFS) OfferPages(sink mounts.PageSink) bool {
 }
 
 func (a *aheadFS) Open(ctx context.Context, name string) (mounts.File, error) {
-	f, err := a.countingFS.Open(ctx, name)
+	return a.OpenWith(ctx, name, mounts.OpenOptions{})
+}
+
+func (a *aheadFS) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
+	f, err := a.countingFS.OpenWith(ctx, name, o)
 	if err == nil && a.det.Opened(name).Started {
 		a.ahead(path.Dir(name), path.Base(name))
 	}
@@ -575,7 +583,7 @@ func TestImmutableRoots(t *testing.T) {
 }
 
 // The kernel face tells the mount when the kernel keeps the pages it
-// reads past the open (mounts.PagesKept): every open of an immutable
+// reads past the open (mounts.OpenOptions.PagesKept): every open of an immutable
 // connection's reader cache, and a read-only open with FOPEN_KEEP_CACHE;
 // not an open for writing.
 func TestOpensSayWhenTheKernelKeepsThePages(t *testing.T) {
@@ -606,16 +614,14 @@ func TestOpensSayWhenTheKernelKeepsThePages(t *testing.T) {
 }
 
 // openCountingFS is a countingFS that opens with flags, as the main
-// connection's OPEN does through mounts.OpenFile.
+// connection's OPEN does through mounts.OpenFile. An open with flags takes
+// no options, so none of them counts as kept.
 type openCountingFS struct{ countingFS }
 
 func (c *openCountingFS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
 	f, err := c.countingFS.describedFS.OpenFile(ctx, name, flag, perm)
 	if err == nil {
 		c.opens.Add(1)
-		if mounts.PagesKept(ctx) {
-			c.kept.Add(1)
-		}
 	}
 	return f, err
 }

@@ -404,12 +404,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 		return nil, 0, syscall.ENOENT
 	}
 	octx := n.conn.ctx(ctx)
-	if n.cache.keepCache && openFlags(flags)&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) == 0 {
+	flag := openFlags(flags) &^ (os.O_CREATE | os.O_EXCL)
+	var f mounts.File
+	var err error
+	if n.cache.keepCache && !mounts.WantsWrite(flag) {
 		// Read only, with FOPEN_KEEP_CACHE (below): the kernel keeps
 		// the pages read through this open for the next.
-		octx = mounts.WithPagesKept(octx)
+		f, err = mounts.OpenWith(octx, n.conn.fsys, name, mounts.OpenOptions{PagesKept: true})
+	} else {
+		f, err = mounts.OpenFile(octx, n.conn.fsys, name, flag, 0)
 	}
-	f, err := mounts.OpenFile(octx, n.conn.fsys, name, openFlags(flags)&^(os.O_CREATE|os.O_EXCL), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The kernel's cached entry outlived the name, removed behind
 		// its back (a host directory edited directly, a library change

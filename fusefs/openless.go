@@ -83,7 +83,7 @@ func (n *node) readNoHandle(ctx context.Context, dest []byte, off int64) (res fu
 		}
 		return nil, syscall.ENOENT
 	}
-	r, err := n.conn.readers.get(n, false, n.opener(ctx))
+	r, err := n.conn.readers.get(n, false, n.opener(ctx, mounts.OpenOptions{}))
 	if err != nil {
 		return nil, n.conn.errs.errno("read", err)
 	}
@@ -106,7 +106,7 @@ func (n *node) writeNoHandle(ctx context.Context, data []byte, off int64) (writt
 		}
 		return 0, syscall.ENOENT
 	}
-	r, err := n.conn.readers.get(n, true, n.opener(ctx))
+	r, err := n.conn.readers.get(n, true, n.opener(ctx, mounts.OpenOptions{}))
 	if err != nil {
 		return 0, n.conn.errs.errno("write", err)
 	}
@@ -135,7 +135,7 @@ func (n *node) fsyncNoHandle(ctx context.Context) (errno syscall.Errno) {
 		}
 		return 0
 	}
-	r, err := n.conn.readers.get(n, true, n.opener(ctx))
+	r, err := n.conn.readers.get(n, true, n.opener(ctx, mounts.OpenOptions{}))
 	if err != nil {
 		return n.conn.errs.errno("fsync", err)
 	}
@@ -144,9 +144,12 @@ func (n *node) fsyncNoHandle(ctx context.Context) (errno syscall.Errno) {
 }
 
 // opener returns the function the file cache opens n with, by its name:
-// read-only, or for reading and writing (for writing only when the mount
-// refuses reading).
-func (n *node) opener(ctx context.Context) func(write bool) (mounts.File, bool, error) {
+// read-only, with the options o and the pages kept (the kernel keeps what
+// it reads here across opens, so the mount need not keep the content after
+// the file leaves the cache), or for reading and writing (for writing only
+// when the mount refuses reading), which takes no options: a file written
+// through this connection is the upper's, not the commit's they are for.
+func (n *node) opener(ctx context.Context, o mounts.OpenOptions) func(write bool) (mounts.File, bool, error) {
 	return func(write bool) (mounts.File, bool, error) {
 		name, ok := n.name()
 		if !ok {
@@ -154,10 +157,8 @@ func (n *node) opener(ctx context.Context) func(write bool) (mounts.File, bool, 
 		}
 		octx := n.conn.ctx(ctx)
 		if !write {
-			// The kernel keeps the pages it reads here across
-			// opens, so the mount need not keep the content after
-			// the file leaves the cache.
-			f, err := n.conn.fsys.Open(mounts.WithPagesKept(octx), name)
+			o.PagesKept = true
+			f, err := mounts.OpenWith(octx, n.conn.fsys, name, o)
 			return f, true, err
 		}
 		f, err := mounts.OpenFile(octx, n.conn.fsys, name, os.O_RDWR, 0)
@@ -187,7 +188,7 @@ func (n *node) pinOrphan(ctx context.Context) (undo func()) {
 	}
 	// Most such files are never read again (rm -r of a checkout): a
 	// git mount decodes the blob only if one is.
-	f, _, err := n.opener(mounts.WithOpenedInCase(ctx))(n.wrote.Load())
+	f, _, err := n.opener(ctx, mounts.OpenOptions{InCase: true})(n.wrote.Load())
 	if err != nil {
 		return func() {}
 	}

@@ -127,7 +127,7 @@ func within(name, dir string) bool {
 func mountCtx() context.Context {
 	return mounts.WithCaller(context.Background(), mounts.Caller{
 		Uid: uint32(syscall.Geteuid()), Gid: uint32(syscall.Getegid()),
-		Pid: uint32(syscall.Getpid()), Face: "kernel"})
+		Pid: uint32(syscall.Getpid()), Face: mounts.FaceKernel})
 }
 
 // mountConn mounts one connection serving c. The main connection has a
@@ -434,7 +434,7 @@ func (c *conn) mountPolicy(name string) cachePolicy {
 // cancellation, which the kernel's INTERRUPT triggers (see "#
 // Interrupts" in the package doc).
 func (c *conn) ctx(ctx context.Context) context.Context {
-	caller := mounts.Caller{Face: "kernel"}
+	caller := mounts.Caller{Face: mounts.FaceKernel}
 	if fc, ok := fuse.FromContext(ctx); ok {
 		caller.Uid, caller.Gid, caller.Pid = fc.Uid, fc.Gid, fc.Pid
 	}

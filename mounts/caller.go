@@ -5,15 +5,38 @@ import (
 	"os"
 )
 
+// Face is where a call into the tree comes from. Its values are the audit
+// log's "face" field, so they never change.
+type Face string
+
+const (
+	// FaceKernel is a program's system call, through package fusefs.
+	FaceKernel Face = "kernel"
+	// FaceTool is a tool call of the model, through package agentbridge.
+	FaceTool Face = "tool"
+	// FaceOperator is a command of the person running the workspace (the
+	// CLI's diff, commit, reset and checkpoint commands, the workspace.*
+	// and checkpoint.* control methods).
+	FaceOperator Face = "operator"
+	// FaceInternal is the workspace's own work; the audit log records a
+	// call with no caller as this face.
+	FaceInternal Face = "internal"
+)
+
 // Caller identifies who asked for an operation, for owners of new files and
 // for the audit log. The kernel face fills it from the FUSE request; the
 // tool face from the process and the tool call id.
+//
+// Who asks travels in the context ([WithCaller]), because every verb of
+// every layer needs it and none changes it. How a file will be used is no
+// such thing: it is an argument of the open that needs it
+// ([OpenOptions]), so that each layer passes it on visibly.
 type Caller struct {
 	Uid, Gid uint32
 	// Pid of the calling process (kernel face), 0 otherwise.
 	Pid uint32
-	// Face is "kernel" or "tool".
-	Face string
+	// Face is where the call comes from.
+	Face Face
 	// CallID is the tool call id on the tool face.
 	CallID string
 }
@@ -41,47 +64,9 @@ func MayCreateDevice(ctx context.Context) bool {
 	switch {
 	case !ok:
 		return os.Geteuid() == 0
-	case c.Face == "kernel":
+	case c.Face == FaceKernel:
 		return true
 	default:
 		return c.Uid == 0
 	}
-}
-
-type pagesKeptKey struct{}
-
-// WithPagesKept returns a context saying that the caller keeps what it
-// reads from the files it opens with it, and for longer than it keeps the
-// files open: the kernel face on a connection whose pages survive close
-// (FOPEN_KEEP_CACHE, and every immutable connection). A mount that caches
-// content for its readers (a git mount's decoded blobs) need not keep that
-// content once such a file closes; the next reader is the kernel's page
-// cache. It is a hint only: a mount may keep the content anyway.
-func WithPagesKept(ctx context.Context) context.Context {
-	return context.WithValue(ctx, pagesKeptKey{}, true)
-}
-
-// PagesKept reports whether ctx says the caller keeps the pages it reads
-// ([WithPagesKept]).
-func PagesKept(ctx context.Context) bool {
-	kept, _ := ctx.Value(pagesKeptKey{}).(bool)
-	return kept
-}
-
-type openedInCaseKey struct{}
-
-// WithOpenedInCase marks ctx as that of an open made in case the file is
-// read later, and most likely never read: the kernel face keeping a file
-// that loses its last name readable for a program that may hold it open.
-// A mount that works at open (a git mount decodes the blob, and counts the
-// open towards a scan) may put that off until the first read. A hint only.
-func WithOpenedInCase(ctx context.Context) context.Context {
-	return context.WithValue(ctx, openedInCaseKey{}, true)
-}
-
-// OpenedInCase reports whether ctx says the open is made in case the file
-// is read ([WithOpenedInCase]).
-func OpenedInCase(ctx context.Context) bool {
-	v, _ := ctx.Value(openedInCaseKey{}).(bool)
-	return v
 }

@@ -102,6 +102,41 @@ type WritableFile interface {
 // Open flags understood by OpenFile, as os and syscall define them.
 // O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC, O_APPEND.
 
+// OpenOptions say how the caller will use a file it opens for reading, for
+// a mount that can do better knowing it. They are hints: a mount may ignore
+// them, and a file opened with them reads as any other. The zero value says
+// nothing, and is what Open means.
+//
+// They are an argument of the open ([OpenWithFS], through [OpenWith]) and
+// not a value of the context, so that every layer between the caller and
+// the mount (the union, the decorators, an overlay) passes them on
+// visibly, and a decorator sees them in its [Call].
+type OpenOptions struct {
+	// PagesKept says the caller keeps what it reads from the file, and
+	// for longer than it keeps the file open: the kernel face on a
+	// connection whose pages survive close (FOPEN_KEEP_CACHE, and every
+	// openless connection). A mount that caches content for its readers
+	// (a git mount's decoded blobs) need not keep that content once such
+	// a file closes; the next reader is the kernel's page cache.
+	PagesKept bool
+	// InCase says the open is made in case the file is read later, and
+	// most likely never read: the kernel face keeping a file that loses
+	// its last name readable for a program that may hold it open. A
+	// mount that works at open (a git mount decodes the blob, and counts
+	// the open towards a scan) may put that off until the first read.
+	InCase bool
+}
+
+// OpenWithFS is implemented by a mount that acts on [OpenOptions] (a git
+// mount), and by every layer that forwards opens to others (the union,
+// the wrappers of [Intercept] and [Watch], an overlay), so that the
+// options reach the mount that acts on them. OpenWith with the zero
+// options is Open.
+type OpenWithFS interface {
+	FS
+	OpenWith(ctx context.Context, name string, o OpenOptions) (File, error)
+}
+
 // OpenFileFS is the write capability: create and write regular files.
 // OpenFile opens name with os.OpenFile flag semantics; perm applies when it
 // creates. With only O_RDONLY it behaves as Open.

@@ -44,6 +44,16 @@ func OpenFile(ctx context.Context, fsys FS, name string, flag int, perm fs.FileM
 	return nil, missing(fsys, "open", name)
 }
 
+// OpenWith opens name for reading, as fsys.Open does, with the options o:
+// through OpenWith on a mount that implements [OpenWithFS], through Open,
+// without them, on any other (they are hints).
+func OpenWith(ctx context.Context, fsys FS, name string, o OpenOptions) (File, error) {
+	if w, ok := fsys.(OpenWithFS); ok {
+		return w.OpenWith(ctx, name, o)
+	}
+	return fsys.Open(ctx, name)
+}
+
 // ReadFile reads a whole regular file.
 func ReadFile(ctx context.Context, fsys FS, name string) ([]byte, error) {
 	f, err := fsys.Open(ctx, name)

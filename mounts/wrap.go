@@ -83,6 +83,8 @@ type Call struct {
 	Target string
 	// Flag holds the open flags of OpenFile and the flags of SetXattr.
 	Flag int
+	// Open holds the options of an Open made through [OpenWith].
+	Open OpenOptions
 	// RenameFlags are Rename's.
 	RenameFlags RenameFlags
 	// Mode is the perm of OpenFile and Mkdir, and the mode of Mknod and
@@ -189,6 +191,7 @@ func Watch(fsys FS, out Watcher) FS {
 
 var (
 	_ OpenFileFS         = (*wrapper)(nil)
+	_ OpenWithFS         = (*wrapper)(nil)
 	_ StatDirFS          = (*wrapper)(nil)
 	_ TruncateFS         = (*wrapper)(nil)
 	_ MkdirFS            = (*wrapper)(nil)
@@ -338,9 +341,15 @@ func (w *wrapper) StatDir(ctx context.Context, name string) ([]DirEntry, []Attr,
 }
 
 func (w *wrapper) Open(ctx context.Context, name string) (File, error) {
+	return w.OpenWith(ctx, name, OpenOptions{})
+}
+
+// OpenWith is Open with the caller's options, which the interceptor and the
+// watcher see as the call's Open and fsys gets as made ([OpenWith]).
+func (w *wrapper) OpenWith(ctx context.Context, name string, o OpenOptions) (File, error) {
 	var f File
-	err := w.run(ctx, Call{Op: OpOpen, Name: name}, func(c Call) (err error) {
-		f, err = w.fsys.Open(ctx, c.Name)
+	err := w.run(ctx, Call{Op: OpOpen, Name: name, Open: o}, func(c Call) (err error) {
+		f, err = OpenWith(ctx, w.fsys, c.Name, c.Open)
 		return err
 	})
 	if err != nil {

@@ -246,7 +246,7 @@ type ToolCall struct {
 // ToolCall appends the line of a finished tool call and fsyncs it.
 func (l *AuditLog) ToolCall(c ToolCall) {
 	ms := float64(c.Duration.Microseconds()) / 1000
-	l.write(&Record{Face: "tool", Call: c.CallID, Op: "call", Tool: c.Tool, Verb: c.Verb,
+	l.write(&Record{Face: string(mounts.FaceTool), Call: c.CallID, Op: "call", Tool: c.Tool, Verb: c.Verb,
 		Args: c.Args, Paths: c.Paths, Outcome: c.Outcome, Error: c.Error, Ms: &ms}, true)
 }
 
@@ -267,14 +267,14 @@ func (l *AuditLog) Commit(ctx context.Context, prefix, ref, id string, err error
 // mutation appends the line of one mutation, with the caller of ctx.
 func (l *AuditLog) mutation(ctx context.Context, r *Record, err error) {
 	if c, ok := mounts.CallerFrom(ctx); ok && c.Face != "" {
-		r.Face = c.Face
-		if c.Face == "kernel" {
+		r.Face = string(c.Face)
+		if c.Face == mounts.FaceKernel {
 			pid, uid := c.Pid, c.Uid
 			r.Pid, r.Uid = &pid, &uid
 		}
 		r.Call = c.CallID
 	} else {
-		r.Face = "internal"
+		r.Face = string(mounts.FaceInternal)
 	}
 	r.Outcome, r.Error = outcome(err)
 	l.write(r, false)

@@ -96,6 +96,7 @@ const (
 var (
 	_ mounts.FS                 = (*Union)(nil)
 	_ mounts.OpenFileFS         = (*Union)(nil)
+	_ mounts.OpenWithFS         = (*Union)(nil)
 	_ mounts.StatDirFS          = (*Union)(nil)
 	_ mounts.TruncateFS         = (*Union)(nil)
 	_ mounts.MkdirFS            = (*Union)(nil)
@@ -585,6 +586,12 @@ func (u *Union) specialEntries(ctx context.Context, dir string, out []mounts.Dir
 
 // Open opens a regular file for reading.
 func (u *Union) Open(ctx context.Context, name string) (mounts.File, error) {
+	return u.OpenWith(ctx, name, mounts.OpenOptions{})
+}
+
+// OpenWith is Open with the caller's options, passed on to the mount that
+// serves name ([mounts.OpenWith]).
+func (u *Union) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
 	if err := mounts.CheckPath("open", name); err != nil {
 		return nil, err
 	}
@@ -595,7 +602,7 @@ func (u *Union) Open(ctx context.Context, name string) (mounts.File, error) {
 	case missing:
 		return nil, fail("open", name, fs.ErrNotExist)
 	}
-	f, err := t.m.fsys.Open(ctx, t.rel)
+	f, err := mounts.OpenWith(ctx, t.m.fsys, t.rel, o)
 	if err != nil {
 		return nil, t.m.rewrite("open", name, err)
 	}

@@ -24,7 +24,7 @@ import (
 // open, and is dropped when its last file closes.
 //
 // Content the kernel keeps is not kept twice. A file the kernel face opens
-// on a connection whose pages outlive the open (mounts.PagesKept) and
+// on a connection whose pages outlive the open (mounts.OpenOptions) and
 // reads to its end, and content offered whole to the page sink, is in the
 // kernel's page cache from then on, which serves every later read of it;
 // so when the last file using such an in-memory entry closes (releaseKept)

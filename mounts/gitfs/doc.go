@@ -61,7 +61,7 @@
 // pins its content; a blob larger than the whole cache still decodes once
 // per open. What the kernel's page cache keeps is not kept here too: a
 // file the kernel face opens with its pages kept across opens
-// ([mounts.PagesKept]: an immutable connection, FOPEN_KEEP_CACHE) and
+// ([mounts.OpenOptions] PagesKept: an openless connection, FOPEN_KEEP_CACHE) and
 // reads to its end, or a file offered whole to the page sink, leaves the
 // cache once no file uses it, unless a reader the kernel does not serve
 // (the tool face, a search) used it; spilled content stays. If the kernel

@@ -86,11 +86,12 @@ type FS struct {
 }
 
 var (
-	_ mounts.FS        = (*FS)(nil)
-	_ mounts.XattrFS   = (*FS)(nil)
-	_ mounts.StatFSer  = (*FS)(nil)
-	_ mounts.Describer = (*FS)(nil)
-	_ mounts.StatDirFS = (*FS)(nil)
+	_ mounts.FS         = (*FS)(nil)
+	_ mounts.XattrFS    = (*FS)(nil)
+	_ mounts.StatFSer   = (*FS)(nil)
+	_ mounts.Describer  = (*FS)(nil)
+	_ mounts.StatDirFS  = (*FS)(nil)
+	_ mounts.OpenWithFS = (*FS)(nil)
 
 	_ mounts.PageOfferer = (*FS)(nil)
 )
@@ -540,6 +541,14 @@ func (f *FS) ReadLink(ctx context.Context, name string) (string, error) {
 // Open opens a regular file; its content is decoded here, once, into the
 // shared cache.
 func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
+	return f.OpenWith(ctx, name, mounts.OpenOptions{})
+}
+
+// OpenWith is Open acting on the caller's options: a file whose pages the
+// caller keeps (PagesKept) leaves the blob cache once read whole and
+// closed, and one opened in case (InCase) is decoded at its first read, if
+// any, and counts towards no scan.
+func (f *FS) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
 	n, err := f.resolve(ctx, "open", name)
 	if err != nil {
 		return nil, err
@@ -554,8 +563,8 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl := &file{fs: f, name: name, attr: a, hash: n.hash, kept: mounts.PagesKept(ctx)}
-	if mounts.OpenedInCase(ctx) {
+	fl := &file{fs: f, name: name, attr: a, hash: n.hash, kept: o.PagesKept}
+	if o.InCase {
 		// Decoded at the first read, if any, and no part of a scan.
 		return fl, nil
 	}
@@ -568,7 +577,7 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 
 // blob returns fl's content, pinned in the blob cache from the first call
 // on (at the open, or at the first read of a file opened in case,
-// mounts.OpenedInCase).
+// mounts.OpenOptions.InCase).
 func (fl *file) blob(ctx context.Context, op string) (*blob, error) {
 	fl.bmu.Lock()
 	defer fl.bmu.Unlock()
@@ -604,7 +613,8 @@ type file struct {
 	// b is the content once pinned (see blob); bmu guards it.
 	bmu sync.Mutex
 	b   *blob
-	// kept says the reader keeps the pages it reads (mounts.PagesKept);
+	// kept says the reader keeps the pages it reads
+	// (mounts.OpenOptions.PagesKept);
 	// readEnd is the end of the furthest read, so Close can tell
 	// whether the reader has all of the content.
 	kept    bool

@@ -864,17 +864,17 @@ func TestAScanDecodesItsWalkAhead(t *testing.T) {
 	assert.Equal(t, loads+2, f.blobs.loads.Load(), "the opens found their content decoded")
 }
 
-// A file the kernel face opens with its pages kept (mounts.PagesKept) and
+// A file the kernel face opens with its pages kept (mounts.OpenOptions) and
 // reads whole leaves nothing decoded behind; one read in part, or read by
 // any other reader, stays decoded.
 func TestFilesWhosePagesTheKernelKeepsAreNotKeptDecoded(t *testing.T) {
 	dir, _ := gittest.SmallRepo(t, map[string]string{"a": "alpha", "b": "bravo"})
 	f := openFS(t, Options{Src: dir})
-	kernel := mounts.WithPagesKept(context.Background())
-	tool := context.Background()
-	read := func(ctx context.Context, name string, n int) {
+	kernel := mounts.OpenOptions{PagesKept: true}
+	tool := mounts.OpenOptions{}
+	read := func(o mounts.OpenOptions, name string, n int) {
 		t.Helper()
-		fl, err := f.Open(ctx, name)
+		fl, err := f.OpenWith(context.Background(), name, o)
 		require.NoError(t, err)
 		buf := make([]byte, n)
 		_, err = fl.ReadAt(buf, 0)
@@ -905,19 +905,20 @@ func TestFilesWhosePagesTheKernelKeepsAreNotKeptDecoded(t *testing.T) {
 }
 
 // TestOpenedInCaseDecodesAtTheFirstRead: a file opened in case it is read
-// (mounts.WithOpenedInCase) costs no decode until it is, and then reads
+// (mounts.OpenOptions.InCase) costs no decode until it is, and then reads
 // what any open reads; closed unread, it leaves nothing pinned.
 func TestOpenedInCaseDecodesAtTheFirstRead(t *testing.T) {
 	fx := gittest.MainFixture(t)
 	f := openFS(t, Options{Src: fx.Dir})
-	ctx := mounts.WithOpenedInCase(context.Background())
+	ctx := context.Background()
+	inCase := mounts.OpenOptions{InCase: true}
 
-	unread, err := f.Open(ctx, "big.bin")
+	unread, err := f.OpenWith(ctx, "big.bin", inCase)
 	require.NoError(t, err)
 	require.NoError(t, unread.Close())
 	assert.Equal(t, int64(0), f.blobs.loads.Load(), "opened and closed unread: nothing decoded")
 
-	fl, err := f.Open(ctx, "big.bin")
+	fl, err := f.OpenWith(ctx, "big.bin", inCase)
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), f.blobs.loads.Load())
 	got := make([]byte, gittest.BigSize)

@@ -140,7 +140,17 @@ func (b base) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, erro
 }
 
 func (b base) Open(ctx context.Context, name string) (mounts.File, error) {
-	b.c.record(ctx, "open %s", name)
+	return b.OpenWith(ctx, name, mounts.OpenOptions{})
+}
+
+// OpenWith records the options with the open, unless they are the zero
+// ones, which make it an Open.
+func (b base) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
+	if o == (mounts.OpenOptions{}) {
+		b.c.record(ctx, "open %s", name)
+	} else {
+		b.c.record(ctx, "open %s with %+v", name, o)
+	}
 	if err := fail("open", name); err != nil {
 		return nil, err
 	}

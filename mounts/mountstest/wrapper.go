@@ -58,7 +58,8 @@ func Refuses(caps mounts.Capability, err error) WrapperOption {
 //     fake itself, and returns the same results and the same errors (a
 //     *fs.PathError naming what the caller passed, wrapping the fake's own
 //     error or the helper's sentinel for a verb the fake lacks). That
-//     includes StatDir, Sync and the files it opens: reads, writes,
+//     includes the options of an open ([mounts.OpenWith]), StatDir, Sync
+//     and the files it opens: reads, writes,
 //     Truncate, Sync and Close of an open file, whether a file is
 //     [mounts.WritableFile], and its host descriptor ([HidesFd]);
 //   - [Refuses]: the refused families fail without reaching the fake.
@@ -306,6 +307,13 @@ var wrapperSteps = []wrapperStep{
 		// Read-only flags are Open, through OpenFile too.
 		if f, err := mounts.OpenFile(p.ctx, p.fsys, "a", os.O_RDONLY, 0); p.res("OpenFile a O_RDONLY", nil, err) {
 			p.file("OpenFile a O_RDONLY", f)
+		}
+		// The options of an open reach the mount.
+		for _, o := range []mounts.OpenOptions{{PagesKept: true}, {InCase: true}, {PagesKept: true, InCase: true}} {
+			what := fmt.Sprintf("OpenWith a %+v", o)
+			if f, err := mounts.OpenWith(p.ctx, p.fsys, "a", o); p.res(what, nil, err) {
+				p.file(what, f)
+			}
 		}
 	}},
 	{"ReadLink", 0, false, func(p *probe) {

@@ -104,6 +104,12 @@ func (f *FS) Open(ctx context.Context, name string) (mounts.File, error) {
 	return f.OpenFile(ctx, name, os.O_RDONLY, 0)
 }
 
+// OpenWith is Open with the caller's options, which reach the commit's file
+// of a name the upper does not hold ([mounts.OpenWithFS]).
+func (f *FS) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
+	return f.openRead(ctx, name, o)
+}
+
 // openable refuses what Open refuses: directories, symlinks, special files.
 func openable(m fs.FileMode) error {
 	switch {
@@ -117,7 +123,7 @@ func openable(m fs.FileMode) error {
 	return nil
 }
 
-func (f *FS) openRead(ctx context.Context, name string) (mounts.File, error) {
+func (f *FS) openRead(ctx context.Context, name string, o mounts.OpenOptions) (mounts.File, error) {
 	const op = "open"
 	e, err := f.get(ctx, op, name)
 	if err != nil {
@@ -133,7 +139,7 @@ func (f *FS) openRead(ctx context.Context, name string) (mounts.File, error) {
 		}
 		return wrap(fl, name, e.um, true), nil
 	}
-	fl, err := f.lower.Open(ctx, e.lower)
+	fl, err := mounts.OpenWith(ctx, f.lower, e.lower, o)
 	if err != nil {
 		return nil, perr(op, name, err)
 	}

@@ -25,7 +25,7 @@ const maxXattrValue = 64 << 10
 func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
 	const op = "open"
 	if !mounts.WantsWrite(flag) {
-		return f.openRead(ctx, name)
+		return f.openRead(ctx, name, mounts.OpenOptions{})
 	}
 	defer f.j.note(false, name)
 	if err := mounts.CheckPath(op, name); err != nil {

@@ -2,8 +2,13 @@ package mounts
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrNoCheckpoint is wrapped by a [FreezeFS]'s errors for a checkpoint id
+// it does not hold.
+var ErrNoCheckpoint = errors.New("no such checkpoint")
 
 // Freezing and exporting
 //

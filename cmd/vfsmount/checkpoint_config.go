@@ -1,11 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/vfsmount/vfsmount/agentbridge"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // configCheckpoint is the checkpoint: section of the config file:
@@ -34,10 +33,6 @@ type checkpointSettings struct {
 	Tools bool
 }
 
-// autoVerbs are the verbs automatic checkpoints may precede: those that
-// change the tree.
-var autoVerbs = []string{agentbridge.VerbWrite, agentbridge.VerbEdit, agentbridge.VerbDelete, agentbridge.VerbShell}
-
 // loadCheckpointConfig validates the checkpoint: section of file (nil:
 // none, the defaults).
 func loadCheckpointConfig(file *configFile) (checkpointSettings, error) {
@@ -47,8 +42,8 @@ func loadCheckpointConfig(file *configFile) (checkpointSettings, error) {
 	}
 	c := file.Checkpoint
 	for _, v := range c.Before {
-		if !slices.Contains(autoVerbs, v) {
-			return s, usageErrorf("config: checkpoint.before: %q is not a verb that changes the tree: want some of %s", v, strings.Join(autoVerbs, ", "))
+		if !slices.Contains(workspace.AutoVerbs, v) {
+			return s, usageErrorf("config: checkpoint.before: %q is not a verb that changes the tree: want some of %s", v, strings.Join(workspace.AutoVerbs, ", "))
 		}
 		if !slices.Contains(s.Before, v) {
 			s.Before = append(s.Before, v)
@@ -62,10 +57,4 @@ func loadCheckpointConfig(file *configFile) (checkpointSettings, error) {
 	}
 	s.Tools = c.Tools
 	return s, nil
-}
-
-// autoNote is the line a tool result ends with when a checkpoint was taken
-// before the call.
-func autoNote(id string) string {
-	return fmt.Sprintf("[checkpoint %s was taken before this call: restoring it undoes everything the call changed]", id)
 }

@@ -40,6 +40,12 @@ type app struct {
 	// again delivers the signals after the first (which cancels the
 	// context); nil when the process does not watch signals (tests).
 	again <-chan os.Signal
+	// self is this program's path when the process is the vfsmount
+	// binary (main sets it): it may then re-execute itself (into a mount
+	// namespace of its own) and name itself as git's fsmonitor hook. ""
+	// when the command line runs in-process in another program (a test):
+	// neither is done then.
+	self string
 }
 
 func newApp(stdout, stderr io.Writer) *app {

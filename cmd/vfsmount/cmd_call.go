@@ -79,7 +79,7 @@ func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw js
 	if isShellTool(bf.dialect, tool) {
 		// The shell's kernel face: in a mount namespace of this process's
 		// own where it can be (ns_private.go).
-		mode, mountpoint = privateKernel, privateMountpoint(a.logger)
+		mode, mountpoint = privateKernel, privateMountpoint(a)
 	}
 	b, err := openBridge(ctx, a, bf, mode, mountpoint)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 const checkpointLong = `
@@ -105,7 +106,7 @@ func checkpointListCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tSIZE\tENTRIES\tNAME")
 			for _, c := range res.Checkpoints {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format(time.DateTime), humanBytes(c.Bytes), c.Inodes, c.Name)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format(time.DateTime), workspace.HumanBytes(c.Bytes), c.Inodes, c.Name)
 			}
 			return tw.Flush()
 		},
@@ -205,18 +206,4 @@ func checkpointDeleteCommand() *cobra.Command {
 		},
 	}
 	return cmd
-}
-
-// humanBytes prints a size as du -h does.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%c", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // The export commands talk to the vfsmount serving MOUNTPOINT through its
-// control socket (control.go): it alone holds the overlays.
+// control socket (package workspace): it alone holds the overlays.
 
 const exportLong = `
 MOUNTPOINT is where "vfsmount mount" serves a workspace with a writable git

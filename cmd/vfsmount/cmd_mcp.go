@@ -46,7 +46,7 @@ The same in a harness's MCP config (.mcp.json):
 			ctx := cmd.Context()
 			// The kernel face is the shell's alone: in a mount namespace
 			// of this process's own where it can be (ns_private.go).
-			b, err := openBridge(ctx, a, &bf, privateKernel, privateMountpoint(a.logger))
+			b, err := openBridge(ctx, a, &bf, privateKernel, privateMountpoint(a))
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // unmountGrace is how long a signalled mount keeps retrying a clean unmount
@@ -85,6 +86,7 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	// Order matters: everything that can reject bad input runs before
 	// anything changes on the machine, so bad input leaves nothing mounted
 	// and no stale mount cleared.
+	wf.Self = a.self
 	cfg, err := wf.load(ctx, log)
 	if err != nil {
 		return err
@@ -132,30 +134,26 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		}
 		log.Info("mount", "prefix", m.Prefix, "type", m.Type, "source", m.Source, "access", access)
 	}
-	sock, err := controlPath(abs)
+	sock, err := workspace.ControlPath(abs)
 	if err != nil {
 		return err
 	}
-	srv, err := fusefs.Mount(abs, ws.FS, fusefs.Options{
-		Logger:     log,
-		Debug:      a.globals.Debug,
-		AllowOther: a.globals.AllowOther,
-		FSName:     "vfsmount",
-		// Read-only twice: a workspace no mount can change (or a dry
-		// run) is also mounted read-only, so the kernel refuses writes
-		// itself (see workspace.stack).
-		ReadOnly:         ws.Kernel.ReadOnly,
+	// Read-only twice: a workspace no mount can change (or a dry run) is
+	// also mounted read-only, so the kernel refuses writes itself; and a
+	// reset through the control socket drops the kernel's caches of what
+	// it changed (see package workspace).
+	srv, err := ws.MountKernel(abs, fusefs.Options{
+		Logger:           log,
+		Debug:            a.globals.Debug,
+		AllowOther:       a.globals.AllowOther,
+		FSName:           "vfsmount",
 		Passthrough:      passthrough,
 		StackConnections: true,
 	})
 	if err != nil {
 		return fmt.Errorf("mount at %s: %w", mountpoint, err)
 	}
-	// A reset through the control socket changes names behind the
-	// kernel's back: it drops their caches (never from a FUSE handler:
-	// control requests have goroutines of their own).
-	ws.Kernel.changed.connect(srv.Invalidate)
-	stopControl, err := serveControl(ctx, ws, sock, abs, log)
+	stopControl, err := ws.ServeControl(ctx, sock, abs)
 	if err != nil {
 		// The workspace works without it; only diff, commit and reset
 		// cannot reach it.

@@ -69,7 +69,7 @@ func runServe(ctx context.Context, a *app, bf *bridgeFlags, listen, mountpoint s
 	if mountpoint == "" {
 		// The kernel face is the shell's alone: in a mount namespace of
 		// this process's own where it can be (ns_private.go).
-		mountpoint = privateMountpoint(a.logger)
+		mountpoint = privateMountpoint(a)
 	}
 	b, err := openBridge(ctx, a, bf, privateKernel, mountpoint)
 	if err != nil {

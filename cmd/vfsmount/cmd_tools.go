@@ -14,6 +14,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // bridgeFlags are the flags of the tool-face subcommands (tools, call,
@@ -56,7 +57,7 @@ const (
 // bridge is a built tool face: the workspace, its kernel face when there
 // is one, and the agentbridge.Workspace over both.
 type bridge struct {
-	ws      *workspace
+	ws      *workspace.Workspace
 	srv     *fusefs.Server
 	private string // a temporary mountpoint to remove on Close
 	tools   *agentbridge.Workspace
@@ -72,7 +73,8 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 	if err := f.checkDialect(); err != nil {
 		return nil, err
 	}
-	ws, err := f.ws.open(ctx, a.logger)
+	f.ws.Self = a.self
+	ws, cfg, err := f.ws.open(ctx, a.logger)
 	if err != nil {
 		return nil, err
 	}
@@ -83,18 +85,10 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		}
 	}()
 	opts := agentbridge.Options{Tools: f.tools, Logger: a.logger}
-	if opts.Tools == nil && ws.Config != nil && ws.Config.File != nil {
+	if opts.Tools == nil && cfg.File != nil {
 		// --tools replaces the config file's list; either may only
 		// narrow what the mounts can serve.
-		opts.Tools = ws.Config.File.Tools
-	}
-	opts.DryRun = ws.Policy != nil && ws.Policy.DryRun
-	if ws.Policy != nil {
-		opts.Limits = ws.Policy.Limits
-	}
-	opts.BeforeCall, opts.AfterCall = ws.Tools.BeforeCall, ws.Tools.AfterCall
-	if ws.Checkpoints != nil && ws.Config != nil && ws.Config.Checkpoint.Tools {
-		opts.Checkpoints = checkpointTools{ws.Checkpoints}
+		opts.Tools = cfg.File.Tools
 	}
 	switch mode {
 	case probeKernel:
@@ -125,19 +119,18 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		if state != fusefs.StateNone {
 			return nil, &exitError{code: exitFailure, err: fmt.Errorf("mountpoint %s: a FUSE mount is already there (run: vfsmount umount %s)", mountpoint, mountpoint)}
 		}
-		b.srv, err = fusefs.Mount(abs, ws.FS, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount", ReadOnly: ws.Kernel.ReadOnly,
+		b.srv, err = ws.MountKernel(abs, fusefs.Options{Logger: a.logger, Debug: a.globals.Debug, AllowOther: a.globals.AllowOther, FSName: "vfsmount",
 			Passthrough: !f.noPassthrough, StackConnections: true})
 		if err != nil {
 			return nil, fmt.Errorf("mount at %s: %w", mountpoint, err)
 		}
-		ws.Kernel.changed.connect(b.srv.Invalidate)
 		env := []string{}
 		if t := os.Getenv("TERM"); t != "" {
 			env = append(env, "TERM="+t)
 		}
-		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env, Binds: ws.Export.shellBinds()}
+		opts.Shell = &agentbridge.ShellOptions{Mountpoint: abs, Env: env}
 	}
-	b.tools, err = agentbridge.New(ws.Tools.FS, opts)
+	b.tools, err = ws.ToolFace(opts)
 	if err != nil {
 		return nil, usageError(err)
 	}

@@ -1,108 +1,18 @@
 package main
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
-// The control socket: how vfsmount diff, commit, reset and checkpoint reach the
-// vfsmount serving a mountpoint. Only that process can answer them: it
-// holds the overlay (a persisted upper is locked by it), and a reset must
-// go through the overlay's lock and drop the kernel's caches.
-//
-// The socket lives in a runtime directory of the user's,
-// $XDG_RUNTIME_DIR/vfsmount or else /tmp/vfsmount-UID (made 0700, and
-// refused when another user owns it or others may enter it), named by a
-// hash of the mountpoint's real path: ctl-HASH.sock. A well-known place
-// keyed by the mountpoint, rather than an extended attribute on the mount
-// root naming the socket, because the client then needs nothing from the
-// mount itself (no request to a server that may hang, no change to the
-// kernel face), and because a path of one's own runtime directory cannot
-// be planted by whoever may write the mount. The hash keeps the name
-// short: a unix socket path has room for 107 bytes.
-
-// controlDir is the runtime directory of control sockets, made if missing.
-func controlDir() (string, error) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("vfsmount-%d", os.Getuid()))
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		dir = filepath.Join(rt, "vfsmount")
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("control socket directory: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", fmt.Errorf("control socket directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("control socket directory %s: not a private directory of this user (mode 0700, owner uid %d)", dir, os.Getuid())
-	}
-	return dir, nil
-}
-
-// controlPath is the control socket of the workspace served at mountpoint
-// (an absolute path).
-func controlPath(mountpoint string) (string, error) {
-	dir, err := controlDir()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(realPath(mountpoint)))
-	return filepath.Join(dir, "ctl-"+hex.EncodeToString(sum[:12])+".sock"), nil
-}
-
-// serveControl serves the export methods of ws on the control socket sock
-// ([controlPath] of the mountpoint, found before mounting: resolving the
-// mountpoint's path once it is mounted would ask this very server) until
-// ctx ends; the returned stop closes it and removes the socket. It is
-// served whatever the workspace has: asked for a diff or a checkpoint it
-// cannot give, it says why.
-func serveControl(ctx context.Context, ws *workspace, sock, mountpoint string, log *slog.Logger) (stop func(), err error) {
-	// The mountpoint was not live, so a socket left there is a crashed
-	// daemon's: nothing answers it.
-	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("control socket %s: another vfsmount answers for %s", sock, mountpoint)
-	}
-	_ = os.Remove(sock)
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	srv := jsonrpc.NewServer(nil, log)
-	if ws.Export != nil {
-		srv.SetExporter(ws.Export)
-	}
-	if ws.Checkpoints != nil {
-		srv.SetCheckpointer(ws.Checkpoints)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.ServeListener(ctx, l); err != nil && ctx.Err() == nil {
-			log.Warn("control socket", "err", err)
-		}
-	}()
-	log.Info("control socket", "path", sock)
-	return func() {
-		cancel()
-		<-done
-		_ = os.Remove(sock)
-	}, nil
-}
+// The control socket (package workspace serves it, at
+// workspace.ControlPath of the mountpoint) is how vfsmount diff, commit,
+// reset and checkpoint reach the vfsmount serving a mountpoint.
 
 // dialControl connects to the vfsmount serving mountpoint.
 func dialControl(mountpoint string) (*jsonrpc.Client, error) {
@@ -110,7 +20,7 @@ func dialControl(mountpoint string) (*jsonrpc.Client, error) {
 	if err != nil {
 		return nil, usageErrorf("mountpoint %s: %v", mountpoint, err)
 	}
-	sock, err := controlPath(abs)
+	sock, err := workspace.ControlPath(abs)
 	if err != nil {
 		return nil, err
 	}

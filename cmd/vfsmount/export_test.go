@@ -25,7 +25,7 @@ func TestExporter(t *testing.T) {
 	defer ws.Close()
 	require.NotNil(t, ws.Export)
 	var notified []string
-	ws.Export.notify = func(names ...string) { notified = append(notified, names...) }
+	ws.NotifyKernel(func(names ...string) { notified = append(notified, names...) })
 	fsys := ws.FS
 
 	none, err := ws.Export.Diff(ctx, jsonrpc.DiffParams{})

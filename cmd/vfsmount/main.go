@@ -43,11 +43,14 @@
 // cmd_*.go declare one subcommand each, and cmd_completion.go what the
 // completion scripts cobra generates offer. A workspace is described by
 // [workspaceFlags] (--config, --mount and the policy flags) and built by
-// [buildWorkspace]; mount specs and config entries go through one
+// [buildWorkspace]: mount specs and config entries go through one
 // parser/validator (spec.go, config.go) driven by the mount type registry
-// (registry.go, type_*.go), and the policy is read, registered as flags
-// and merged in policy_*.go. [workspace.stack] (stack.go) stacks the two
-// faces on the union and says why in that order.
+// (registry.go, type_*.go), the policy is read, registered as flags and
+// merged in policy_*.go, and package workspace opens the workspace over
+// the mounts: it stacks the policy and the two faces on the union (and
+// says why in that order), and serves the checkpoints, the export, git's
+// fsmonitor hook and the control socket. This package is flags, config,
+// signals and exit codes around it.
 package main
 
 import (
@@ -55,6 +58,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 )
 
@@ -62,6 +66,7 @@ func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a := newApp(os.Stdout, os.Stderr)
 	a.again = watchSignals(cancel)
+	a.self = selfPath()
 	os.Exit(a.main(ctx, os.Args[1:]))
 }
 
@@ -70,6 +75,19 @@ func main() {
 // ones on the returned channel: a long-running command that is winding
 // down gracefully (mount waiting out a busy unmount) hurries up on a second
 // Ctrl-C.
+// selfPath is the path of this program, "" when it cannot be told (git's
+// fsmonitor hook is then not set, and git checks every file itself).
+func selfPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return ""
+	}
+	return exe
+}
+
 func watchSignals(cancel context.CancelCauseFunc) <-chan os.Signal {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

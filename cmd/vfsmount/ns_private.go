@@ -61,7 +61,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,10 +84,11 @@ const hostMountsEnv = "VFSMOUNT_HOST_MOUNTINFO_FD"
 // the host's namespace, for the caller to make a temporary directory as
 // before.
 //
-// Commands run in-process by this package's tests stay where they are: a
-// re-exec would start the test binary over.
-func privateMountpoint(log *slog.Logger) string {
-	if testing.Testing() {
+// A command line run in-process (a.self is "": a test, another program)
+// stays where it is: a re-exec would start that program over.
+func privateMountpoint(a *app) string {
+	log := a.logger
+	if a.self == "" {
 		return ""
 	}
 	if marker, ok := os.LookupEnv(mountNSEnv); ok {

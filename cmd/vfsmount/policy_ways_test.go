@@ -27,6 +27,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/policy"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // The ways out and in
@@ -83,9 +84,9 @@ var exempt = map[string]string{
 	"codex/write_stdin": "writes to a running exec_command session, whose reads and writes are bound as exec_command's",
 }
 
-// nonServices are the fields of workspace that are not services over the
-// tree: its configuration, the stack's layers and the audit log itself.
-var nonServices = []string{"Config", "Union", "FS", "Kernel", "Tools", "Policy", "Audit", "cleanup"}
+// nonServices are the fields of workspace.Workspace that are not services
+// over the tree: its options, the stack's layers and its bookkeeping.
+var nonServices = []string{"Union", "FS", "opts", "kernel", "tools", "closed", "onEnd"}
 
 func tool(dialect, name, args string) func(t *testing.T, s *waysEnv, p string) (string, error) {
 	return func(t *testing.T, s *waysEnv, p string) (string, error) {
@@ -187,8 +188,8 @@ var ways = []way{
 		w := s.repoOverlay(t)
 		token := w.Journal().Token()
 		s.operatorWrite(t, p, "API_KEY=after\n")
-		w.Changed(mounts.NameOf(strings.TrimPrefix(p, "/repo")))
-		return strings.ReplaceAll(string(fsmonitorAnswer(w.Journal(), token)), "\x00", "\n"), nil
+		ans, err := queryFSMonitor(context.Background(), w.FSMonitorSocket(), "2", token)
+		return strings.ReplaceAll(string(ans), "\x00", "\n"), err
 	}},
 
 	// Changes.
@@ -268,10 +269,7 @@ func grepFiles(dialect, name, args string) func(t *testing.T, s *waysEnv, p stri
 // (mounts.PageOfferer: git mounts) through the workspace's own rules: an
 // offer of the name's content is dropped when reading it is denied.
 func pageOffers(t *testing.T, s *waysEnv, p string) (string, error) {
-	var rules *policy.RuleSet
-	if s.b.ws.Policy != nil {
-		rules = s.b.ws.Policy.Rules
-	}
+	rules := s.b.ws.Options().Rules
 	src := &offerer{FS: memfs.New(memfs.Options{})}
 	var got []string
 	require.True(t, mounts.OfferPages(policy.Guard(src, rules), func(name string, data []byte) { got = append(got, string(data)) }))
@@ -306,14 +304,15 @@ func (s *waysEnv) operatorWrite(t *testing.T, p, content string) {
 	if strings.HasPrefix(p, "/repo/") {
 		s.repoOverlay(t).Changed(strings.TrimPrefix(p, "/repo/"))
 	}
-	s.b.ws.Kernel.changed.notify(mounts.NameOf(p))
+	s.b.ws.Changed(mounts.NameOf(p))
 }
 
 // repoOverlay is the writable git mount on /repo, whose journal git's
 // fsmonitor answers from.
-func (s *waysEnv) repoOverlay(t *testing.T) *writableGit {
+func (s *waysEnv) repoOverlay(t *testing.T) *workspace.WritableGit {
 	t.Helper()
-	w, ok := s.b.ws.Export.mounts[0].fs.(*writableGit)
+	m, _ := s.b.ws.Mount("/repo")
+	w, ok := m.(*workspace.WritableGit)
 	require.True(t, ok)
 	return w
 }
@@ -330,7 +329,7 @@ func (s *waysEnv) operatorRead(t *testing.T, p string) string {
 
 func (s *waysEnv) checkpoint(t *testing.T) string {
 	t.Helper()
-	info, err := s.b.ws.Checkpoints.ws.Create(context.Background(), "")
+	info, err := s.b.ws.Checkpoints.Create(context.Background(), "")
 	require.NoError(t, err)
 	return info.ID
 }
@@ -398,7 +397,7 @@ checkpoint: {tools: true, keep: 0}
 	}
 	t.Cleanup(func() { assert.NoError(t, b.Close()) })
 	// The same tree's tool face in a dry run, for the dry-run rows.
-	dry, err := agentbridge.New(policy.Freeze(b.ws.Tools.FS), agentbridge.Options{DryRun: true, Checkpoints: checkpointTools{b.ws.Checkpoints}})
+	dry, err := agentbridge.New(policy.Freeze(b.ws.ToolFS()), agentbridge.Options{DryRun: true, Checkpoints: b.ws.Checkpoints.Tools()})
 	require.NoError(t, err)
 	t.Cleanup(func() { dry.Close() })
 	return &waysEnv{b: b, dryRun: dry, mp: mp, audit: audit}
@@ -519,7 +518,7 @@ func TestPolicyWaysAreComplete(t *testing.T) {
 			assert.True(t, covered[k] || exempt[d+"/"+n] != "", "no row for the tool %s of %s", n, d)
 		}
 	}
-	rt := reflect.TypeOf(workspace{})
+	rt := reflect.TypeOf(workspace.Workspace{})
 	for i := range rt.NumField() {
 		f := rt.Field(i).Name
 		if !slices.Contains(nonServices, f) {

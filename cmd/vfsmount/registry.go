@@ -53,8 +53,11 @@ type buildEnv struct {
 	// a memory mount): the user running vfsmount.
 	Uid, Gid uint32
 	// Git holds the workspace-wide git settings (cache, offline).
-	Git     gitSettings
-	onClose []func() error
+	Git gitSettings
+	// HookProgram is git's fsmonitor hook program for writable git
+	// mounts (workspaceConfig.HookProgram).
+	HookProgram string
+	onClose     []func() error
 }
 
 // OnClose registers f to run when the workspace closes, after the kernel

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // testTypes is a registry with a key of every kind, so the validator is
@@ -295,7 +296,7 @@ func TestBuildWorkspace(t *testing.T) {
 			env.OnClose(func() error { closed++; return nil })
 			return memfs.New(memfs.Options{}), nil
 		}}
-	build := func(specs ...string) (*workspace, error) {
+	build := func(specs ...string) (*workspace.Workspace, error) {
 		var raws []rawSpec
 		for _, s := range specs {
 			raw, err := parseSpec(s, "/")
@@ -389,7 +390,7 @@ func TestDefaultMounts(t *testing.T) {
 		git(top, "init", "-q")
 		t.Chdir(top)
 		var wf workspaceFlags
-		ws, err := wf.open(ctx, nil)
+		ws, _, err := wf.open(ctx, nil)
 		require.NoError(t, err)
 		defer ws.Close()
 		require.Len(t, ws.Mounts(), 1)
@@ -400,7 +401,7 @@ func TestDefaultMounts(t *testing.T) {
 func TestOpenWorkspace(t *testing.T) {
 	ctx := context.Background()
 	wf := workspaceFlags{Mounts: []string{"type=memory,dst=/a", "type=memory,dst=/a/b"}}
-	ws, err := wf.open(ctx, nil)
+	ws, _, err := wf.open(ctx, nil)
 	require.NoError(t, err)
 	defer ws.Close()
 	entries, err := ws.FS.ReadDir(ctx, "a")
@@ -409,7 +410,7 @@ func TestOpenWorkspace(t *testing.T) {
 	assert.Equal(t, "b", entries[0].Name, "the nested mount shows in its parent")
 
 	wf.Mounts = []string{"type=memory"}
-	_, err = wf.open(ctx, nil)
+	_, _, err = wf.open(ctx, nil)
 	assert.Equal(t, exitUsage, exitCode(err))
 }
 

@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // openStack builds the workspace of wf, as every command does.
-func openStack(t *testing.T, wf workspaceFlags) *workspace {
+func openStack(t *testing.T, wf workspaceFlags) *workspace.Workspace {
 	t.Helper()
-	ws, err := wf.open(context.Background(), nil)
+	ws, _, err := wf.open(context.Background(), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { ws.Close() })
 	return ws
@@ -70,10 +71,10 @@ func TestStackOrder(t *testing.T) {
 		Policy: policyFlags{DenyWrite: []string{"*.lock"}, Audit: logPath},
 	})
 	notices := &recorder{}
-	ws.Kernel.changed.connect(notices.invalidate)
-	assert.False(t, ws.Kernel.ReadOnly, "a memory mount can change")
+	ws.NotifyKernel(notices.invalidate)
+	assert.False(t, ws.KernelReadOnly(), "a memory mount can change")
 
-	kernel, tools := ws.FS, ws.Tools.FS
+	kernel, tools := ws.FS, ws.ToolFS()
 	assert.ErrorIs(t, mounts.WriteFile(ctx, kernel, "memory/k.lock", []byte("x"), 0o644), mounts.ErrDenied, "a rule binds the kernel face")
 	assert.ErrorIs(t, mounts.WriteFile(ctx, tools, "memory/t.lock", []byte("x"), 0o644), mounts.ErrDenied, "and the tool face")
 	assert.Empty(t, notices.got(), "refused changes report nothing")
@@ -103,9 +104,9 @@ func TestStackDryRun(t *testing.T) {
 		Mounts: []string{"type=memory,dst=/memory"},
 		Policy: policyFlags{DryRun: true, Audit: logPath},
 	})
-	assert.True(t, ws.Kernel.ReadOnly, "the kernel face is mounted read-only")
-	assert.True(t, mounts.Writable(ws.Tools.FS), "the tool face still lists what it would change")
-	assert.ErrorIs(t, mounts.WriteFile(ctx, ws.Tools.FS, "memory/t", []byte("x"), 0o644), mounts.ErrReadOnly)
+	assert.True(t, ws.KernelReadOnly(), "the kernel face is mounted read-only")
+	assert.True(t, mounts.Writable(ws.ToolFS()), "the tool face still lists what it would change")
+	assert.ErrorIs(t, mounts.WriteFile(ctx, ws.ToolFS(), "memory/t", []byte("x"), 0o644), mounts.ErrReadOnly)
 	_, err := ws.FS.Stat(ctx, "memory/t")
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing changed")
 	require.NoError(t, ws.Close())
@@ -115,19 +116,21 @@ func TestStackDryRun(t *testing.T) {
 func TestStackKernelFace(t *testing.T) {
 	host := t.TempDir()
 	ro := openStack(t, workspaceFlags{Mounts: []string{"type=host,src=" + host + ",dst=/host,ro"}})
-	assert.True(t, ro.Kernel.ReadOnly, "nothing can change: the kernel mount is read-only too")
-	assert.Nil(t, ro.Tools.BeforeCall, "no approval command, no approval hook")
-	assert.Nil(t, ro.Tools.AfterCall, "no audit log, no audit hook")
+	assert.True(t, ro.KernelReadOnly(), "nothing can change: the kernel mount is read-only too")
+	before, after := ro.ToolHooks()
+	assert.Nil(t, before, "no approval command, no approval hook")
+	assert.Nil(t, after, "no audit log, no audit hook")
 
 	rw := openStack(t, workspaceFlags{Mounts: []string{"type=host,src=" + host + ",dst=/host,ro", "type=memory,dst=/memory"}})
-	assert.False(t, rw.Kernel.ReadOnly, "one writable mount makes the kernel mount read-write")
+	assert.False(t, rw.KernelReadOnly(), "one writable mount makes the kernel mount read-write")
 	// Not connected to a kernel face: a tool's change goes nowhere.
-	require.NoError(t, mounts.WriteFile(context.Background(), rw.Tools.FS, "memory/x", []byte("x"), 0o644))
+	require.NoError(t, mounts.WriteFile(context.Background(), rw.ToolFS(), "memory/x", []byte("x"), 0o644))
 
 	hooked := openStack(t, workspaceFlags{
 		Mounts: []string{"type=memory,dst=/memory"},
 		Policy: policyFlags{Approval: "true", Audit: filepath.Join(t.TempDir(), "audit.jsonl")},
 	})
-	assert.NotNil(t, hooked.Tools.BeforeCall, "the approval wraps tool calls")
-	assert.NotNil(t, hooked.Tools.AfterCall, "the audit line follows tool calls")
+	before, after = hooked.ToolHooks()
+	assert.NotNil(t, before, "the approval wraps tool calls")
+	assert.NotNil(t, after, "the audit line follows tool calls")
 }

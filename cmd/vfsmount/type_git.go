@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -16,7 +17,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
-	"github.com/vfsmount/vfsmount/mounts/writablegit"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // gitType is one commit of a git repository, read-only and lazy. The
@@ -160,27 +161,6 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 	return buildWritable(ctx, spec, env, f)
 }
 
-// writableGit is a git mount made writable (package writablegit), with
-// what the CLI adds to it: the .git it writes (type_git_dotgit.go) and the
-// host paths that .git needs in the shell tool's namespace.
-type writableGit struct {
-	*writablegit.FS
-	// binds are the host paths its .git needs at the same path in the
-	// shell tool's namespace: the source's objects (alternates), this
-	// binary and the fsmonitor socket (the hook).
-	binds []shellBind
-}
-
-// hostBinds are w's binds (see exporter.shellBinds).
-func (w *writableGit) hostBinds() []shellBind { return w.binds }
-
-// shellBind is a host path the shell tool's namespace shows at the same
-// path.
-type shellBind struct {
-	Path     string
-	Writable bool
-}
-
 // buildWritable puts an overlay on the git mount f: the upper layer is a
 // memory tree, kept in a persist file, or a host directory.
 func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs.FS) (mounts.FS, error) {
@@ -212,22 +192,23 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 	default:
 		upper = memfs.New(mopts)
 	}
-	wg, err := writablegit.New(ctx, f, upper, overlayfs.Options{
-		Logger:  env.Logger,
-		Private: []string{dotGit},
+	w, err := workspace.NewWritableGit(ctx, f, upper, workspace.WritableGitOptions{
+		Overlay:     overlayfs.Options{Logger: env.Logger},
+		Branch:      spec.String("branch"),
+		HookProgram: env.HookProgram,
+		Logger:      env.Logger,
 	})
 	switch {
 	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):
 		// Refused before anything was written: the layer is left as it was.
 		return nil, specErrorf(spec.Origin, "%s: %v (left untouched)", what, err)
+	case errors.Is(err, gitfs.ErrBadBranch):
+		return nil, specErrorf(spec.Origin, "key \"branch\": %v", err)
 	case err != nil:
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", spec.Dst, err)
 	}
+	env.OnClose(w.Close)
 	env.Logger.Info("git mount writable", "commit", f.Commit(), "upper", what)
-	w := &writableGit{FS: wg}
-	if err := setupDotGit(ctx, spec, env, w); err != nil {
-		return nil, err
-	}
 	return w, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // gitRepo makes a one-commit repository holding src/a.txt and returns its
@@ -52,7 +53,7 @@ func TestGitType(t *testing.T) {
 	ctx := context.Background()
 	dir, sha := gitRepo(t)
 	reg := registry{"git": gitType(), "memory": memoryType()}
-	build := func(spec string) (*workspace, error) {
+	build := func(spec string) (*workspace.Workspace, error) {
 		raw, err := parseSpec(spec, "/")
 		require.NoError(t, err)
 		ms, err := validateSpecs(reg, []rawSpec{raw})

@@ -13,10 +13,11 @@ import (
 
 	"github.com/vfsmount/vfsmount/fusefs"
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // buildSpecs validates and builds a workspace of the registry's real types.
-func buildSpecs(t *testing.T, specs ...string) (*workspace, error) {
+func buildSpecs(t *testing.T, specs ...string) (*workspace.Workspace, error) {
 	t.Helper()
 	var raws []rawSpec
 	for _, s := range specs {
@@ -55,7 +56,7 @@ func TestGitWritable(t *testing.T) {
 		assert.False(t, m[0].Immutable, "the kernel face must not cache a writable mount as immutable")
 		assert.Empty(t, fusefs.ImmutableRoots(ws.FS), "nor serve it on an immutable connection")
 		assert.Equal(t, []string{"repo"}, fusefs.CopyOnWriteRoots(ws.FS), "but on a copy-on-write one")
-		assert.False(t, ws.Kernel.ReadOnly)
+		assert.False(t, ws.KernelReadOnly())
 	})
 
 	t.Run("persist keeps the upper over this commit only", func(t *testing.T) {

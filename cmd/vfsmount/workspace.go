@@ -9,11 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/policy"
-	"github.com/vfsmount/vfsmount/union"
+	"github.com/vfsmount/vfsmount/workspace"
 )
 
 // workspaceFlags are the flags of every subcommand that builds a workspace
@@ -24,6 +23,9 @@ type workspaceFlags struct {
 	Mounts []string
 	Git    gitSettings
 	Policy policyFlags
+	// Self is this program's path when the process is the vfsmount binary
+	// (app.self): git's fsmonitor hook for writable git mounts.
+	Self string
 }
 
 // gitSettings apply to every git mount of a workspace.
@@ -65,6 +67,10 @@ type workspaceConfig struct {
 	Policy *policyConfig
 	// Checkpoint are the checkpoint settings of the config file.
 	Checkpoint checkpointSettings
+	// HookProgram is the program git runs as the fsmonitor hook of a
+	// writable git mount (this binary; "" for none): set by the process's
+	// entry point, which knows what binary it is.
+	HookProgram string
 }
 
 // load reads the config file, parses the flags, falls back to
@@ -74,7 +80,7 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 	if w.Git.CacheSize < 0 {
 		return nil, usageErrorf("--cache-size: must not be negative, got %d", w.Git.CacheSize)
 	}
-	cfg := &workspaceConfig{Types: mountTypes(), Git: w.Git}
+	cfg := &workspaceConfig{Types: mountTypes(), Git: w.Git, HookProgram: w.Self}
 	var raws []rawSpec
 	if w.Config != "" {
 		file, specs, err := loadConfig(w.Config)
@@ -120,12 +126,13 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 
 // open loads the configuration and builds the workspace: what every
 // subcommand that works on a workspace does first. The caller closes it.
-func (w *workspaceFlags) open(ctx context.Context, logger *slog.Logger) (*workspace, error) {
+func (w *workspaceFlags) open(ctx context.Context, logger *slog.Logger) (*workspace.Workspace, *workspaceConfig, error) {
 	cfg, err := w.load(ctx, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buildWorkspace(ctx, cfg, logger)
+	ws, err := buildWorkspace(ctx, cfg, logger)
+	return ws, cfg, err
 }
 
 // defaultWorkspace describes [defaultMounts] for help output; change the
@@ -163,49 +170,13 @@ func defaultMounts(ctx context.Context, logger *slog.Logger) ([]rawSpec, error) 
 	return []rawSpec{git, mem}, nil
 }
 
-// workspace is a built workspace: the union of its mounts, ready for the
-// kernel face or the tool face.
-type workspace struct {
-	Config *workspaceConfig
-	// Union composes the mounts.
-	Union *union.Union
-	// FS is the tree below both faces: the union wrapped in the policy
-	// decorators (path rules, then audit). Kernel says how the kernel
-	// face serves it, Tools what the tool face serves; [workspace.stack]
-	// stacks all three.
-	FS     mounts.FS
-	Kernel kernelFace
-	Tools  toolFace
-	// Policy is the workspace's policy (nil: none); Audit its open audit
-	// log (nil: none), closed by Close after everything else.
-	Policy *policyConfig
-	Audit  *policy.AuditLog
-	// Export hands the writable git mounts' changes back to git (nil: the
-	// workspace has none).
-	Export *exporter
-	// Checkpoints takes and restores checkpoints of every writable layer
-	// (nil: the workspace has none a checkpoint can freeze).
-	Checkpoints *checkpoints
-
-	cleanup []func() error
-}
-
-// Close releases what the mounts hold, in reverse order of creation. Call
-// it after the faces are down.
-func (w *workspace) Close() error {
-	var errs []error
-	for i := len(w.cleanup) - 1; i >= 0; i-- {
-		errs = append(errs, w.cleanup[i]())
-	}
-	w.cleanup = nil
-	return errors.Join(errs...)
-}
-
-// buildWorkspace builds every mount of cfg and composes them. On error,
+// buildWorkspace builds every mount of cfg and opens the workspace over
+// them (package workspace stacks the policy and the faces). On error,
 // whatever was built is released and nothing is left behind. A spec error
-// from a mount type or an invalid table (a dst under a file) is a usage
-// error; anything else is a runtime failure.
-func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logger) (_ *workspace, err error) {
+// from a mount type, an invalid table (a dst under a file) or a checkpoint
+// setting that cannot be honoured is a usage error; anything else is a
+// runtime failure.
+func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logger) (_ *workspace.Workspace, err error) {
 	reg := cfg.Types
 	if reg == nil {
 		reg = mountTypes()
@@ -213,26 +184,41 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ws := &workspace{Config: cfg}
+	opts := workspace.Options{
+		Logger: logger,
+		Checkpoint: workspace.CheckpointOptions{
+			Keep: cfg.Checkpoint.Keep, Before: cfg.Checkpoint.Before, Tools: cfg.Checkpoint.Tools,
+		},
+	}
+	if pc := cfg.Policy; pc != nil {
+		opts.Rules, opts.Approver, opts.DryRun, opts.Limits = pc.Rules, pc.Approver, pc.DryRun, pc.Limits
+	}
+	var closers []func() error
 	defer func() {
-		if err != nil {
-			if cerr := ws.Close(); cerr != nil {
-				logger.Warn("releasing a partly built workspace", "err", cerr)
-			}
+		if err == nil {
+			return
+		}
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i]())
+		}
+		if opts.Audit != nil {
+			errs = append(errs, opts.Audit.Close())
+		}
+		if cerr := errors.Join(errs...); cerr != nil {
+			logger.Warn("releasing a partly built workspace", "err", cerr)
 		}
 	}()
 	if cfg.Policy != nil && cfg.Policy.Audit != nil {
 		// Opened first, so it is closed last, after every mount; and a
 		// path that cannot be opened is bad input, found before any
 		// mount is built.
-		opts := *cfg.Policy.Audit
-		opts.Logger = logger
-		if ws.Audit, err = policy.OpenAudit(opts); err != nil {
+		ao := *cfg.Policy.Audit
+		ao.Logger = logger
+		if opts.Audit, err = policy.OpenAudit(ao); err != nil {
 			return nil, usageError(err)
 		}
-		ws.cleanup = append(ws.cleanup, ws.Audit.Close)
 	}
-	table := make(map[string]mounts.FS, len(cfg.Mounts))
 	for i := range cfg.Mounts {
 		spec := &cfg.Mounts[i]
 		mt, ok := reg[spec.Type]
@@ -240,13 +226,14 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			return nil, specErrorf(spec.Origin, "unknown mount type %q", spec.Type)
 		}
 		env := &buildEnv{
-			Logger: logger.With("mount", spec.Dst),
-			Uid:    uint32(os.Getuid()),
-			Gid:    uint32(os.Getgid()),
-			Git:    cfg.Git,
+			Logger:      logger.With("mount", spec.Dst),
+			Uid:         uint32(os.Getuid()),
+			Gid:         uint32(os.Getgid()),
+			Git:         cfg.Git,
+			HookProgram: cfg.HookProgram,
 		}
 		fsys, err := mt.Build(ctx, spec, env)
-		ws.cleanup = append(ws.cleanup, env.onClose...)
+		closers = append(closers, env.onClose...)
 		if err != nil && spec.Optional && exitCode(err) == exitUsage {
 			logger.Info("default workspace: left out a mount whose source has nothing to serve",
 				"mount", spec.Dst, "err", err)
@@ -259,45 +246,29 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			}
 			return nil, fmt.Errorf("%s: %s mount on %s: %w", spec.Origin, spec.Type, spec.Dst, err)
 		}
-		table[spec.Dst] = fsys
-	}
-	u, err := union.New(table)
-	if err != nil {
-		return nil, usageErrorf("mount table: %v", err)
-	}
-	ws.Union = u
-	ws.Policy = cfg.Policy
-	backing := map[string]string{}
-	for i := range cfg.Mounts {
-		spec := &cfg.Mounts[i]
+		m := workspace.Mount{Prefix: spec.Dst, FS: fsys}
 		switch {
 		case spec.Type == "host" && spec.Has("src"):
-			backing[spec.Dst] = "directory " + spec.String("src")
+			m.Backing = "directory " + spec.String("src")
 		case spec.Has("persist"):
-			backing[spec.Dst] = "persist file " + spec.String("persist")
+			m.Backing = "persist file " + spec.String("persist")
 		case spec.Has("upper"):
-			backing[spec.Dst] = "upper directory " + spec.String("upper")
+			m.Backing = "upper directory " + spec.String("upper")
 		}
+		opts.Mounts = append(opts.Mounts, m)
 	}
-	var rules *policy.RuleSet
-	if ws.Policy != nil {
-		rules = ws.Policy.Rules
+	ws, err := workspace.Open(ctx, opts)
+	switch {
+	case errors.Is(err, checkpoint.ErrUnfinished):
+		// The files, not the command line: a runtime failure.
+		return nil, err
+	case errors.Is(err, workspace.ErrNoWritable):
+		return nil, usageErrorf("config: %v", err)
+	case err != nil:
+		return nil, usageError(err)
 	}
-	if ws.Checkpoints, err = newCheckpoints(table, backing, cfg.Checkpoint.Keep, rules, ws.Audit, ws.Kernel.changed.notify); err != nil {
-		if errors.Is(err, checkpoint.ErrUnfinished) {
-			// The files, not the command line: a runtime failure.
-			return nil, fmt.Errorf("checkpoint: %w", err)
-		}
-		return nil, usageErrorf("checkpoint: %v", err)
+	for _, c := range closers {
+		ws.OnClose(c)
 	}
-	if ws.Checkpoints == nil && (len(cfg.Checkpoint.Before) > 0 || cfg.Checkpoint.Tools) {
-		return nil, usageErrorf("config: checkpoint: %v", checkpoint.ErrNoWritable)
-	}
-	ws.stack()
-	ws.Export = newExporter(table, ws.Audit, ws.Kernel.changed.notify)
 	return ws, nil
 }
-
-// Mounts is the mount table as FS answers it: the union's, a mount under
-// a read_only prefix shown read-only by the path rules.
-func (w *workspace) Mounts() []mounts.MountInfo { return mounts.Mounts(w.FS) }

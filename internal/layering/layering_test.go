@@ -37,13 +37,14 @@ var rules = []rule{
 	{"mounts/skillsfs/...", []string{"mounts", "mounts/skillsfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/overlayfs/...", []string{"mounts", "mounts/overlayfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/writablegit", []string{"mounts", "mounts/gitfs", "mounts/overlayfs"}, "a writable git mount is an overlay over a git mount, and its export back to git"},
-	{"mounts/checkpoint", []string{"mounts", "mounts/memfs", "mounts/overlayfs", "mounts/gitfs", "mounts/writablegit"}, "checkpoints freeze the memory trees of a workspace, and the overlays over them; their diffs are git's"},
+	{"mounts/checkpoint", []string{"mounts", "mounts/gitfs"}, "checkpoints freeze what can freeze (mounts.FreezeFS) by capability, never by type; their diffs are git's"},
 	{"union/...", []string{"mounts", "union/..."}, "the union composes any mounts.FS, never a concrete one or another layer"},
 	{"policy/...", []string{"mounts", "policy/..."}, "policy decorates any mounts.FS, below both faces"},
 	{"fusefs/...", []string{"mounts", "fusefs/..."}, "the kernel face serves any mounts.FS"},
 	{"agentbridge/...", []string{"mounts", "agentbridge/..."}, "the tool face serves any mounts.FS"},
 	{"internal/...", []string{"mounts", "internal/..."}, "test helpers"},
-	{"examples/...", []string{"mounts", "mounts/...", "union", "policy", "agentbridge/...", "fusefs", "internal/..."}, "examples use the library as a user would"},
+	{"workspace", []string{"mounts", "mounts/checkpoint", "mounts/gitfs", "mounts/overlayfs", "mounts/writablegit", "union", "policy", "agentbridge/...", "fusefs"}, "the workspace stacks mounts, union, policy and both faces, and serves the services over the guarded tree"},
+	{"examples/...", []string{"mounts", "mounts/...", "union", "policy", "agentbridge/...", "fusefs", "workspace", "internal/..."}, "examples use the library as a user would"},
 	{"cmd/...", []string{"..."}, "the CLI stacks everything; nothing imports it"},
 	{"bench", nil, "the benchmark drives the built binary"},
 	{"integration", nil, "integration tests are test files only"},
@@ -195,6 +196,8 @@ func TestRulesBite(t *testing.T) {
 		{"agentbridge/mcpserver", "agentbridge", true},
 		{"fusefs", "union", false},
 		{"cmd/vfsmount", "fusefs", true},
+		{"workspace", "mounts/memfs", false},
+		{"mounts/checkpoint", "mounts/memfs", false},
 	} {
 		r, found := ruleFor(tt.pkg)
 		if !found {

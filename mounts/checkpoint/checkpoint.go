@@ -5,7 +5,7 @@
 // A [Workspace] is built from the mounts of a workspace ([Mount]), each
 // with what backs it. A memory mount, or an overlay whose upper layer is a
 // memory tree (kept in a persist file or not), is frozen by a checkpoint of
-// that tree ([memfs.FS.Checkpoint]): instant, costing in what changed since
+// that tree ([mounts.FreezeFS]): instant, costing in what changed since
 // the previous checkpoint, sharing unchanged data. An immutable mount (a
 // git commit) needs no freezing: the manifest records its commit. A host
 // directory, read-write or as an overlay's upper, cannot be frozen: the
@@ -41,7 +41,6 @@ import (
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
-	"github.com/vfsmount/vfsmount/mounts/memfs"
 )
 
 // ErrNoWritable is wrapped by [New] for a workspace with no layer a
@@ -347,7 +346,7 @@ func (w *Workspace) deleteLocked(id string) error {
 	}
 	var errs []error
 	for _, m := range w.frozen() {
-		if err := m.Tree.DeleteCheckpoint(id); err != nil && !errors.Is(err, memfs.ErrNoCheckpoint) {
+		if err := m.Tree.DeleteCheckpoint(id); err != nil && !errors.Is(err, mounts.ErrNoCheckpoint) {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Prefix, err))
 		}
 	}

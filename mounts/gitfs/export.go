@@ -148,6 +148,10 @@ func (f *FS) full(name string) string {
 	return f.subdir + "/" + name
 }
 
+// Subdir is the directory of the commit the mount serves ("" for the
+// whole tree).
+func (f *FS) Subdir() string { return f.subdir }
+
 // MountName is the name in the mount of a name in the commit (as a diff
 // prints it), and false for a name outside the mount's subdir.
 func (f *FS) MountName(full string) (string, bool) {

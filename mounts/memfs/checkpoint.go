@@ -3,7 +3,6 @@ package memfs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -45,8 +44,9 @@ import (
 // what changed since the newest is then found by comparing the two.
 // Without one they live as long as the tree.
 
-// ErrNoCheckpoint is wrapped by the errors for an unknown checkpoint id.
-var ErrNoCheckpoint = errors.New("no such checkpoint")
+// ErrNoCheckpoint is wrapped by the errors for an unknown checkpoint id
+// (mounts.ErrNoCheckpoint).
+var ErrNoCheckpoint = mounts.ErrNoCheckpoint
 
 // CheckpointInfo describes one checkpoint of a tree.
 type CheckpointInfo = mounts.CheckpointInfo

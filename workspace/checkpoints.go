@@ -1,4 +1,4 @@
-package main
+package workspace
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/policy"
 )
 
-// checkpoints serves the checkpoints of a workspace: every memory mount
+// Checkpoints serves the checkpoints of a workspace: every memory mount
 // and every writable git mount's memory upper, frozen at once by package
 // checkpoint, which works on the mounts themselves, below the policy
 // decorators. So the policy is applied here, by who asks:
@@ -33,7 +33,7 @@ import (
 // audit log, with the tool call of the agent's or the face "operator". A
 // restore tells the kernel face which names changed, so the shell sees
 // the restored content at once.
-type checkpoints struct {
+type Checkpoints struct {
 	ws *checkpoint.Workspace
 	// rules bind the checkpoint tools (nil: none); audit logs every
 	// change (nil: no log).
@@ -41,14 +41,14 @@ type checkpoints struct {
 	audit *policy.AuditLog
 }
 
-var _ jsonrpc.Checkpointer = (*checkpoints)(nil)
+var _ jsonrpc.Checkpointer = (*Checkpoints)(nil)
 
 // newCheckpoints builds the checkpoints of the union table; nil when no
 // mount has a layer to freeze. keep bounds their number (0: no bound).
 // backing says what backs each mount beyond its description, by prefix
 // (a host mount's directory, a persist file).
-func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, rules *policy.RuleSet, audit *policy.AuditLog, notify func(names ...string)) (*checkpoints, error) {
-	c := &checkpoints{rules: rules, audit: audit}
+func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, rules *policy.RuleSet, audit *policy.AuditLog, notify func(names ...string)) (*Checkpoints, error) {
+	c := &Checkpoints{rules: rules, audit: audit}
 	var ms []checkpoint.Mount
 	for prefix, fsys := range table {
 		d := mounts.Describe(fsys)
@@ -106,7 +106,7 @@ func infoOf(c checkpoint.Info) jsonrpc.CheckpointInfo {
 
 // auditRestore logs a change line for every name r changed and every name
 // it refused.
-func (c *checkpoints) auditRestore(ctx context.Context, r checkpoint.RestoreResult) {
+func (c *Checkpoints) auditRestore(ctx context.Context, r checkpoint.RestoreResult) {
 	if c.audit == nil {
 		return
 	}
@@ -128,11 +128,11 @@ func refusal(reason string) error {
 }
 
 // canRead and canWrite are the path rules as checkpoint filters.
-func (c *checkpoints) canRead(p string, isDir bool) error  { return c.rules.CanRead(p, isDir) }
-func (c *checkpoints) canWrite(p string, isDir bool) error { return c.rules.CanWrite(p, isDir) }
+func (c *Checkpoints) canRead(p string, isDir bool) error  { return c.rules.CanRead(p, isDir) }
+func (c *Checkpoints) canWrite(p string, isDir bool) error { return c.rules.CanWrite(p, isDir) }
 
 // filters are the filters of the checkpoint tools: none without rules.
-func (c *checkpoints) filters() (read, write checkpoint.Filter) {
+func (c *Checkpoints) filters() (read, write checkpoint.Filter) {
 	if c.rules.Empty() {
 		return nil, nil
 	}
@@ -144,10 +144,10 @@ func asOperator(ctx context.Context) context.Context {
 	if _, ok := mounts.CallerFrom(ctx); ok {
 		return ctx
 	}
-	return mounts.WithCaller(ctx, mounts.Caller{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Face: "operator"})
+	return mounts.WithCaller(ctx, mounts.Caller{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Face: mounts.FaceOperator})
 }
 
-func (c *checkpoints) CheckpointCreate(ctx context.Context, p jsonrpc.CheckpointCreateParams) (jsonrpc.CheckpointInfo, error) {
+func (c *Checkpoints) CheckpointCreate(ctx context.Context, p jsonrpc.CheckpointCreateParams) (jsonrpc.CheckpointInfo, error) {
 	info, err := c.ws.Create(ctx, p.Name)
 	if err != nil {
 		return jsonrpc.CheckpointInfo{}, err
@@ -155,7 +155,7 @@ func (c *checkpoints) CheckpointCreate(ctx context.Context, p jsonrpc.Checkpoint
 	return infoOf(info), nil
 }
 
-func (c *checkpoints) CheckpointList(ctx context.Context) (jsonrpc.CheckpointListResult, error) {
+func (c *Checkpoints) CheckpointList(ctx context.Context) (jsonrpc.CheckpointListResult, error) {
 	res := jsonrpc.CheckpointListResult{Checkpoints: []jsonrpc.CheckpointInfo{}}
 	for _, i := range c.ws.List() {
 		res.Checkpoints = append(res.Checkpoints, infoOf(i))
@@ -163,20 +163,18 @@ func (c *checkpoints) CheckpointList(ctx context.Context) (jsonrpc.CheckpointLis
 	return res, nil
 }
 
-func (c *checkpoints) CheckpointRestore(ctx context.Context, p jsonrpc.CheckpointRestoreParams) (jsonrpc.CheckpointRestoreResult, error) {
+func (c *Checkpoints) CheckpointRestore(ctx context.Context, p jsonrpc.CheckpointRestoreParams) (jsonrpc.CheckpointRestoreResult, error) {
 	if p.ID == "" {
 		return jsonrpc.CheckpointRestoreResult{}, fmt.Errorf("%w: a checkpoint id is required", jsonrpc.ErrInvalidParams)
 	}
-	ctx = asOperator(ctx)
-	r, err := c.ws.Restore(ctx, p.ID, p.Paths)
-	c.auditRestore(ctx, r)
+	r, err := c.Restore(ctx, p.ID, p.Paths...)
 	if err != nil {
 		return jsonrpc.CheckpointRestoreResult{}, rpcErr(err)
 	}
 	return jsonrpc.CheckpointRestoreResult{Restored: r.Restored, NotCovered: r.NotCovered, Changed: r.Changed}, nil
 }
 
-func (c *checkpoints) CheckpointDelete(ctx context.Context, p jsonrpc.CheckpointDeleteParams) (jsonrpc.CheckpointDeleteResult, error) {
+func (c *Checkpoints) CheckpointDelete(ctx context.Context, p jsonrpc.CheckpointDeleteParams) (jsonrpc.CheckpointDeleteResult, error) {
 	if p.ID == "" {
 		return jsonrpc.CheckpointDeleteResult{}, fmt.Errorf("%w: a checkpoint id is required", jsonrpc.ErrInvalidParams)
 	}
@@ -191,7 +189,7 @@ func (c *checkpoints) CheckpointDelete(ctx context.Context, p jsonrpc.Checkpoint
 // trees over the pinned commit and diffed by git (names are the
 // repository's). A memory mount's is git's too, over trees written into a
 // scratch repository (names under the mount's prefix: memory/notes.md).
-func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDiffParams) (jsonrpc.DiffResult, error) {
+func (c *Checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDiffParams) (jsonrpc.DiffResult, error) {
 	format, err := gitfs.ParseDiffFormat(p.Format)
 	if err != nil {
 		return jsonrpc.DiffResult{}, fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
@@ -203,9 +201,54 @@ func (c *checkpoints) CheckpointDiff(ctx context.Context, p jsonrpc.CheckpointDi
 	return jsonrpc.DiffResult{Text: text}, rpcErr(err)
 }
 
+// Tools is the checkpoint tool family's view of the checkpoints
+// (agentbridge.Checkpointer): bound by the path rules.
+func (c *Checkpoints) Tools() agentbridge.Checkpointer { return checkpointTools{c} }
+
+// Create takes a checkpoint of every writable layer at once, named name
+// (free text, optional): the operator's.
+func (c *Checkpoints) Create(ctx context.Context, name string) (checkpoint.Info, error) {
+	return c.ws.Create(ctx, name)
+}
+
+// List lists the checkpoints, oldest first.
+func (c *Checkpoints) List() []checkpoint.Info { return c.ws.List() }
+
+// Restore brings the workspace (paths of it: none is all) back to
+// checkpoint id: the operator's, bound by no path rule, audited.
+func (c *Checkpoints) Restore(ctx context.Context, id string, paths ...string) (checkpoint.RestoreResult, error) {
+	ctx = asOperator(ctx)
+	r, err := c.ws.Restore(ctx, id, paths)
+	c.auditRestore(ctx, r)
+	return r, err
+}
+
+// Diff is the git diff from checkpoint from to checkpoint to ("" is now):
+// the operator's, every name shown.
+func (c *Checkpoints) Diff(ctx context.Context, from, to string, format gitfs.DiffFormat, paths ...string) (string, error) {
+	return c.ws.Diff(ctx, from, to, format, paths...)
+}
+
+// Delete drops checkpoint id.
+func (c *Checkpoints) Delete(ctx context.Context, id string) error { return c.ws.Delete(ctx, id) }
+
+// HumanBytes prints a size as du -h does.
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%c", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // checkpointTools adapts the checkpoints to the checkpoint tool family
 // (agentbridge.Checkpointer): the same operations, answered in text.
-type checkpointTools struct{ c *checkpoints }
+type checkpointTools struct{ c *Checkpoints }
 
 var _ agentbridge.Checkpointer = checkpointTools{}
 
@@ -215,7 +258,7 @@ func (t checkpointTools) Create(ctx context.Context, name string) (string, error
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "checkpoint %s taken (%s of changes since the previous one).", info.ID, humanBytes(info.Bytes))
+	fmt.Fprintf(&b, "checkpoint %s taken (%s of changes since the previous one).", info.ID, HumanBytes(info.Bytes))
 	for _, e := range info.Manifest {
 		if e.Coverage == checkpoint.NotCovered {
 			fmt.Fprintf(&b, "\n%s is a host directory: it is not in the checkpoint, and a restore leaves it as it is.", e.Prefix)
@@ -231,7 +274,7 @@ func (t checkpointTools) List(ctx context.Context) (string, error) {
 	}
 	var b strings.Builder
 	for _, c := range list {
-		fmt.Fprintf(&b, "%s  %s  %s", c.ID, c.Time.Format(time.RFC3339), humanBytes(c.Bytes))
+		fmt.Fprintf(&b, "%s  %s  %s", c.ID, c.Time.Format(time.RFC3339), HumanBytes(c.Bytes))
 		if c.Name != "" {
 			fmt.Fprintf(&b, "  %s", c.Name)
 		}

@@ -1,4 +1,4 @@
-package main
+package workspace
 
 import (
 	"context"
@@ -52,7 +52,7 @@ import (
 //     invalidating from inside a FUSE handler would deadlock.
 //   - Around whole tool calls, outermost: the approval command before an
 //     effectful call and the audit line after every call
-//     ([workspace.toolHooks]). Only the tool face has calls to judge; a
+//     ([Workspace.toolHooks]). Only the tool face has calls to judge; a
 //     kernel write cannot wait for a person, so approvals do not bind the
 //     kernel face, and path rules are what bind it.
 //
@@ -60,50 +60,47 @@ import (
 // a mount under a read_only prefix as read-only, so both faces describe
 // the mounts as they can be used.
 //
-// Call stack once, with ws.Union, ws.Policy and ws.Audit set.
-func (ws *workspace) stack() {
-	dryRun := ws.Policy != nil && ws.Policy.DryRun
-
+// Call stack once, with ws.Union and ws.opts set.
+func (ws *Workspace) stack() {
 	// Below both faces.
 	var fsys mounts.FS = ws.Union
-	if ws.Policy != nil && !ws.Policy.Rules.Empty() {
-		fsys = policy.Guard(fsys, ws.Policy.Rules)
+	if !ws.opts.Rules.Empty() {
+		fsys = policy.Guard(fsys, ws.opts.Rules)
 	}
-	if ws.Audit != nil {
-		fsys = policy.Audit(fsys, ws.Audit)
+	if ws.opts.Audit != nil {
+		fsys = policy.Audit(fsys, ws.opts.Audit)
 	}
 	ws.FS = fsys
 
 	// The kernel face.
-	ws.Kernel.ReadOnly = dryRun || !mounts.Writable(fsys)
+	ws.kernel.readOnly = ws.opts.DryRun || !mounts.Writable(fsys)
 
 	// The tool face.
 	tools := fsys
-	if dryRun {
+	if ws.opts.DryRun {
 		tools = policy.Freeze(tools)
 	}
-	tools = mounts.Observe(tools, ws.Kernel.changed.notify)
-	ws.Tools.FS = tools
-	ws.Tools.BeforeCall, ws.Tools.AfterCall = ws.toolHooks()
+	ws.tools.fs = mounts.Observe(tools, ws.kernel.changed.notify)
+	ws.tools.before, ws.tools.after = ws.toolHooks()
 }
 
-// kernelFace is how the kernel face serves [workspace.FS], as
-// [workspace.stack] decided.
+// kernelFace is how the kernel face serves [Workspace.FS], as
+// [Workspace.stack] decided.
 type kernelFace struct {
-	// ReadOnly mounts it read-only (fusefs.Options.ReadOnly).
-	ReadOnly bool
+	// readOnly mounts it read-only (fusefs.Options.ReadOnly).
+	readOnly bool
 	// changed carries the tool face's change notices to the kernel face
-	// once it is mounted: connect it to the server's Invalidate.
+	// once it is mounted.
 	changed changeNotices
 }
 
-// toolFace is what the tool face serves, as [workspace.stack] decided.
+// toolFace is what the tool face serves, as [Workspace.stack] decided.
 type toolFace struct {
-	// FS is the tree agentbridge serves.
-	FS mounts.FS
-	// BeforeCall and AfterCall wrap every call (agentbridge.Options).
-	BeforeCall func(context.Context, *agentbridge.CallInfo) error
-	AfterCall  func(context.Context, *agentbridge.CallInfo, agentbridge.Result, time.Duration)
+	// fs is the tree agentbridge serves.
+	fs mounts.FS
+	// before and after wrap every call (agentbridge.Options).
+	before func(context.Context, *agentbridge.CallInfo) error
+	after  func(context.Context, *agentbridge.CallInfo, agentbridge.Result, time.Duration)
 }
 
 // changeNotices forwards the names the tool face changed to the kernel

@@ -1,4 +1,4 @@
-package main
+package workspace
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/policy"
 )
 
-// exporter hands the changes of a workspace's writable git mounts back to
+// Export hands the changes of a workspace's writable git mounts back to
 // git: the diff, commit and reset of vfsmount's commands and of JSON-RPC
 // (jsonrpc.Exporter). These are the operator's commands (the person
 // running the workspace), never the agent's tools: they work on the mounts
@@ -25,7 +25,7 @@ import (
 // change line, and a commit a line of its own, with the face "operator". A
 // reset tells the kernel face which names changed (notify), so the shell
 // sees the commit's content at once.
-type exporter struct {
+type Export struct {
 	mounts []exportMount // sorted by prefix
 	audit  *policy.AuditLog
 	notify func(names ...string)
@@ -38,12 +38,12 @@ type exportMount struct {
 	fs     mounts.ExportFS
 }
 
-var _ jsonrpc.Exporter = (*exporter)(nil)
+var _ jsonrpc.Exporter = (*Export)(nil)
 
-// newExporter finds the writable git mounts of the union table; nil when
+// newExport finds the writable git mounts of the union table; nil when
 // there is none.
-func newExporter(table map[string]mounts.FS, audit *policy.AuditLog, notify func(names ...string)) *exporter {
-	e := &exporter{audit: audit, notify: notify}
+func newExport(table map[string]mounts.FS, audit *policy.AuditLog, notify func(names ...string)) *Export {
+	e := &Export{audit: audit, notify: notify}
 	for prefix, fsys := range table {
 		if w, ok := mounts.Exportable(fsys); ok {
 			e.mounts = append(e.mounts, exportMount{prefix: prefix, fs: w})
@@ -60,7 +60,7 @@ func newExporter(table map[string]mounts.FS, audit *policy.AuditLog, notify func
 // names in the mount ("." for the whole mount). No paths means every mount,
 // whole. A path in no writable git mount is bad input; one above a mount
 // ("/" for /repo) covers it whole.
-func (e *exporter) pick(paths []string) (map[string][]string, error) {
+func (e *Export) pick(paths []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	if len(paths) == 0 {
 		for _, m := range e.mounts {
@@ -91,7 +91,7 @@ func (e *exporter) pick(paths []string) (map[string][]string, error) {
 	return out, nil
 }
 
-func (e *exporter) prefixes() string {
+func (e *Export) prefixes() string {
 	var ps []string
 	for _, m := range e.mounts {
 		ps = append(ps, m.prefix)
@@ -99,7 +99,7 @@ func (e *exporter) prefixes() string {
 	return strings.Join(ps, ", ")
 }
 
-func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffResult, error) {
+func (e *Export) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffResult, error) {
 	format, err := gitfs.ParseDiffFormat(p.Format)
 	if err != nil {
 		return jsonrpc.DiffResult{}, fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
@@ -123,7 +123,7 @@ func (e *exporter) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.Diff
 	return jsonrpc.DiffResult{Text: b.String()}, nil
 }
 
-func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.CommitResult, error) {
+func (e *Export) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.CommitResult, error) {
 	switch {
 	case p.Branch == "":
 		return jsonrpc.CommitResult{}, fmt.Errorf("%w: a branch is required (--branch NAME)", jsonrpc.ErrInvalidParams)
@@ -155,7 +155,7 @@ func (e *exporter) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.
 	return jsonrpc.CommitResult{Commit: id, Ref: "refs/heads/" + p.Branch}, nil
 }
 
-func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.ResetResult, error) {
+func (e *Export) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.ResetResult, error) {
 	picked, err := e.pick(p.Paths)
 	if err != nil {
 		return jsonrpc.ResetResult{}, err
@@ -199,19 +199,17 @@ func (e *exporter) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Re
 }
 
 // shellBinds are the host paths the writable git mounts' .git needs in the
-// shell tool's namespace (see writableGit.binds); none on a nil exporter.
-func (e *exporter) shellBinds() []agentbridge.ShellBind {
+// shell tool's namespace ([WritableGit.ShellBinds]); none on a nil Export.
+func (e *Export) shellBinds() []agentbridge.ShellBind {
 	if e == nil {
 		return nil
 	}
 	var out []agentbridge.ShellBind
 	for _, m := range e.mounts {
-		b, ok := m.fs.(interface{ hostBinds() []shellBind })
-		if !ok {
-			continue
-		}
-		for _, b := range b.hostBinds() {
-			out = append(out, agentbridge.ShellBind{Path: b.Path, Writable: b.Writable})
+		if b, ok := m.fs.(interface {
+			ShellBinds() []agentbridge.ShellBind
+		}); ok {
+			out = append(out, b.ShellBinds()...)
 		}
 	}
 	return out

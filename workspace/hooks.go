@@ -1,4 +1,4 @@
-package main
+package workspace
 
 import (
 	"context"
@@ -10,6 +10,16 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/policy"
 )
+
+// autoNote is the line a tool result ends with when a checkpoint was taken
+// before the call.
+func autoNote(id string) string {
+	return fmt.Sprintf("[checkpoint %s was taken before this call: restoring it undoes everything the call changed]", id)
+}
+
+// AutoVerbs are the verbs automatic checkpoints may precede
+// (CheckpointOptions.Before): those that change the tree.
+var AutoVerbs = []string{agentbridge.VerbWrite, agentbridge.VerbEdit, agentbridge.VerbDelete, agentbridge.VerbShell}
 
 // effectful reports whether a canonical verb changes anything.
 func effectful(verb string) bool {
@@ -23,11 +33,10 @@ func effectful(verb string) bool {
 // toolHooks returns the agentbridge hooks of the workspace's policy:
 // approvals before effectful calls, then the automatic checkpoint of the
 // config's checkpoint.before, and one audit line after every call.
-func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.CallInfo) error,
+func (ws *Workspace) toolHooks() (before func(context.Context, *agentbridge.CallInfo) error,
 	after func(context.Context, *agentbridge.CallInfo, agentbridge.Result, time.Duration)) {
-	pc := ws.Policy
-	if pc != nil && pc.Approver != nil {
-		ap := pc.Approver
+	if ws.opts.Approver != nil {
+		ap := ws.opts.Approver
 		before = func(ctx context.Context, c *agentbridge.CallInfo) error {
 			// A dry run changes nothing, so there is nothing to approve.
 			if c.DryRun || !ap.Applies(c.Verb) {
@@ -40,8 +49,8 @@ func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.Call
 			return ap.Approve(ctx, call)
 		}
 	}
-	if ws.Checkpoints != nil && ws.Config != nil && len(ws.Config.Checkpoint.Before) > 0 {
-		approve, auto := before, ws.Config.Checkpoint.Before
+	if ws.Checkpoints != nil && len(ws.opts.Checkpoint.Before) > 0 {
+		approve, auto := before, ws.opts.Checkpoint.Before
 		before = func(ctx context.Context, c *agentbridge.CallInfo) error {
 			if approve != nil {
 				if err := approve(ctx, c); err != nil {
@@ -60,8 +69,8 @@ func (ws *workspace) toolHooks() (before func(context.Context, *agentbridge.Call
 			return nil
 		}
 	}
-	if ws.Audit != nil {
-		log := ws.Audit
+	if ws.opts.Audit != nil {
+		log := ws.opts.Audit
 		after = func(_ context.Context, c *agentbridge.CallInfo, res agentbridge.Result, d time.Duration) {
 			out, why := "ok", ""
 			switch {

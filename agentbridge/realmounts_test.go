@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
@@ -24,19 +26,7 @@ func TestGitAndHostMounts(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	ctx := context.Background()
-	repoDir := t.TempDir()
-	run := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repoDir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
-	}
-	require.NoError(t, os.MkdirAll(filepath.Join(repoDir, "src"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(repoDir, "src/main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
-	run("init", "-q")
-	run("add", ".")
-	run("commit", "-q", "-m", "init")
+	repoDir, _ := testutil.GitRepo(t, map[string]string{"src/main.go": "package main\n\nfunc main() {}\n"})
 	g, err := gitfs.Open(ctx, gitfs.Options{Src: repoDir, CacheDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { g.Close() })

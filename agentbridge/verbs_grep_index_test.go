@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 )
@@ -30,13 +31,10 @@ func TestGrepMatchesRipgrepThroughTheIndex(t *testing.T) {
 	dir, _ := ripgrepTree(t)
 	bare := filepath.Join(t.TempDir(), "repo.git")
 	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"--git-dir=" + bare, "--work-tree=" + dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
+		t.Helper()
+		testutil.Git(t, dir, append([]string{"--git-dir=" + bare, "--work-tree=" + dir}, args...)...)
 	}
-	out, err := exec.Command("git", "init", "-q", "--bare", bare).CombinedOutput()
-	require.NoError(t, err, string(out))
+	testutil.Git(t, dir, "init", "-q", "--bare", bare)
 	git("add", "-A")
 	git("commit", "-q", "-m", "tree")
 	cache := t.TempDir()

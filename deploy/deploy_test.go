@@ -23,6 +23,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 // buildVfsmount builds cmd/vfsmount into dir with the environment and flags
@@ -238,17 +240,10 @@ func TestSystemdExampleConfig(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "app.git")
 	work := filepath.Join(dir, "work")
-	git := func(args ...string) {
-		t.Helper()
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
-	git("init", "-q", "--bare", "-b", "main", repo)
-	git("init", "-q", "-b", "main", work)
-	require.NoError(t, os.WriteFile(filepath.Join(work, "main.go"), []byte("package main\n"), 0o644))
-	git("-C", work, "add", ".")
-	git("-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init")
-	git("-C", work, "push", "-q", repo, "main")
+	testutil.Git(t, dir, "init", "-q", "--bare", "-b", "main", repo)
+	testutil.GitInit(t, work)
+	testutil.GitCommit(t, work, map[string]string{"main.go": "package main\n"}, "init")
+	testutil.Git(t, work, "push", "-q", repo, "main")
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "datasets"), 0o755))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "log"), 0o755))
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/vfsmount/vfsmount/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
@@ -66,24 +66,13 @@ type mcpConfig struct {
 // a README and a file the config's policy keeps unreadable.
 func gitProject(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
 	cfg, err := os.ReadFile("vfsmount.yaml")
 	require.NoError(t, err)
-	for name, content := range map[string]string{
+	dir, _ := testutil.GitRepo(t, map[string]string{
 		"vfsmount.yaml": string(cfg),
 		"README.md":     "# demo\nhello from the repo\n",
 		"secret.env":    "TOKEN=hunter2\n",
-	} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "."},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"},
-	} {
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
+	})
 	return dir
 }
 

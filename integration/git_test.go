@@ -24,6 +24,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/fusefs"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
@@ -37,23 +38,6 @@ import (
 const gitBigSize = 50 << 20
 
 var gitWhen = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-
-// gitCmd runs git in dir, isolated from the machine's configuration, at
-// commit time when.
-func gitCmd(t testing.TB, dir string, when time.Time, stdin io.Reader, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	date := fmt.Sprintf("@%d +0000", when.Unix())
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=I", "GIT_AUTHOR_EMAIL=i@example.com", "GIT_AUTHOR_DATE="+date,
-		"GIT_COMMITTER_NAME=I", "GIT_COMMITTER_EMAIL=i@example.com", "GIT_COMMITTER_DATE="+date)
-	cmd.Stdin = stdin
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoErrorf(t, cmd.Run(), "git %s: %s", strings.Join(args, " "), errb.String())
-	return strings.TrimSpace(out.String())
-}
 
 // gitBig is the large blob at HEAD: text, deltified against a longer
 // earlier version.
@@ -79,14 +63,13 @@ type gitRepo struct {
 func makeGitRepo(t *testing.T) *gitRepo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
 	write := func(name, content string, mode os.FileMode) {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(content), mode))
 		require.NoError(t, os.Chmod(p, mode))
 	}
-	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
+	testutil.GitInit(t, dir)
 	big := gitBig(gitBigSize + 64<<10)
 	write("data/big.bin", string(big), 0o644)
 	var log strings.Builder
@@ -97,10 +80,9 @@ func makeGitRepo(t *testing.T) *gitRepo {
 			fmt.Fprintf(&log, "entry %d.%d of a file that grows\n", i, j)
 		}
 		write("docs/changelog.txt", log.String(), 0o644)
-		gitCmd(t, dir, when, nil, "add", "-A")
-		gitCmd(t, dir, when, nil, "commit", "-q", "-m", fmt.Sprint("commit ", i))
+		testutil.GitCommitAt(t, dir, when, nil, fmt.Sprint("commit ", i))
 	}
-	first := gitCmd(t, dir, when, nil, "rev-parse", "HEAD")
+	first := testutil.GitAt(t, dir, when, nil, "rev-parse", "HEAD")
 	write("README.md", "# integration\n", 0o644)
 	write("src/pkg/deep/deeper/leaf.go", "package deeper\n", 0o644)
 	write("src/main.go", "package main\n\nfunc main() {}\n", 0o644)
@@ -116,11 +98,11 @@ func makeGitRepo(t *testing.T) *gitRepo {
 	big = big[:gitBigSize]
 	write("data/big.bin", string(big), 0o644)
 	when = when.Add(time.Hour)
-	gitCmd(t, dir, when, nil, "add", "-A")
-	gitCmd(t, dir, when, nil, "update-index", "--add", "--cacheinfo", "160000,"+first+",third_party/sub")
-	gitCmd(t, dir, when, nil, "commit", "-q", "-m", "tree")
-	gitCmd(t, dir, when, nil, "repack", "-adfq")
-	return &gitRepo{dir: dir, head: gitCmd(t, dir, when, nil, "rev-parse", "HEAD"), big: big, when: when}
+	testutil.GitAt(t, dir, when, nil, "add", "-A")
+	testutil.GitAt(t, dir, when, nil, "update-index", "--add", "--cacheinfo", "160000,"+first+",third_party/sub")
+	testutil.GitAt(t, dir, when, nil, "commit", "-q", "-m", "tree")
+	testutil.GitAt(t, dir, when, nil, "repack", "-adfq")
+	return &gitRepo{dir: dir, head: testutil.GitAt(t, dir, when, nil, "rev-parse", "HEAD"), big: big, when: when}
 }
 
 // gitMount serves repo at rev on /repo of a union (next to a memory
@@ -175,7 +157,7 @@ func (m *gitMount) repo(name string) string { return filepath.Join(m.dir, "repo"
 type gitLsEntry struct{ mode, typ, oid string }
 
 func gitLsTree(t *testing.T, repo *gitRepo) map[string]gitLsEntry {
-	out := gitCmd(t, repo.dir, repo.when, nil, "-c", "core.quotePath=false", "ls-tree", "-r", "-t", "-z", repo.head)
+	out := testutil.GitAt(t, repo.dir, repo.when, nil, "-c", "core.quotePath=false", "ls-tree", "-r", "-t", "-z", repo.head)
 	m := map[string]gitLsEntry{}
 	for _, line := range strings.Split(strings.TrimRight(out, "\x00"), "\x00") {
 		meta, name, _ := strings.Cut(line, "\t")
@@ -242,14 +224,14 @@ func TestGitThroughKernel(t *testing.T) {
 			}
 		}
 		// git hash-object reads every file from the mount.
-		out := gitCmd(t, repo.dir, repo.when, strings.NewReader(strings.Join(paths, "\n")+"\n"),
+		out := testutil.GitAt(t, repo.dir, repo.when, strings.NewReader(strings.Join(paths, "\n")+"\n"),
 			"-C", m.repo("."), "hash-object", "--stdin-paths")
 		for i, oid := range strings.Split(out, "\n") {
 			assert.Equal(t, want[paths[i]].oid, oid, "git hash-object %s", paths[i])
 		}
 		sub, err := gitXattr(m.repo("third_party/sub"), "user.git.submodule")
 		require.NoError(t, err)
-		assert.Equal(t, gitCmd(t, repo.dir, repo.when, nil, "rev-parse", "HEAD:third_party/sub"), sub)
+		assert.Equal(t, testutil.GitAt(t, repo.dir, repo.when, nil, "rev-parse", "HEAD:third_party/sub"), sub)
 		commit, err := gitXattr(m.repo("."), "user.git.commit")
 		require.NoError(t, err)
 		assert.Equal(t, repo.head, commit)
@@ -372,9 +354,8 @@ func TestGitMountsTestThroughKernel(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 	}
 	require.NoError(t, os.Symlink("a/b/deep.txt", filepath.Join(dir, "link")))
-	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
-	gitCmd(t, dir, gitWhen, nil, "add", "-A")
-	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "one")
+	testutil.GitInit(t, dir)
+	testutil.GitCommitAt(t, dir, gitWhen, nil, "one")
 	m := mountGit(t, &gitRepo{dir: dir})
 	mountstest.RunOS(t, m.repo("."), mountstest.Caps(mounts.CapXattr|mounts.CapStatFS),
 		mountstest.Expect(files), mountstest.ExpectSymlinks(map[string]string{"link": "a/b/deep.txt"}))
@@ -389,11 +370,10 @@ func TestGitBrokenObjectsThroughKernel(t *testing.T) {
 	for name, content := range map[string]string{"ok.txt": "fine\n", "gone.txt": "deleted\n", "bad.txt": "garbled\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "d", name), []byte(content), 0o644))
 	}
-	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
-	gitCmd(t, dir, gitWhen, nil, "add", "-A")
-	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "one")
+	testutil.GitInit(t, dir)
+	testutil.GitCommitAt(t, dir, gitWhen, nil, "one")
 	object := func(name string) string {
-		oid := gitCmd(t, dir, gitWhen, nil, "rev-parse", "HEAD:d/"+name)
+		oid := testutil.GitAt(t, dir, gitWhen, nil, "rev-parse", "HEAD:d/"+name)
 		return filepath.Join(dir, ".git", "objects", oid[:2], oid[2:])
 	}
 	require.NoError(t, os.Remove(object("gone.txt")))
@@ -431,30 +411,28 @@ func TestGitBorrowingCloneThroughKernel(t *testing.T) {
 	for name, content := range map[string]string{"a.txt": "alpha\n", "d/b.txt": "beta\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(content), 0o644))
 	}
-	gitCmd(t, src, gitWhen, nil, "init", "-q", "-b", "main")
-	gitCmd(t, src, gitWhen, nil, "add", "-A")
-	gitCmd(t, src, gitWhen, nil, "commit", "-q", "-m", "one")
+	testutil.GitInit(t, src)
+	testutil.GitCommitAt(t, src, gitWhen, nil, "one")
 	clone := filepath.Join(root, "clone")
-	gitCmd(t, root, gitWhen, nil, "clone", "-q", "--shared", src, clone)
+	testutil.GitAt(t, root, gitWhen, nil, "clone", "-q", "--shared", src, clone)
 	// One more blob, only in a second alternate, which then goes away.
 	lone := filepath.Join(root, "lone.git")
-	gitCmd(t, root, gitWhen, nil, "init", "-q", "--bare", lone)
+	testutil.GitAt(t, root, gitWhen, nil, "init", "-q", "--bare", lone)
 	require.NoError(t, os.WriteFile(filepath.Join(clone, "d", "borrowed.txt"), []byte("gone soon\n"), 0o644))
-	gitCmd(t, lone, gitWhen, nil, "hash-object", "-w", filepath.Join(clone, "d", "borrowed.txt"))
+	testutil.GitAt(t, lone, gitWhen, nil, "hash-object", "-w", filepath.Join(clone, "d", "borrowed.txt"))
 	alternates := filepath.Join(clone, ".git", "objects", "info", "alternates")
 	first, err := os.ReadFile(alternates)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(alternates, append(first, filepath.Join(lone, "objects")+"\n"...), 0o644))
-	gitCmd(t, clone, gitWhen, nil, "add", "-A")
-	gitCmd(t, clone, gitWhen, nil, "commit", "-q", "-m", "two")
-	gitCmd(t, clone, gitWhen, nil, "repack", "-adlq")
+	testutil.GitCommitAt(t, clone, gitWhen, nil, "two")
+	testutil.GitAt(t, clone, gitWhen, nil, "repack", "-adlq")
 	require.NoError(t, os.Rename(lone, lone+".gone"))
 
 	m := mountGit(t, &gitRepo{dir: clone})
 	for _, name := range []string{"a.txt", "d/b.txt"} {
 		b, err := os.ReadFile(m.repo(name))
 		require.NoError(t, err, name)
-		assert.Equal(t, gitCmd(t, src, gitWhen, nil, "show", "HEAD:"+name), strings.TrimSpace(string(b)), name)
+		assert.Equal(t, testutil.GitAt(t, src, gitWhen, nil, "show", "HEAD:"+name), strings.TrimSpace(string(b)), name)
 	}
 	ents, err := os.ReadDir(m.repo("d"))
 	require.NoError(t, err, "the directory lists")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
@@ -33,9 +34,8 @@ func TestGitStatusReadsNoBlobs(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644))
 	}
-	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
-	gitCmd(t, dir, gitWhen, nil, "add", "-A")
-	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "many")
+	testutil.GitInit(t, dir)
+	testutil.GitCommitAt(t, dir, gitWhen, nil, "many")
 
 	g, err := gitfs.Open(ctx, gitfs.Options{Src: dir, CacheDir: t.TempDir()})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
@@ -49,9 +50,8 @@ func overlayRepo(t *testing.T) string {
 	}
 	require.NoError(t, os.Chmod(filepath.Join(dir, "run.sh"), 0o755))
 	require.NoError(t, os.Symlink("a.txt", filepath.Join(dir, "link")))
-	gitCmd(t, dir, gitWhen, nil, "init", "-q", "-b", "main")
-	gitCmd(t, dir, gitWhen, nil, "add", "-A")
-	gitCmd(t, dir, gitWhen, nil, "commit", "-q", "-m", "overlay")
+	testutil.GitInit(t, dir)
+	testutil.GitCommitAt(t, dir, gitWhen, nil, "overlay")
 	return dir
 }
 
@@ -328,9 +328,8 @@ func TestOverlayDifferential(t *testing.T) {
 				require.NoError(t, os.Chmod(p, 0o755))
 			}
 		}
-		gitCmd(t, repo, gitWhen, nil, "init", "-q", "-b", "main")
-		gitCmd(t, repo, gitWhen, nil, "add", "-A")
-		gitCmd(t, repo, gitWhen, nil, "commit", "-q", "-m", "random")
+		testutil.GitInit(t, repo)
+		testutil.GitCommitAt(t, repo, gitWhen, nil, "random")
 		ref := filepath.Join(t.TempDir(), "ref")
 		out, err := exec.Command("cp", "-a", repo, ref).CombinedOutput()
 		require.NoError(t, err, "cp: %s", out)

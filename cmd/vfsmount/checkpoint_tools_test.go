@@ -16,6 +16,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 var noteID = regexp.MustCompile(`\[checkpoint (c\d+) was taken before this call`)
@@ -31,7 +32,7 @@ func TestCheckpointToolsRewindAShellCommand(t *testing.T) {
 		t.Skip("bubblewrap not installed")
 	}
 	dir := t.TempDir()
-	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n", "dir/b.txt": "bee\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "dir/b.txt": "bee\n"})
 	cfg := filepath.Join(dir, "ws.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`
 mounts:

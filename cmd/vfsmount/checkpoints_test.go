@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -16,7 +17,7 @@ import (
 // states, neither of them now.
 func TestCheckpointDiffBetweenTwo(t *testing.T) {
 	ctx := context.Background()
-	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n", "b.txt": "bee\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "b.txt": "bee\n"})
 	ws := openStack(t, workspaceFlags{Mounts: []string{"type=git,src=" + repo + ",dst=/repo,writable", "type=memory,dst=/memory"}})
 	require.NotNil(t, ws.Checkpoints)
 	c := ws.Checkpoints

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 // lastLine is the last line of out.
@@ -29,7 +30,7 @@ func lastLine(out string) string {
 // files in a writable git mount and a memory mount, through the kernel and
 // the real binary, while a file is held open.
 func TestE2ECheckpoint(t *testing.T) {
-	repo, sha := gitCommit(t, map[string]string{
+	repo, sha := testutil.GitRepo(t, map[string]string{
 		"a.txt":     "one\n",
 		"dir/b.txt": "bee\n",
 		"gone.txt":  "bye\n",
@@ -142,7 +143,7 @@ func TestE2ECheckpoint(t *testing.T) {
 // TestE2ECheckpointNoWritableLayer: a workspace of read-only mounts has
 // nothing to checkpoint, which is a usage error.
 func TestE2ECheckpointNoWritableLayer(t *testing.T) {
-	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n"})
 	mnt := t.TempDir()
 	startMount(t, mnt, "--mount", "type=git,src="+repo+",dst=/repo")
 	code, _, stderr := runBinary(t, "checkpoint", "create", mnt)
@@ -156,7 +157,7 @@ func TestE2ECheckpointNoWritableLayer(t *testing.T) {
 // listed and restore, and a memory mount without a file reports that it
 // lost them.
 func TestE2ECheckpointsSurviveARestart(t *testing.T) {
-	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n"})
 	state := t.TempDir()
 	mnt := t.TempDir()
 	args := []string{"--mount", "type=git,src=" + repo + ",dst=/repo,writable,persist=" + filepath.Join(state, "repo.db"),
@@ -248,7 +249,7 @@ func TestE2ECheckpointRestoreKill9(t *testing.T) {
 // workspace is wholly at one checkpoint or the other: both mounts, every
 // file of them.
 func TestE2ECheckpointRestoreKill9AcrossPersistFiles(t *testing.T) {
-	repo, _ := gitCommit(t, map[string]string{"a.txt": "one\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n"})
 	state := t.TempDir()
 	mnt := t.TempDir()
 	args := []string{"--mount", "type=memory,dst=/memory,persist=" + filepath.Join(state, "memory.db"),

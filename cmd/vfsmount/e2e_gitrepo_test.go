@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 // hookSocket is the fsmonitor socket the mount's .git names.
@@ -30,12 +31,15 @@ func hookSocket(t *testing.T, r string) string {
 // TestE2EGitInRepo runs git in a writable /repo through the kernel, as in a
 // checkout of the commit: every command of the issue, its effect checked.
 func TestE2EGitInRepo(t *testing.T) {
-	repo, sha := gitCommit(t, map[string]string{
+	repo, _ := testutil.GitRepo(t, map[string]string{
 		"a.txt":     "one\ntwo\nthree\n",
 		"dir/b.txt": "bee\n",
 		"dir/c.txt": "sea\n",
 		"gone.txt":  "bye\n",
 	})
+	// The commit's author is T: git blame below names it.
+	testutil.Git(t, repo, "commit", "-q", "--amend", "--no-edit", "--author=T <t@example.com>")
+	sha := testutil.Git(t, repo, "rev-parse", "HEAD")
 	srcStatus := sh(t, repo, "git status --porcelain; git rev-parse HEAD; git count-objects")
 	mnt := t.TempDir()
 	startMount(t, mnt, "--mount", "type=git,src="+repo+",dst=/repo,writable")
@@ -138,7 +142,7 @@ func TestE2EGitInRepo(t *testing.T) {
 // persisted upper keeps the .git (index, commits) across a restart, where
 // the old token is unknown and git checks everything once.
 func TestE2EGitBranchAndRemount(t *testing.T) {
-	repo, sha := gitCommit(t, map[string]string{"a.txt": "one\n", "d/b.txt": "bee\n"})
+	repo, sha := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "d/b.txt": "bee\n"})
 	db := filepath.Join(t.TempDir(), "upper.db")
 	spec := "type=git,src=" + repo + ",dst=/repo,writable,branch=agent/work,persist=" + db
 	mnt := t.TempDir()
@@ -171,7 +175,7 @@ func TestE2EGitInShell(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap not installed")
 	}
-	repo, sha := gitCommit(t, map[string]string{"a.txt": "one\ntwo\n", "d/b.txt": "bee\n"})
+	repo, sha := testutil.GitRepo(t, map[string]string{"a.txt": "one\ntwo\n", "d/b.txt": "bee\n"})
 	script := `cd /repo && export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=T GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=T GIT_COMMITTER_EMAIL=t@e &&
 git rev-parse HEAD && git status --porcelain && echo 1 > a.txt && echo n > n.txt &&
 git status --porcelain && GIT_TRACE_FSMONITOR=1 git status --porcelain 2>&1 | grep -c 'returned success' &&

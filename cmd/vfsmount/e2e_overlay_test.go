@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 // sh runs a shell command in dir, as a user would on the mount, from this
@@ -33,7 +34,7 @@ func sh(t *testing.T, dir, script string) string {
 // real binary: shell changes, vfsmount diff | git apply on a fresh clone,
 // commit --branch, reset.
 func TestE2EWritableGit(t *testing.T) {
-	repo, sha := gitCommit(t, map[string]string{
+	repo, sha := testutil.GitRepo(t, map[string]string{
 		"a.txt":     "one\ntwo\nthree\n",
 		"bin.dat":   "\x00\x01\x02\x03binary\n",
 		"dir/b.txt": "bee\n",
@@ -155,8 +156,8 @@ func TestE2EWritableGit(t *testing.T) {
 // fsync'd survives kill -9 of the daemon; the file records the commit, so
 // it is refused over another one (exit 2, both SHAs) and left as it was.
 func TestE2EWritableGitSurvivesKill(t *testing.T) {
-	repo, sha := gitCommit(t, map[string]string{"a.txt": "one\n", "d/b.txt": "bee\n"})
-	other, sha2 := gitCommit(t, map[string]string{"x.txt": "x\n"})
+	repo, sha := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "d/b.txt": "bee\n"})
+	other, sha2 := testutil.GitRepo(t, map[string]string{"x.txt": "x\n"})
 	db := filepath.Join(t.TempDir(), "upper.db")
 	spec := "type=git,src=" + repo + ",dst=/repo,writable,persist=" + db
 	mnt := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -17,7 +18,7 @@ import (
 // change) come out as git sees them.
 func TestExporter(t *testing.T) {
 	ctx := context.Background()
-	dir, _ := gitCommit(t, map[string]string{
+	dir, _ := testutil.GitRepo(t, map[string]string{
 		"a.txt": "a\n", "d/b.txt": "b\n", "d/sub/c.txt": "c\n", "o/x.txt": "x\n", "keep/k.txt": "k\n",
 	})
 	ws, err := buildSpecs(t, "type=git,src="+dir+",dst=/repo,writable", "type=memory,dst=/memory")

@@ -24,6 +24,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/policy"
@@ -371,7 +372,7 @@ func (s *waysEnv) auditAfter(t *testing.T, n int, match func(policy.Record) bool
 
 func openWaysEnv(t *testing.T, rule string, secrets []string) *waysEnv {
 	t.Helper()
-	repo, _ := gitCommit(t, map[string]string{"secret.txt": "API_KEY=committed\n", "README": "hi\n"})
+	repo, _ := testutil.GitRepo(t, map[string]string{"secret.txt": "API_KEY=committed\n", "README": "hi\n"})
 	dir := t.TempDir()
 	var quoted []string
 	for _, p := range secrets {

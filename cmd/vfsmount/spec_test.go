@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/workspace"
@@ -334,12 +334,6 @@ func TestBuildWorkspace(t *testing.T) {
 
 func TestDefaultMounts(t *testing.T) {
 	ctx := context.Background()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
 
 	t.Run("outside a repository: memory only", func(t *testing.T) {
 		t.Chdir(t.TempDir())
@@ -353,11 +347,9 @@ func TestDefaultMounts(t *testing.T) {
 
 	t.Run("inside a repository: its HEAD on /repo, memory on /memory", func(t *testing.T) {
 		top := t.TempDir()
-		git(top, "init", "-q")
+		testutil.GitInit(t, top)
 		require.NoError(t, os.MkdirAll(filepath.Join(top, "sub", "deeper"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(top, "sub", "f.txt"), []byte("hello\n"), 0o644))
-		git(top, "add", ".")
-		git(top, "commit", "-qm", "one")
+		testutil.GitCommit(t, top, map[string]string{"sub/f.txt": "hello\n"}, "one")
 		t.Chdir(filepath.Join(top, "sub", "deeper"))
 
 		var wf workspaceFlags
@@ -387,7 +379,7 @@ func TestDefaultMounts(t *testing.T) {
 
 	t.Run("a repository without commits: /repo is left out", func(t *testing.T) {
 		top := t.TempDir()
-		git(top, "init", "-q")
+		testutil.GitInit(t, top)
 		t.Chdir(top)
 		var wf workspaceFlags
 		ws, _, err := wf.open(ctx, nil)

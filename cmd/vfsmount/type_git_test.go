@@ -1,57 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/workspace"
 )
 
-// gitRepo makes a one-commit repository holding src/a.txt and returns its
-// directory and the commit's SHA.
-func gitRepo(t *testing.T) (string, string) {
-	return gitCommit(t, map[string]string{"src/a.txt": "hello\n"})
-}
-
-// gitCommit makes a repository whose one commit holds files (name ->
-// content) and returns its directory and the commit's SHA.
-func gitCommit(t *testing.T, files map[string]string) (string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	run := func(args ...string) string {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-			"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		require.NoErrorf(t, cmd.Run(), "git %v: %s", args, errb.String())
-		return strings.TrimSpace(out.String())
-	}
-	run("init", "-q", "-b", "main")
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-	run("add", "-A")
-	run("commit", "-q", "-m", "one")
-	return dir, run("rev-parse", "HEAD")
-}
-
 func TestGitType(t *testing.T) {
 	ctx := context.Background()
-	dir, sha := gitRepo(t)
+	dir, sha := testutil.GitRepo(t, map[string]string{"src/a.txt": "hello\n"})
 	reg := registry{"git": gitType(), "memory": memoryType()}
 	build := func(spec string) (*workspace.Workspace, error) {
 		raw, err := parseSpec(spec, "/")

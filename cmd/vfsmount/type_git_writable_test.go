@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/workspace"
 )
@@ -34,8 +35,8 @@ func buildSpecs(t *testing.T, specs ...string) (*workspace.Workspace, error) {
 
 func TestGitWritable(t *testing.T) {
 	ctx := context.Background()
-	dir, sha := gitRepo(t)
-	dir2, sha2 := gitCommit(t, map[string]string{"b.txt": "other\n"})
+	dir, sha := testutil.GitRepo(t, map[string]string{"src/a.txt": "hello\n"})
+	dir2, sha2 := testutil.GitRepo(t, map[string]string{"b.txt": "other\n"})
 
 	t.Run("memory upper", func(t *testing.T) {
 		ws, err := buildSpecs(t, "type=git,src="+dir+",dst=/repo,writable")
@@ -178,7 +179,7 @@ func fileSum(t *testing.T, name string) [32]byte {
 }
 
 func TestGitWritableYAML(t *testing.T) {
-	dir, _ := gitRepo(t)
+	dir, _ := testutil.GitRepo(t, map[string]string{"src/a.txt": "hello\n"})
 	cfgDir := t.TempDir()
 	cfg := filepath.Join(cfgDir, "ws.yaml")
 	writeFile(t, cfg, "mounts:\n  - {type: git, src: "+dir+", dst: /repo, writable: true, persist: up.db}\n")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -100,7 +101,7 @@ func TestHostAndSkillsSpecs(t *testing.T) {
 // the git mount the CLI opened, as it takes a host one.
 func TestSkillsFromGit(t *testing.T) {
 	ctx := context.Background()
-	dir, sha := gitCommit(t, map[string]string{
+	dir, sha := testutil.GitRepo(t, map[string]string{
 		"tools/skills/pdf/SKILL.md": "---\nname: pdf\ndescription: PDFs.\n---\n",
 		"tools/skills/Bad/SKILL.md": "---\nname: Bad\ndescription: no.\n---\n",
 		"skills/csv/SKILL.md":       "---\nname: csv\ndescription: Tables.\n---\n",

@@ -31,6 +31,7 @@ var rules = []rule{
 	{"mounts", nil, "the contract imports nothing of the module"},
 	{"mounts/mountstest", []string{"mounts"}, "the conformance suite knows the contract only"},
 	{"mounts/readpattern", nil, "the read-pattern detector imports nothing of the module"},
+	{"mounts/gitfs/internal/gittest", []string{"mounts", "mounts/readpattern", "mounts/gitfs/...", "internal/testutil"}, "gitfs's test fixtures build on the shared test helpers"},
 	{"mounts/gitfs/...", []string{"mounts", "mounts/readpattern", "mounts/gitfs/..."}, "a mount imports the contract, the read-pattern detector and itself, never another mount"},
 	{"mounts/hostfs/...", []string{"mounts", "mounts/hostfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/memfs/...", []string{"mounts", "mounts/memfs/..."}, "a mount imports the contract and itself, never another mount"},
@@ -198,6 +199,9 @@ func TestRulesBite(t *testing.T) {
 		{"cmd/vfsmount", "fusefs", true},
 		{"workspace", "mounts/memfs", false},
 		{"mounts/checkpoint", "mounts/memfs", false},
+		{"mounts/gitfs/internal/gittest", "internal/testutil", true},
+		{"mounts/gitfs/internal/objstore", "internal/testutil", false},
+		{"mounts/gitfs", "internal/testutil", false},
 	} {
 		r, found := ruleFor(tt.pkg)
 		if !found {

@@ -1,18 +1,17 @@
 package overlayfs_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
@@ -68,27 +67,6 @@ func memLower(t testing.TB, specs ...string) (mounts.FS, *memfs.FS) {
 	return frozen{m}, m
 }
 
-// gitEnv isolates git from the machine's configuration.
-func gitEnv() []string {
-	return append(os.Environ(),
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Fixture", "GIT_AUTHOR_EMAIL=fixture@example.com",
-		"GIT_COMMITTER_NAME=Fixture", "GIT_COMMITTER_EMAIL=fixture@example.com",
-		"GIT_AUTHOR_DATE=@1700000000 +0000", "GIT_COMMITTER_DATE=@1700000000 +0000",
-	)
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoErrorf(t, cmd.Run(), "git %s: %s", strings.Join(args, " "), errb.String())
-	return strings.TrimSpace(out.String())
-}
-
 // gitRepo commits files (name -> content; mode 0755 for names ending in
 // ".sh") and symlinks (name -> target) into a new repository.
 func gitRepo(t testing.TB, files, links map[string]string) string {
@@ -99,8 +77,7 @@ func gitRepo(t testing.TB, files, links map[string]string) string {
 // gitRepoAt is gitRepo in dir.
 func gitRepoAt(t testing.TB, dir string, files, links map[string]string) string {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	git(t, dir, "init", "-q", "-b", "main")
+	testutil.GitInit(t, dir)
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
@@ -116,8 +93,7 @@ func gitRepoAt(t testing.TB, dir string, files, links map[string]string) string 
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.Symlink(target, p))
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "fixture")
+	testutil.GitCommit(t, dir, nil, "fixture")
 	return dir
 }
 

@@ -11,22 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 	"github.com/vfsmount/vfsmount/mounts/writablegit"
 )
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
 
 // newRepo makes a repository with one commit of a.txt and dir/b.txt, and a
 // writable git mount over it with a memory upper.
@@ -35,13 +26,7 @@ func newRepo(t *testing.T) (src string, w *writablegit.FS) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("the git program is needed:", err)
 	}
-	src = t.TempDir()
-	git(t, src, "init", "-q", "-b", "main")
-	require.NoError(t, os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644))
-	require.NoError(t, os.MkdirAll(filepath.Join(src, "dir"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(src, "dir", "b.txt"), []byte("b\n"), 0o644))
-	git(t, src, "add", "-A")
-	git(t, src, "commit", "-q", "-m", "one")
+	src, _ = testutil.GitRepo(t, map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
 	ctx := context.Background()
 	g, err := gitfs.Open(ctx, gitfs.Options{Src: src, CacheDir: t.TempDir()})
 	require.NoError(t, err)
@@ -77,7 +62,7 @@ func TestDiffAndCommit(t *testing.T) {
 	patch, err := w.Diff(ctx, gitfs.Patch)
 	require.NoError(t, err)
 	co := t.TempDir()
-	git(t, co, "clone", "-q", src, ".")
+	testutil.Git(t, co, "clone", "-q", src, ".")
 	apply := exec.Command("git", "-C", co, "apply", "--index", "-")
 	apply.Stdin = strings.NewReader(patch)
 	out, err := apply.CombinedOutput()
@@ -89,9 +74,9 @@ func TestDiffAndCommit(t *testing.T) {
 	id, err = w.Commit(ctx, "agent work", "agent/work", false)
 	require.NoError(t, err)
 	require.Len(t, id, 40)
-	assert.Equal(t, id, git(t, src, "rev-parse", "refs/heads/agent/work"))
-	assert.Equal(t, w.Git().Commit(), git(t, src, "rev-parse", "agent/work^"), "on the pinned commit")
-	assert.Equal(t, "main", git(t, src, "branch", "--show-current"), "the source's branch is untouched")
+	assert.Equal(t, id, testutil.Git(t, src, "rev-parse", "refs/heads/agent/work"))
+	assert.Equal(t, w.Git().Commit(), testutil.Git(t, src, "rev-parse", "agent/work^"), "on the pinned commit")
+	assert.Equal(t, "main", testutil.Git(t, src, "branch", "--show-current"), "the source's branch is untouched")
 	_, err = w.Commit(ctx, "again", "agent/work", false)
 	assert.ErrorIs(t, err, gitfs.ErrRefExists)
 }

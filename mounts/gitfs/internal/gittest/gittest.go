@@ -11,8 +11,8 @@ package gittest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,41 +21,30 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
 // Time is the committer time of the first fixture commit; commit i is i
-// hours later.
-var Time = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+// hours later. It is the shared helpers' [testutil.GitTime].
+var Time = testutil.GitTime
 
 // BigSize is the size of the large blob at the main fixture's HEAD.
 const BigSize = 50 << 20
 
 // Env isolates git from the machine's configuration and dates its commits
-// at when.
-func Env(when time.Time) []string {
-	date := fmt.Sprintf("@%d +0000", when.Unix())
-	return append(os.Environ(),
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Fixture", "GIT_AUTHOR_EMAIL=fixture@example.com",
-		"GIT_COMMITTER_NAME=Fixture", "GIT_COMMITTER_EMAIL=fixture@example.com",
-		"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date,
-	)
-}
+// at when: [testutil.GitEnv].
+func Env(when time.Time) []string { return testutil.GitEnv(when) }
 
 // GitAt runs git in dir at when, with stdin when non-nil, and returns its
-// trimmed stdout.
+// trimmed stdout: [testutil.GitAt].
 func GitAt(t testing.TB, dir string, when time.Time, stdin []byte, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = Env(when)
+	var in io.Reader
 	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+		in = bytes.NewReader(stdin)
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoErrorf(t, cmd.Run(), "git %s: %s", strings.Join(args, " "), errb.String())
-	return strings.TrimSpace(out.String())
+	return testutil.GitAt(t, dir, when, in, args...)
 }
 
 // Git runs git in dir at Time and returns its trimmed stdout.
@@ -76,17 +65,13 @@ func WriteFile(t testing.TB, dir, name, content string, mode os.FileMode) {
 // InitRepo makes an empty non-bare repository on branch main.
 func InitRepo(t testing.TB, dir string) {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	Git(t, dir, "init", "-q", "-b", "main")
+	testutil.GitInit(t, dir)
 }
 
 // CommitAll commits the worktree at Time + i hours and returns the SHA.
 func CommitAll(t testing.TB, dir string, i int, msg string) string {
 	t.Helper()
-	when := Time.Add(time.Duration(i) * time.Hour)
-	GitAt(t, dir, when, nil, "add", "-A")
-	GitAt(t, dir, when, nil, "commit", "-q", "--allow-empty", "-m", msg)
-	return GitAt(t, dir, when, nil, "rev-parse", "HEAD")
+	return testutil.GitCommitAt(t, dir, Time.Add(time.Duration(i)*time.Hour), nil, msg)
 }
 
 // BigContent returns the large blob's content: text lines, so it
@@ -194,15 +179,10 @@ func buildMainFixture(t testing.TB, dir string) *Fixture {
 }
 
 // SmallRepo makes a repository whose only commit holds files (name ->
-// content) and returns its directory and HEAD.
+// content) and returns its directory and HEAD: [testutil.GitRepo].
 func SmallRepo(t testing.TB, files map[string]string) (string, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "repo")
-	InitRepo(t, dir)
-	for name, content := range files {
-		WriteFile(t, dir, name, content, 0o644)
-	}
-	return dir, CommitAll(t, dir, 0, "small")
+	return testutil.GitRepo(t, files)
 }
 
 // Waiting counts the goroutines blocked in state (as a stack trace says

@@ -60,6 +60,15 @@ func (rs *RuleSet) Empty() bool {
 	return rs == nil || (rs.denyRead.empty() && rs.denyWrite.empty() && len(rs.readOnly) == 0)
 }
 
+// DeniesReads reports whether some rule denies reading (deny_read).
+func (rs *RuleSet) DeniesReads() bool { return rs != nil && !rs.denyRead.empty() }
+
+// DeniesWrites reports whether some rule denies changing (deny_write or
+// read_only).
+func (rs *RuleSet) DeniesWrites() bool {
+	return rs != nil && (!rs.denyWrite.empty() || len(rs.readOnly) > 0)
+}
+
 // ReadOnlyAt reports whether a read_only prefix covers the workspace path
 // p and everything below it (a mount point, say), so the tool face can
 // describe that mount as read-only.

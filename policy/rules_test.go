@@ -303,3 +303,27 @@ func TestGuardDropsDeniedPages(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesSayWhatTheyDeny: a service asks before it pays for checks that
+// cannot refuse.
+func TestRulesSayWhatTheyDeny(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		rules         Rules
+		reads, writes bool
+	}{
+		{"none", Rules{}, false, false},
+		{"deny_read", Rules{DenyRead: []string{"*.env"}}, true, false},
+		{"deny_write", Rules{DenyWrite: []string{"*.lock"}}, false, true},
+		{"read_only", Rules{ReadOnly: []string{"/repo"}}, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, err := Compile(tt.rules)
+			require.NoError(t, err)
+			assert.Equal(t, tt.reads, rs.DeniesReads(), "reads")
+			assert.Equal(t, tt.writes, rs.DeniesWrites(), "writes")
+		})
+	}
+	var none *RuleSet
+	assert.False(t, none.DeniesReads() || none.DeniesWrites(), "no rules deny nothing")
+}

@@ -114,29 +114,21 @@ func (c *Checkpoints) auditRestore(ctx context.Context, r checkpoint.RestoreResu
 		c.audit.Change(ctx, "restore", p, nil)
 	}
 	for _, ref := range r.Refused {
-		c.audit.Change(ctx, "restore", ref.Path, refusal(ref.Reason))
+		c.audit.Change(ctx, "restore", ref.Path, ref.Err)
 	}
 }
 
-// refusal is the error of a name a filtered operation refused, for the
-// audit log: a denial by policy, or a read-only name.
-func refusal(reason string) error {
-	if strings.HasPrefix(reason, "read-only") {
-		return fmt.Errorf("%w: %s", mounts.ErrReadOnly, reason)
-	}
-	return fmt.Errorf("%w: %s", mounts.ErrDenied, reason)
-}
-
-// canRead and canWrite are the path rules as checkpoint filters.
-func (c *Checkpoints) canRead(p string, isDir bool) error  { return c.rules.CanRead(p, isDir) }
-func (c *Checkpoints) canWrite(p string, isDir bool) error { return c.rules.CanWrite(p, isDir) }
-
-// filters are the filters of the checkpoint tools: none without rules.
+// filters are the path rules as the checkpoint tools' filters: nil for
+// a kind of rule the workspace has none of, so that a diff or a restore
+// pays for no check that cannot refuse.
 func (c *Checkpoints) filters() (read, write checkpoint.Filter) {
-	if c.rules.Empty() {
-		return nil, nil
+	if c.rules.DeniesReads() {
+		read = c.rules.CanRead
 	}
-	return c.canRead, c.canWrite
+	if c.rules.DeniesWrites() {
+		write = c.rules.CanWrite
+	}
+	return read, write
 }
 
 // asOperator marks ctx as the operator's, for the audit log.

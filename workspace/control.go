@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/internal/hostpath"
 )
 
 // ServeOperator offers the operator's methods of ws on srv: the export's
@@ -25,18 +26,6 @@ func (ws *Workspace) ServeOperator(srv *jsonrpc.Server) {
 	if ws.Checkpoints != nil {
 		srv.SetCheckpointer(ws.Checkpoints)
 	}
-}
-
-// realPath resolves the symlinks of p, or of its longest existing parent.
-func realPath(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	if dir := filepath.Dir(p); dir != p {
-		return filepath.Join(realPath(dir), filepath.Base(p))
-	}
-	return p
 }
 
 // The control socket: how vfsmount diff, commit, reset and checkpoint reach the
@@ -83,7 +72,7 @@ func ControlPath(mountpoint string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256([]byte(realPath(mountpoint)))
+	sum := sha256.Sum256([]byte(hostpath.Real(mountpoint)))
 	return filepath.Join(dir, "ctl-"+hex.EncodeToString(sum[:12])+".sock"), nil
 }
 

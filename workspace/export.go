@@ -124,6 +124,7 @@ func (e *Export) Diff(ctx context.Context, p jsonrpc.DiffParams) (jsonrpc.DiffRe
 }
 
 func (e *Export) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.CommitResult, error) {
+	ctx = asOperator(ctx)
 	switch {
 	case p.Branch == "":
 		return jsonrpc.CommitResult{}, fmt.Errorf("%w: a branch is required (--branch NAME)", jsonrpc.ErrInvalidParams)
@@ -144,7 +145,7 @@ func (e *Export) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.Co
 	}
 	id, err := m.fs.ExportCommit(ctx, p.Message, p.Branch, p.Force)
 	if e.audit != nil && (err != nil || id != "") {
-		e.audit.Commit(asOperator(ctx), m.prefix, "refs/heads/"+p.Branch, id, err)
+		e.audit.Commit(ctx, m.prefix, "refs/heads/"+p.Branch, id, err)
 	}
 	if errors.Is(err, gitfs.ErrBadBranch) {
 		err = fmt.Errorf("%w: %v", jsonrpc.ErrInvalidParams, err)
@@ -156,6 +157,7 @@ func (e *Export) Commit(ctx context.Context, p jsonrpc.CommitParams) (jsonrpc.Co
 }
 
 func (e *Export) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.ResetResult, error) {
+	ctx = asOperator(ctx)
 	picked, err := e.pick(p.Paths)
 	if err != nil {
 		return jsonrpc.ResetResult{}, err
@@ -182,7 +184,7 @@ func (e *Export) Reset(ctx context.Context, p jsonrpc.ResetParams) (jsonrpc.Rese
 		for _, n := range touched {
 			ws = append(ws, mounts.NameOf(path.Join(m.prefix, n)))
 			if e.audit != nil && n != "." {
-				e.audit.Change(asOperator(ctx), "reset", path.Join(m.prefix, n), err)
+				e.audit.Change(ctx, "reset", path.Join(m.prefix, n), err)
 			}
 		}
 		if e.notify != nil {

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vfsmount/vfsmount/internal/hostpath"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
@@ -112,24 +113,12 @@ func checkUppers(specs []mountSpec, mountpoint string) error {
 // overlaps reports whether one of two host paths is the other or lies
 // below it, after resolving symlinks where the paths exist.
 func overlaps(a, b string) bool {
-	a, b = realPath(a), realPath(b)
+	a, b = hostpath.Real(a), hostpath.Real(b)
 	in := func(x, dir string) bool {
 		rel, err := filepath.Rel(dir, x)
 		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 	}
 	return in(a, b) || in(b, a)
-}
-
-// realPath resolves the symlinks of p, or of its longest existing parent.
-func realPath(p string) string {
-	p = filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	if dir := filepath.Dir(p); dir != p {
-		return filepath.Join(realPath(dir), filepath.Base(p))
-	}
-	return p
 }
 
 func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, error) {

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/workspace"
@@ -199,4 +204,38 @@ func TestGitWritableYAML(t *testing.T) {
 	assert.Equal(t, exitUsage, exitCode(err))
 	assert.Contains(t, errorLine(err), "ws.yaml:2")
 	assert.Contains(t, errorLine(err), `"writable"`)
+}
+
+// TestGitWritableOverABorrowingClone: git in the shell tool works in a
+// writable /repo over a clone made with --shared, whose objects live in
+// the source's object directory: the shell's namespace shows that
+// directory too (workspace.WritableGit.ShellBinds).
+func TestGitWritableOverABorrowingClone(t *testing.T) {
+	fusetest.Need(t)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if fusetest.Required() {
+			t.Fatalf("bubblewrap required: %v", err)
+		}
+		t.Skip("bubblewrap not installed")
+	}
+	src, sha := testutil.GitRepo(t, map[string]string{"a.txt": "hello\n"})
+	clone := filepath.Join(t.TempDir(), "clone")
+	testutil.Git(t, filepath.Dir(clone), "clone", "-q", "--shared", src, clone)
+	alternates, err := os.ReadFile(filepath.Join(clone, ".git", "objects", "info", "alternates"))
+	require.NoError(t, err)
+	require.Contains(t, string(alternates), src, "the clone borrows the source's objects")
+
+	f := &bridgeFlags{dialect: agentbridge.DialectCursor}
+	f.ws.Mounts = []string{"type=git,src=" + clone + ",dst=/repo,writable"}
+	b, err := openBridge(context.Background(), newApp(io.Discard, io.Discard), f, privateKernel, t.TempDir())
+	if err != nil {
+		fusetest.MountFailed(t, err)
+	}
+	defer func() { assert.NoError(t, b.Close()) }()
+	res := b.tools.Call(context.Background(), agentbridge.DialectCursor, "shell",
+		json.RawMessage(`{"command":"cd /repo && echo bye >> a.txt && git log --format=%H -1 && git diff --stat && git cat-file -p HEAD:a.txt"}`))
+	require.False(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, sha, "git reads the commit from the source's objects")
+	assert.Contains(t, res.Text, "a.txt | 1 +")
+	assert.Contains(t, res.Text, "hello\n")
 }

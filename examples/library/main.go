@@ -124,10 +124,14 @@ func open(ctx context.Context, dir string) (*workspace.Workspace, error) {
 // between a checkpoint and its restore, and prints each call, its result,
 // and the export of the change as git prints it.
 func run(ctx context.Context, dir string, out io.Writer) error {
-	// Lines are printed without trailing blanks (as go test compares an
-	// example's output).
-	w := &trimmer{w: out}
-	defer w.Flush()
+	// Printed at the end without trailing blanks, as go test compares an
+	// example's output.
+	var w strings.Builder
+	defer func() {
+		for _, line := range strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n") {
+			fmt.Fprintln(out, strings.TrimRight(line, " \t"))
+		}
+	}()
 	ws, err := open(ctx, dir)
 	if err != nil {
 		return err
@@ -143,7 +147,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# checkpoint %s taken\n", before.ID)
+	fmt.Fprintf(&w, "# checkpoint %s taken\n", before.ID)
 	calls := []struct {
 		tool string
 		args map[string]any
@@ -166,7 +170,7 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 		if res.IsError {
 			status = "  [tool error]"
 		}
-		fmt.Fprintf(w, "> %s %s%s\n%s\n", c.tool, raw, status, strings.TrimRight(res.Text, "\n"))
+		fmt.Fprintf(&w, "> %s %s%s\n%s\n", c.tool, raw, status, strings.TrimRight(res.Text, "\n"))
 	}
 
 	// The export: what changed, as git diff --stat prints it.
@@ -174,48 +178,20 @@ func run(ctx context.Context, dir string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# export\n%s", diff.Text)
+	fmt.Fprintf(&w, "# export\n%s", diff.Text)
 	// The checkpoint tool's diff: the agent's, so .env is withheld.
 	res := tools.Call(ctx, agentbridge.DialectCursor, "checkpoint_diff", json.RawMessage(`{"id":"`+before.ID+`"}`))
-	fmt.Fprintf(w, "# checkpoint_diff, as the agent sees it\n%s", res.Text)
+	fmt.Fprintf(&w, "# checkpoint_diff, as the agent sees it\n%s", res.Text)
 
 	r, err := ws.Checkpoints.Restore(ctx, before.ID)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# restored %s: %s changed back\n", strings.Join(r.Restored, ", "), strings.Join(r.Changed, ", "))
+	fmt.Fprintf(&w, "# restored %s: %s changed back\n", strings.Join(r.Restored, ", "), strings.Join(r.Changed, ", "))
 	diff, err = ws.Export.Diff(ctx, jsonrpc.DiffParams{})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# export after the restore: %d bytes\n", len(diff.Text))
+	fmt.Fprintf(&w, "# export after the restore: %d bytes\n", len(diff.Text))
 	return nil
-}
-
-// trimmer writes lines without their trailing blanks.
-type trimmer struct {
-	w   io.Writer
-	buf []byte
-}
-
-func (t *trimmer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	for {
-		i := strings.IndexByte(string(t.buf), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if _, err := fmt.Fprintln(t.w, strings.TrimRight(string(t.buf[:i]), " \t")); err != nil {
-			return 0, err
-		}
-		t.buf = t.buf[i+1:]
-	}
-}
-
-// Flush writes what is left of the last line.
-func (t *trimmer) Flush() {
-	if len(t.buf) > 0 {
-		fmt.Fprint(t.w, strings.TrimRight(string(t.buf), " \t"))
-		t.buf = nil
-	}
 }

@@ -44,7 +44,7 @@ var rules = []rule{
 	{"fusefs/...", []string{"mounts", "fusefs/..."}, "the kernel face serves any mounts.FS"},
 	{"agentbridge/...", []string{"mounts", "agentbridge/..."}, "the tool face serves any mounts.FS"},
 	{"internal/...", []string{"mounts", "internal/..."}, "test helpers"},
-	{"workspace", []string{"mounts", "mounts/checkpoint", "mounts/gitfs", "mounts/overlayfs", "mounts/writablegit", "union", "policy", "agentbridge/...", "fusefs"}, "the workspace stacks mounts, union, policy and both faces, and serves the services over the guarded tree"},
+	{"workspace", []string{"mounts", "mounts/checkpoint", "mounts/gitfs", "mounts/overlayfs", "mounts/writablegit", "union", "policy", "agentbridge/...", "fusefs", "internal/hostpath"}, "the workspace stacks mounts, union, policy and both faces, and serves the services over the guarded tree"},
 	{"examples/...", []string{"mounts", "mounts/...", "union", "policy", "agentbridge/...", "fusefs", "workspace", "internal/..."}, "examples use the library as a user would"},
 	{"cmd/...", []string{"..."}, "the CLI stacks everything; nothing imports it"},
 	{"bench", nil, "the benchmark drives the built binary"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +21,25 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs/boltstore"
+	"github.com/vfsmount/vfsmount/mounts/overlayfs"
 )
 
 // persisted is a workspace of memory trees, each in a bbolt file of dir
-// named after its prefix.
+// named after its prefix; a tree of overlays is the upper of an overlay
+// (over an empty lower), which is the mount.
 type persisted struct {
 	dir      string
 	prefixes []string
 	stores   []*boltstore.Store
-	trees    []*memfs.FS
+	trees    []mounts.FreezeFS
 	ws       *checkpoint.Workspace
 }
 
 func openPersisted(dir string, prefixes ...string) (*persisted, error) {
+	return openPersistedOver(dir, nil, prefixes...)
+}
+
+func openPersistedOver(dir string, overlays []string, prefixes ...string) (*persisted, error) {
 	p := &persisted{dir: dir, prefixes: prefixes}
 	var ms []checkpoint.Mount
 	for _, prefix := range prefixes {
@@ -44,8 +51,14 @@ func openPersisted(dir string, prefixes ...string) (*persisted, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.stores, p.trees = append(p.stores, s), append(p.trees, t)
-		ms = append(ms, checkpoint.Mount{Prefix: prefix, Type: "memory", Source: "memory", Tree: t})
+		var tree mounts.FreezeFS = t
+		if slices.Contains(overlays, prefix) {
+			if tree, err = overlayfs.New(context.Background(), memfs.New(memfs.Options{}), t, overlayfs.Options{LowerID: "test"}); err != nil {
+				return nil, err
+			}
+		}
+		p.stores, p.trees = append(p.stores, s), append(p.trees, tree)
+		ms = append(ms, checkpoint.Mount{Prefix: prefix, Type: "memory", Source: "memory", Tree: tree})
 	}
 	ws, err := checkpoint.New(ms, checkpoint.Options{})
 	if err != nil {
@@ -260,6 +273,46 @@ func TestTwoPhaseRestoreOfPaths(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	assert.Contains(t, got, `/b/d/f2 ---------- "`+strings.Repeat("1", 101)+`"`, "the participant's path is restored")
+	assert.Contains(t, got, `/b/d/f1 ---------- "`+strings.Repeat("2", 101)+`"`, "and nothing else of it")
+}
+
+// TestTwoPhaseRestoreOfPathsInAnOverlay: the same with an overlay as the
+// participant (a writable git mount over a persist file): its intent names
+// the upper's names, and the restore finished on load restores the merged
+// names asked for, and only them.
+func TestTwoPhaseRestoreOfPathsInAnOverlay(t *testing.T) {
+	ctx := context.Background()
+	dir, crash := t.TempDir(), t.TempDir()
+	p, err := openPersistedOver(dir, []string{"/b"}, "/a", "/b")
+	require.NoError(t, err)
+	_, _, err = p.build(3)
+	require.NoError(t, err)
+	undo := checkpoint.SetTestHook(p.ws, func(step string) {
+		if step == "prepared" {
+			pending := p.trees[1].PendingRestore()
+			require.NotNil(t, pending)
+			assert.Equal(t, []string{"d/f2"}, pending.Paths, "the overlay names its intent's paths as merged names")
+		}
+		if step == "decided" {
+			for i, s := range p.stores {
+				require.NoError(t, s.Backup(filepath.Join(crash, strings.TrimPrefix(p.prefixes[i], "/")+".db")))
+			}
+		}
+	})
+	_, err = p.ws.Restore(ctx, "c1", []string{"/a/d/f1", "/b/d/f2"})
+	undo()
+	require.NoError(t, err)
+	want, err := p.dump()
+	require.NoError(t, err)
+	p.close(t)
+
+	r, err := openPersistedOver(crash, []string{"/b"}, "/a", "/b")
+	require.NoError(t, err)
+	defer r.close(t)
+	got, err := r.dump()
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Contains(t, got, `/b/d/f2 ---------- "`+strings.Repeat("1", 101)+`"`, "the overlay's path is restored on load")
 	assert.Contains(t, got, `/b/d/f1 ---------- "`+strings.Repeat("2", 101)+`"`, "and nothing else of it")
 }
 

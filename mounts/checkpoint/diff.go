@@ -66,11 +66,20 @@ func (w *Workspace) DiffFiltered(ctx context.Context, from, to string, format gi
 				return "", nil, err
 			}
 		}
-		diff := func(format gitfs.DiffFormat, names []string) (string, error) {
-			if m.Export != nil {
+		var diff func(format gitfs.DiffFormat, names []string) (string, error)
+		if m.Export != nil {
+			diff = func(format gitfs.DiffFormat, names []string) (string, error) {
 				return m.Export.ExportDiffStates(ctx, a, z, format.String(), names...)
 			}
-			return memoryDiff(ctx, m.Prefix, a, z, format, names)
+		} else {
+			// Both states are written once, and diffed as often as the
+			// withholding needs.
+			trees, err := writeMemoryTrees(ctx, m.Prefix, a, z)
+			if err != nil {
+				return "", nil, fmt.Errorf("diff of %s: %w", m.Prefix, err)
+			}
+			defer trees.close()
+			diff = trees.diff
 		}
 		if withhold != nil {
 			var held []Withheld
@@ -144,35 +153,33 @@ func (m *Mount) nameOf(full string) (string, bool) {
 	return "", false
 }
 
-// memoryDiff diffs two states of a memory mount with git: both are written
-// as commits into a scratch repository by git fast-import, and diffed by
-// git diff-tree. File names carry the mount's prefix.
-func memoryDiff(ctx context.Context, prefix string, from, to mounts.FS, format gitfs.DiffFormat, names []string) (string, error) {
+// memoryTrees are two states of a memory mount written as commits into a
+// scratch repository (by git fast-import), for git diff-tree to diff. File
+// names carry the mount's prefix.
+type memoryTrees struct {
+	ctx  context.Context
+	tmp  string
+	base string
+}
+
+// writeMemoryTrees writes from and to, of the memory mount at prefix.
+func writeMemoryTrees(ctx context.Context, prefix string, from, to mounts.FS) (_ *memoryTrees, err error) {
 	if _, err := exec.LookPath("git"); err != nil {
-		return "", fmt.Errorf("%w: %v", gitfs.ErrNoGit, err)
+		return nil, fmt.Errorf("%w: %v", gitfs.ErrNoGit, err)
 	}
 	tmp, err := os.MkdirTemp("", "vfsmount-ckdiff-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	run := func(stdin *bytes.Buffer, args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"--literal-pathspecs", "--git-dir", tmp}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if stdin != nil {
-			cmd.Stdin = stdin
+	t := &memoryTrees{ctx: ctx, tmp: tmp, base: strings.TrimPrefix(prefix, "/")}
+	defer func() {
+		if err != nil {
+			t.close()
 		}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
-		}
-		return out.String(), nil
+	}()
+	if _, err := t.git(nil, "init", "-q", "--bare"); err != nil {
+		return nil, err
 	}
-	if _, err := run(nil, "init", "-q", "--bare"); err != nil {
-		return "", err
-	}
-	base := strings.TrimPrefix(prefix, "/")
 	var stream bytes.Buffer
 	w := bufio.NewWriter(&stream)
 	for _, side := range []struct {
@@ -180,22 +187,44 @@ func memoryDiff(ctx context.Context, prefix string, from, to mounts.FS, format g
 		fsys mounts.FS
 	}{{"refs/heads/from", from}, {"refs/heads/to", to}} {
 		fmt.Fprintf(w, "commit %s\ncommitter vfsmount <vfsmount> 0 +0000\ndata 0\n", side.ref)
-		if err := importTree(ctx, w, side.fsys, ".", base); err != nil {
-			return "", err
+		if err := importTree(ctx, w, side.fsys, ".", t.base); err != nil {
+			return nil, err
 		}
 		w.WriteString("\n")
 	}
 	if err := w.Flush(); err != nil {
-		return "", err
+		return nil, err
 	}
-	if _, err := run(&stream, "fast-import", "--quiet"); err != nil {
-		return "", err
+	if _, err := t.git(&stream, "fast-import", "--quiet"); err != nil {
+		return nil, err
 	}
+	return t, nil
+}
+
+// diff is git's diff of the two states in format, limited to names (the
+// mount's; none is all).
+func (t *memoryTrees) diff(format gitfs.DiffFormat, names []string) (string, error) {
 	var full []string
 	for _, n := range names {
-		full = append(full, path.Join(base, n))
+		full = append(full, path.Join(t.base, n))
 	}
-	return run(nil, gitfs.DiffTreeArgs(format, "refs/heads/from", "refs/heads/to", full...)...)
+	return t.git(nil, gitfs.DiffTreeArgs(format, "refs/heads/from", "refs/heads/to", full...)...)
+}
+
+func (t *memoryTrees) close() { os.RemoveAll(t.tmp) }
+
+func (t *memoryTrees) git(stdin *bytes.Buffer, args ...string) (string, error) {
+	cmd := exec.CommandContext(t.ctx, "git", append([]string{"--literal-pathspecs", "--git-dir", t.tmp}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
 }
 
 // importTree writes the files and symlinks at and below name as

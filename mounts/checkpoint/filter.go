@@ -41,6 +41,9 @@ type Refused struct {
 	Path string `json:"path"`
 	// Reason is why: the filter's error, for the name or one below it.
 	Reason string `json:"reason"`
+	// Err is that error, for a caller that tells refusals apart
+	// (errors.Is: a denial, a read-only name).
+	Err error `json:"-"`
 }
 
 // reasonOf is the text of a filter's error without the name it repeats.
@@ -97,12 +100,12 @@ func (w *Workspace) plan(ctx context.Context, m *Mount, id string, sel []string,
 		p := path.Join(m.Prefix, n)
 		isDir := isDirIn(ctx, then, n) || isDirIn(ctx, now, n)
 		if err := refuse(p, isDir); err != nil {
-			refused = append(refused, Refused{Path: p, Reason: reasonOf(err)})
+			refused = append(refused, Refused{Path: p, Reason: reasonOf(err), Err: err})
 			continue
 		}
 		if isDir {
 			if below, err := refusedBelow(ctx, m.Prefix, n, refuse, then, now); below != "" {
-				refused = append(refused, Refused{Path: p, Reason: fmt.Sprintf("it holds %s: %s", below, reasonOf(err))})
+				refused = append(refused, Refused{Path: p, Reason: fmt.Sprintf("it holds %s: %s", below, reasonOf(err)), Err: err})
 				continue
 			}
 		}

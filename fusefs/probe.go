@@ -159,6 +159,22 @@ func statSync(name string) error {
 	return unix.Statx(unix.AT_FDCWD, name, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
 }
 
+// Disconnected reports whether the FUSE mount at mountpoint has lost its
+// server: a stat asking the server fails with ENOTCONN (or ECONNABORTED,
+// an aborted connection). Unlike [Probe], a server that does not answer
+// within wait is not called dead: for a caller that clears other
+// processes' mounts, which must never take a live but slow one away.
+func Disconnected(mountpoint string, wait time.Duration) bool {
+	done := make(chan error, 1)
+	go func() { done <- statSync(mountpoint) }()
+	select {
+	case err := <-done:
+		return isDisconnected(err)
+	case <-time.After(wait):
+		return false
+	}
+}
+
 func isDisconnected(err error) bool {
 	return errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED)
 }

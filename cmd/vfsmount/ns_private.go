@@ -198,7 +198,7 @@ func clearStaleWorkspaces(log *slog.Logger) {
 		return
 	}
 	for _, mp := range below {
-		if filepath.Dir(mp) != tmp || !strings.HasPrefix(filepath.Base(mp), "vfsmount-ws-") || !disconnected(mp) {
+		if filepath.Dir(mp) != tmp || !strings.HasPrefix(filepath.Base(mp), "vfsmount-ws-") || !fusefs.Disconnected(mp, staleProbe) {
 			continue
 		}
 		if err := fusefs.ForceUnmount(mp); err != nil {
@@ -207,23 +207,6 @@ func clearStaleWorkspaces(log *slog.Logger) {
 		}
 		os.Remove(mp) // only if empty
 		log.Info("cleared a stale workspace mount a killed vfsmount left", "mountpoint", mp)
-	}
-}
-
-// disconnected reports whether the FUSE mount at mp has lost its server.
-func disconnected(mp string) bool {
-	done := make(chan error, 1)
-	go func() {
-		// FORCE_SYNC: attributes the kernel cached from the live server
-		// would answer a plain stat of the dead mount.
-		var stx unix.Statx_t
-		done <- unix.Statx(unix.AT_FDCWD, mp, unix.AT_STATX_FORCE_SYNC, unix.STATX_BASIC_STATS, &stx)
-	}()
-	select {
-	case err := <-done:
-		return errors.Is(err, unix.ENOTCONN) || errors.Is(err, unix.ECONNABORTED)
-	case <-time.After(staleProbe):
-		return false
 	}
 }
 

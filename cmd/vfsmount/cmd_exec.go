@@ -15,11 +15,16 @@ func execCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec [--config FILE] [--mount SPEC]... [--cwd DIR] -- CMD [ARG]...",
 		Short: "run a command in the workspace namespace",
-		Long: `Builds the workspace, mounts it at a private temporary directory and runs CMD
-in a private mount namespace (bubblewrap) where every mount appears at its
-workspace path (/repo, /memory, ...), with read-only system directories and
-a private /tmp: the namespace the shell tool uses. Stdin, stdout and stderr
-are the terminal's. The exit status is CMD's.`,
+		Long: `Builds the workspace, mounts it for itself and runs CMD in a private mount
+namespace (bubblewrap) where every mount appears at its workspace path
+(/repo, /memory, ...), with read-only system directories and a private
+/tmp: the namespace the shell tool uses. Stdin, stdout and stderr are the
+terminal's. The exit status is CMD's.
+
+As for serve, mcp and call, the workspace is mounted in a mount namespace
+of the process's own where it can be (root, or CAP_SYS_ADMIN), so the
+kernel takes it down with the process however it ends, SIGKILL included;
+elsewhere at a temporary directory the host sees.`,
 		Example: `  $ vfsmount exec --mount type=memory,dst=/memory -- sh -c 'echo hi > /memory/a; cat /memory/a'
   hi`,
 		Args:              cobra.ArbitraryArgs,
@@ -37,7 +42,9 @@ are the terminal's. The exit status is CMD's.`,
 }
 
 func runExec(ctx context.Context, a *app, bf *bridgeFlags, cwd string, argv []string) (err error) {
-	b, err := openBridge(ctx, a, bf, privateKernel, "")
+	// In a mount namespace of the process's own where it can be
+	// (ns_private.go): a killed exec leaves no mount behind.
+	b, err := openBridge(ctx, a, bf, privateKernel, privateMountpoint(a))
 	if err != nil {
 		return err
 	}

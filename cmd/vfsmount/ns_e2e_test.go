@@ -105,7 +105,7 @@ func ownMounts(t *testing.T, pid int) []string {
 	return own
 }
 
-// TestE2EKilledServerLeavesNoMount: serve, mcp and call mount their
+// TestE2EKilledServerLeavesNoMount: serve, mcp, call and exec mount their
 // workspace in a namespace of their own: the host's mount table never has
 // it, not while they run and not after SIGKILL.
 func TestE2EKilledServerLeavesNoMount(t *testing.T) {
@@ -144,6 +144,16 @@ func TestE2EKilledServerLeavesNoMount(t *testing.T) {
 				_, err := os.Stat(filepath.Join(host, "started"))
 				return err == nil
 			}, 15*time.Second, 10*time.Millisecond, "the shell call running")
+			return cmd
+		}},
+		{"exec", func(t *testing.T, bin string) *exec.Cmd {
+			host := t.TempDir()
+			cmd := exec.Command(bin, "exec", "--mount", "type=host,src="+host+",dst=/host", "--", "sh", "-c", "touch /host/started && exec sleep 600")
+			require.NoError(t, cmd.Start())
+			require.Eventually(t, func() bool {
+				_, err := os.Stat(filepath.Join(host, "started"))
+				return err == nil
+			}, 15*time.Second, 10*time.Millisecond, "the command running")
 			return cmd
 		}},
 	} {

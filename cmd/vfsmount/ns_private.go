@@ -2,9 +2,10 @@ package main
 
 // # The private mount namespace
 //
-// serve, mcp and call mount the workspace for themselves when they are not
-// given a --mountpoint: the kernel face is there for the shell tool alone,
-// whose bubblewrap sandbox binds each top-level name of it at its own path.
+// serve, mcp, call and exec mount the workspace for themselves when not
+// given a --mountpoint (exec never is): the kernel face is there for the
+// shell tool (or exec's command) alone, whose bubblewrap sandbox binds each
+// top-level name of it at its own path.
 // Such a mount is made in a mount namespace of the process's own, so that
 // no one else sees it and the kernel takes it down with the process,
 // however the process ends: SIGKILL, the OOM killer, a harness that kills

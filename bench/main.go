@@ -61,9 +61,12 @@ type options struct {
 	// repository.
 	overlayFiles int
 	reps         int
-	suites       string // which tables to run
-	dropped      bool   // the page cache was dropped before a read phase
-	dropErr      error
+	// reqFiles is the number of files of the requests table's
+	// workloads.
+	reqFiles int
+	suites   string // which tables to run
+	dropped  bool   // the page cache was dropped before a read phase
+	dropErr  error
 }
 
 // workloads lists the table's rows, in order. Later issues append here.
@@ -81,9 +84,10 @@ func main() {
 	flag.IntVar(&o.sizeMiB, "size", 256, "size of the sequential file, MiB")
 	flag.IntVar(&o.files, "files", 10000, "number of files for the stat walk and create workloads")
 	flag.IntVar(&o.overlayFiles, "overlay-files", 13000, "number of files of the overlay table's generated repository")
+	flag.IntVar(&o.reqFiles, "request-files", 500, "number of files of the requests table's workloads")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
-	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep")
+	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep,requests", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep, requests")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -104,11 +108,12 @@ func run(o *options, verbose bool) error {
 	}
 	suites := map[string]func(*options, string, bool) error{
 		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay, "grep": runGrep,
+		"requests": runRequests,
 	}
 	for i, name := range strings.Split(o.suites, ",") {
 		suite, ok := suites[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep)", name)
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep, requests)", name)
 		}
 		if i > 0 {
 			fmt.Println()

@@ -51,6 +51,10 @@ type Options struct {
 	// the package doc. A root that cannot be mounted is served through
 	// the main connection like the rest, with a log line saying why.
 	StackConnections bool
+	// Counts, when set, counts every request each connection of the
+	// mount receives, by opcode (see [RequestCounts]): a bench's and a
+	// test's view of the round trips a workload costs.
+	Counts *RequestCounts
 }
 
 // Cache lifetimes (see "# Caching" in the package doc).
@@ -216,6 +220,9 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 		// Outermost: nothing below sees a request the gate holds.
 		gr = newGated(raw, g)
 		raw = gr
+	}
+	if opts.Counts != nil {
+		raw = counted{RawFileSystem: raw, n: opts.Counts}
 	}
 	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
 	closeFuseOnExec()

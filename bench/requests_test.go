@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+)
+
+// reqCeilings are the recorded FUSE requests per file of each workload on
+// each mount, by opcode (FORGET, sent without waiting, is not held to
+// one). An opcode not listed must not be sent at all. Lower a number when
+// a change lowers the count; raising one needs a reason.
+var reqCeilings = map[string]map[string]map[string]float64{
+	wlCreate: {
+		"memory": {"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1, "GETATTR": 1},
+		"repo":   {"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1, "GETATTR": 1},
+		"host":   {"LOOKUP": 1, "CREATE": 1, "GETXATTR": 1, "WRITE": 1, "RELEASE": 1, "GETATTR": 1},
+	},
+	wlStatKnown: {
+		"memory": {"GETATTR": 1},
+		"repo":   {"GETATTR": 1},
+		"host":   {"GETATTR": 1},
+	},
+	wlStatMissing: {
+		"memory": {"LOOKUP": 2},
+		"repo":   {"LOOKUP": 2},
+		"host":   {"LOOKUP": 2},
+	},
+	wlSed: {
+		"memory": {"CREATE": 1, "GETATTR": 3, "GETXATTR": 3, "IOCTL": 1, "LOOKUP": 2, "OPEN": 1, "READ": 1, "RELEASE": 2, "RENAME": 1, "SETATTR": 2, "SETXATTR": 1, "WRITE": 1},
+		"repo":   {"CREATE": 1, "GETATTR": 3, "GETXATTR": 3, "IOCTL": 1, "LOOKUP": 3, "OPEN": 1, "READ": 1, "RELEASE": 2, "RENAME": 1, "SETATTR": 2, "SETXATTR": 1, "WRITE": 1},
+		"host":   {"CREATE": 1, "GETATTR": 3, "GETXATTR": 3, "IOCTL": 1, "LOOKUP": 2, "OPEN": 1, "READ": 1, "RELEASE": 2, "RENAME": 1, "SETATTR": 2, "SETXATTR": 1, "WRITE": 1},
+	},
+	wlUntar: {
+		"memory": {"CREATE": 1, "GETATTR": 2, "GETXATTR": 2, "LOOKUP": 1.05, "MKDIR": 0.05, "OPENDIR": 0.05, "RELEASE": 1, "RELEASEDIR": 0.05, "SETATTR": 3.15, "WRITE": 1},
+		"repo":   {"CREATE": 1, "GETATTR": 2, "GETXATTR": 2, "LOOKUP": 1.05, "MKDIR": 0.05, "OPENDIR": 0.05, "RELEASE": 1, "RELEASEDIR": 0.05, "SETATTR": 3.15, "WRITE": 1},
+		"host":   {"CREATE": 1, "GETATTR": 2, "GETXATTR": 2, "LOOKUP": 1.05, "MKDIR": 0.05, "OPENDIR": 0.05, "RELEASE": 1, "RELEASEDIR": 0.05, "SETATTR": 3.15, "WRITE": 1},
+	},
+	wlRmRf: {
+		"memory": {"GETATTR": 1.05, "OPENDIR": 0.15, "READDIRPLUS": 0.25, "READDIR": 0.2, "RELEASEDIR": 0.15, "RMDIR": 0.05, "STATFS": 0.05, "UNLINK": 1},
+		"repo":   {"GETATTR": 1.05, "OPENDIR": 0.15, "READDIRPLUS": 0.25, "READDIR": 0.2, "RELEASEDIR": 0.15, "RMDIR": 0.05, "STATFS": 0.05, "UNLINK": 1},
+		"host":   {"GETATTR": 1.05, "OPENDIR": 0.15, "READDIRPLUS": 0.25, "READDIR": 0.2, "RELEASEDIR": 0.15, "RMDIR": 0.05, "STATFS": 0.05, "UNLINK": 1},
+	},
+}
+
+// reqSlack is what a count may exceed its ceiling by in all, whatever the
+// number of files: the requests the kernel sends once per connection to
+// learn that the daemon does not need them (an OPEN or FLUSH answered
+// ENOSYS), which land in whichever workload comes first.
+const reqSlack = 1
+
+// TestRequestCeilings runs the requests table's workloads on the three
+// kinds of writable mount and fails when any opcode costs more per file
+// than reqCeilings records.
+func TestRequestCeilings(t *testing.T) {
+	fusetest.Need(t)
+	if os.Geteuid() != 0 {
+		if fusetest.Required() {
+			t.Fatal("the requests workspace mounts in-process, which needs root")
+		}
+		t.Skip("the requests workspace mounts in-process, which needs root")
+	}
+	const n = 40
+	tmp := t.TempDir()
+	gitDir, cacheDir, hostDir, mnt := filepath.Join(tmp, "git"), filepath.Join(tmp, "cache"), filepath.Join(tmp, "host"), filepath.Join(tmp, "mnt")
+	for _, d := range []string{cacheDir, hostDir, mnt} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := makeReqRepo(gitDir, n); err != nil {
+		t.Fatal(err)
+	}
+	data, err := makeReqTar(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(tmp, "tree.tar")
+	if err := os.WriteFile(archive, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openReqWorkspace(context.Background(), mnt, gitDir, cacheDir, hostDir)
+	if err != nil {
+		fusetest.MountFailed(t, err)
+	}
+	t.Cleanup(func() {
+		if err := r.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	res, err := r.measureRequests(n, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(reqKinds)*len(reqWorkloads) {
+		t.Fatalf("%d results, want %d", len(res), len(reqKinds)*len(reqWorkloads))
+	}
+	for _, r := range res {
+		ceil, ok := reqCeilings[r.Workload][r.Kind]
+		if !ok {
+			t.Errorf("%s on /%s: no ceiling recorded", r.Workload, r.Kind)
+			continue
+		}
+		t.Logf("%s on /%s: %.2f per file: %v", r.Workload, r.Kind, r.waitedPerFile(), r.Req)
+		ops := make([]string, 0, len(r.Req))
+		for op := range r.Req {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for _, op := range ops {
+			if op == fusefs.OpForget {
+				continue
+			}
+			limit := uint64(math.Ceil(ceil[op]*float64(r.Files)-1e-9)) + reqSlack
+			if got := r.Req[op]; got > limit {
+				t.Errorf("%s on /%s: %d %s requests for %d files (%.2f a file), ceiling %.2f a file",
+					r.Workload, r.Kind, got, op, r.Files, r.perFile(op), ceil[op])
+			}
+		}
+	}
+}

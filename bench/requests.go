@@ -1,413 +1,51 @@
 package main
 
-// The requests table: how many FUSE requests each file of a small-file
-// workload costs, by opcode, on each writable kind of mount. A request is
-// a round trip to the daemon (about 30 µs on a shared machine against a
-// few µs for the system call on tmpfs), so the count per file is the
-// floor of what such a workload can cost.
-//
-// The workspace is built in this process with the library (workspace,
-// fusefs) rather than by a `vfsmount mount` child, because the counts live
-// in the serving process (fusefs.Options.Counts). Its mounts are those of
-// a default `vfsmount mount --mount type=host,... --mount
-// type=git,writable=true,...`: a memory mount, a writable git mount (an
-// overlay with a memory upper over a commit, on a copy-on-write
-// connection of its own) and a host directory (passthrough on, as
-// vfsmount's default). The shell commands (tar, sed, rm) are programs of
-// the host, run as children; the create and stat workloads are this
-// process's own system calls.
-//
-// requests_test.go runs the same workloads with fewer files and fails when
-// a count per file exceeds its recorded ceiling.
+// The requests table (see requests_fixture_test.go for how it measures):
+// the FUSE requests each file of a small-file workload costs, by opcode,
+// on each writable kind of mount. The counts live in the serving process,
+// so the workspace is mounted in-process by the library; this package's
+// own code drives only the built binaries (internal/layering), so the
+// table is printed by the package's test binary, built here and run with
+// reqFilesEnv set.
 
 import (
-	"archive/tar"
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
-	"syscall"
-	"text/tabwriter"
-	"time"
-
-	"github.com/vfsmount/vfsmount/fusefs"
-	"github.com/vfsmount/vfsmount/mounts/gitfs"
-	"github.com/vfsmount/vfsmount/mounts/hostfs"
-	"github.com/vfsmount/vfsmount/mounts/memfs"
-	"github.com/vfsmount/vfsmount/mounts/overlayfs"
-	"github.com/vfsmount/vfsmount/workspace"
+	"strconv"
 )
 
-// reqKinds are the mounts the table measures, by their prefix.
-var reqKinds = []string{"memory", "repo", "host"}
+// reqFilesEnv, set to a number of files, makes the bench package's test
+// binary print the requests table instead of running its tests.
+const reqFilesEnv = "VFSMOUNT_BENCH_REQUEST_FILES"
 
-// Workload names, in the order of the table.
-const (
-	wlCreate      = "create+write+close"
-	wlStatKnown   = "stat, existing name"
-	wlStatMissing = "stat, missing name, twice"
-	wlSed         = "sed -i"
-	wlUntar       = "tar -x"
-	wlRmRf        = "rm -rf"
-)
-
-var reqWorkloads = []string{wlCreate, wlStatKnown, wlStatMissing, wlSed, wlUntar, wlRmRf}
-
-// reqSedDir is the commit's directory of files that sed edits on /repo.
-const reqSedDir = "sed"
-
-// reqResult is what one workload cost on one mount: the requests of all
-// its files.
-type reqResult struct {
-	Kind, Workload string
-	Files          int
-	Req            fusefs.Requests
-}
-
-// perFile is r's count of op per file.
-func (r reqResult) perFile(op string) float64 { return float64(r.Req[op]) / float64(r.Files) }
-
-// waitedPerFile is the number of requests per file a caller waited for
-// (every one but FORGET, a notice the kernel sends without waiting).
-func (r reqResult) waitedPerFile() float64 { return float64(r.Req.Waited()) / float64(r.Files) }
-
-// reqWorkspace is a workspace of the three kinds mounted with counting.
-type reqWorkspace struct {
-	mnt    string
-	counts *fusefs.RequestCounts
-	srv    *fusefs.Server
-	ws     *workspace.Workspace
-	closes []func() error
-}
-
-// openReqWorkspace mounts at mnt a workspace of a memory mount, a writable
-// git mount of the commit at gitDir's HEAD (gitfs caching under cacheDir)
-// and the host directory hostDir.
-func openReqWorkspace(ctx context.Context, mnt, gitDir, cacheDir, hostDir string) (_ *reqWorkspace, err error) {
-	r := &reqWorkspace{mnt: mnt, counts: &fusefs.RequestCounts{}}
-	defer func() {
-		if err != nil {
-			r.close()
-		}
-	}()
-	g, err := gitfs.Open(ctx, gitfs.Options{Src: gitDir, CacheDir: cacheDir, Offline: true})
+// runRequests prints the requests table: it builds the package's test
+// binary and runs it with reqFilesEnv.
+func runRequests(o *options, _ string, verbose bool) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("requests: the table mounts in-process, which needs root")
+	}
+	root, err := moduleRoot()
 	if err != nil {
-		return nil, err
-	}
-	r.closes = append(r.closes, g.Close)
-	wg, err := workspace.NewWritableGit(ctx, g, memfs.New(memfs.Options{}), workspace.WritableGitOptions{Overlay: overlayfs.Options{}})
-	if err != nil {
-		return nil, err
-	}
-	r.closes = append(r.closes, wg.Close)
-	h, err := hostfs.Open(hostDir, hostfs.Options{})
-	if err != nil {
-		return nil, err
-	}
-	if c, ok := h.(interface{ Close() error }); ok {
-		r.closes = append(r.closes, c.Close)
-	}
-	r.ws, err = workspace.Open(ctx, workspace.Options{Mounts: []workspace.Mount{
-		{Prefix: "/memory", FS: memfs.New(memfs.Options{})},
-		{Prefix: "/repo", FS: wg},
-		{Prefix: "/host", FS: h},
-	}})
-	if err != nil {
-		return nil, err
-	}
-	r.srv, err = r.ws.MountKernel(mnt, fusefs.Options{StackConnections: true, Passthrough: true, Counts: r.counts})
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// close unmounts and closes what openReqWorkspace opened.
-func (r *reqWorkspace) close() error {
-	var errs []error
-	if r.srv != nil {
-		if err := r.srv.Unmount(); err != nil {
-			errs = append(errs, err, fusefs.ForceUnmount(r.mnt))
-		}
-		r.srv = nil
-	}
-	if r.ws != nil {
-		errs = append(errs, r.ws.Close())
-		r.ws = nil
-	}
-	for i := len(r.closes) - 1; i >= 0; i-- {
-		errs = append(errs, r.closes[i]())
-	}
-	r.closes = nil
-	return errors.Join(errs...)
-}
-
-// makeReqRepo makes a git repository at dir whose commit has n small
-// files under sed/, for the sed workload on /repo.
-func makeReqRepo(dir string, n int) error {
-	if err := os.MkdirAll(filepath.Join(dir, reqSedDir), 0o755); err != nil {
 		return err
 	}
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(dir, reqSedDir, fmt.Sprintf("f%04d.txt", i)), reqContent(i), 0o644); err != nil {
-			return err
-		}
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "files"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", args[0], err, out)
-		}
-	}
-	return nil
-}
-
-// reqContent is the content of the i-th small file: about 100 bytes, with
-// an "alpha" for sed to replace.
-func reqContent(i int) []byte {
-	return fmt.Appendf(nil, "file %d: alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike\n", i)
-}
-
-// makeReqTar returns a tar archive of n small files in directories of 20
-// (d000/f000.txt, ...), as an unpacked package or generated code is.
-func makeReqTar(n int) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now().Truncate(time.Second)
-	for i := range n {
-		if i%20 == 0 {
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: fmt.Sprintf("d%03d/", i/20), Mode: 0o755, ModTime: now}); err != nil {
-				return nil, err
-			}
-		}
-		body := reqContent(i)
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("d%03d/f%03d.txt", i/20, i%20), Mode: 0o644, Size: int64(len(body)), ModTime: now}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(body); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// measureRequests runs every workload with n files on each kind and
-// returns what each cost. archive is a tar file of n files (makeReqTar);
-// /repo's commit must have n files under sed/ (makeReqRepo).
-func (r *reqWorkspace) measureRequests(n int, archive string) ([]reqResult, error) {
-	var out []reqResult
-	for _, kind := range reqKinds {
-		root := filepath.Join(r.mnt, kind)
-		work := filepath.Join(root, "bench-requests")
-		if err := os.Mkdir(work, 0o755); err != nil {
-			return nil, err
-		}
-		barrier := func() {
-			var st syscall.Statfs_t
-			_ = syscall.Statfs(work, &st)
-		}
-		measure := func(workload string, files int, run func() error) error {
-			before, _ := r.settle(barrier)
-			if err := run(); err != nil {
-				return fmt.Errorf("%s on /%s: %w", workload, kind, err)
-			}
-			after, k := r.settle(barrier)
-			d := after.Sub(before)
-			if d[fusefs.OpStatfs] -= k; d[fusefs.OpStatfs] == 0 {
-				delete(d, fusefs.OpStatfs)
-			}
-			out = append(out, reqResult{Kind: kind, Workload: workload, Files: files, Req: d})
-			return nil
-		}
-		names := make([]string, n)
-		for i := range names {
-			names[i] = filepath.Join(work, fmt.Sprintf("c%04d.txt", i))
-		}
-		err := measure(wlCreate, n, func() error {
-			for i, name := range names {
-				f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-				if err != nil {
-					return err
-				}
-				if _, err := f.Write(reqContent(i)); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		var st syscall.Stat_t
-		if err := measure(wlStatKnown, n, func() error {
-			for _, name := range names {
-				if err := syscall.Stat(name, &st); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		if err := measure(wlStatMissing, n, func() error {
-			// Twice each, as a build looks for the same missing
-			// header or a shell for a command along PATH.
-			for i := range 2 * n {
-				if err := syscall.Stat(filepath.Join(work, fmt.Sprintf("missing%04d", i%n)), &st); err != syscall.ENOENT {
-					return fmt.Errorf("stat of a missing name: %v", err)
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		// sed edits the commit's files on /repo (a copy-up each), the
-		// files just created elsewhere.
-		sedFiles := names
-		if kind == "repo" {
-			sedFiles = make([]string, n)
-			for i := range sedFiles {
-				sedFiles[i] = filepath.Join(root, reqSedDir, fmt.Sprintf("f%04d.txt", i))
-			}
-		}
-		if err := measure(wlSed, n, func() error {
-			return runCmd("sed", append([]string{"-i", "s/alpha/ALPHA/"}, sedFiles...)...)
-		}); err != nil {
-			return nil, err
-		}
-		tree := filepath.Join(work, "tree")
-		if err := os.Mkdir(tree, 0o755); err != nil {
-			return nil, err
-		}
-		if err := measure(wlUntar, n, func() error {
-			return runCmd("tar", "-xf", archive, "-C", tree)
-		}); err != nil {
-			return nil, err
-		}
-		if err := measure(wlRmRf, n, func() error {
-			return runCmd("rm", "-rf", tree)
-		}); err != nil {
-			return nil, err
-		}
-		if err := os.RemoveAll(work); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// settle returns the counts once every request sent so far is counted,
-// and how many barrier requests it sent. A RELEASE is sent after close(2)
-// returns, so the counts are taken after barrier, a request the daemon
-// must answer (STATFS, which the kernel never caches), and again until
-// two in a row differ only by the barrier's own.
-func (r *reqWorkspace) settle(barrier func()) (fusefs.Requests, uint64) {
-	prev := r.counts.Snapshot()
-	k := uint64(0)
-	for {
-		barrier()
-		k++
-		cur := r.counts.Snapshot()
-		d := cur.Sub(prev)
-		delete(d, fusefs.OpForget)
-		if (d[fusefs.OpStatfs] == 1 && len(d) == 1) || k == 100 {
-			return cur, k
-		}
-		prev = cur
-	}
-}
-
-func runCmd(name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", name, err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-// runRequests prints the requests table.
-func runRequests(o *options, _ string, _ bool) error {
-	if os.Geteuid() != 0 {
-		return errors.New("requests: mounting in-process needs root")
-	}
-	n := o.reqFiles
-	tmp, err := os.MkdirTemp("", "vfsmount-bench-req-")
+	tmp, err := os.MkdirTemp("", "vfsmount-bench-req-bin-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	gitDir, cacheDir, hostDir, mnt := filepath.Join(tmp, "git"), filepath.Join(tmp, "cache"), filepath.Join(tmp, "host"), filepath.Join(tmp, "mnt")
-	for _, d := range []string{cacheDir, hostDir, mnt} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
+	bin := filepath.Join(tmp, "bench.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./bench")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go test -c ./bench: %w", err)
 	}
-	if err := makeReqRepo(gitDir, n); err != nil {
-		return err
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), reqFilesEnv+"="+strconv.Itoa(o.reqFiles))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("requests table: %w", err)
 	}
-	data, err := makeReqTar(n)
-	if err != nil {
-		return err
-	}
-	archive := filepath.Join(tmp, "tree.tar")
-	if err := os.WriteFile(archive, data, 0o644); err != nil {
-		return err
-	}
-	r, err := openReqWorkspace(context.Background(), mnt, gitDir, cacheDir, hostDir)
-	if err != nil {
-		return err
-	}
-	res, err := r.measureRequests(n, archive)
-	if cerr := r.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Printf("FUSE requests per file (%d files; a stat row is per name; FORGET is sent without waiting and not in the total)\n", n)
-	printRequests(os.Stdout, res)
 	return nil
-}
-
-// printRequests writes the table: one row per workload and mount, the
-// total per file and each opcode's share.
-func printRequests(w *os.File, res []reqResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tmount\tper file\tby opcode, per file")
-	for _, wl := range reqWorkloads {
-		for _, r := range res {
-			if r.Workload != wl {
-				continue
-			}
-			var ops []string
-			for op := range r.Req {
-				ops = append(ops, op)
-			}
-			sort.Strings(ops)
-			var parts []string
-			for _, op := range ops {
-				parts = append(parts, fmt.Sprintf("%s %.2f", op, r.perFile(op)))
-			}
-			fmt.Fprintf(tw, "%s\t/%s\t%.2f\t%s\n", r.Workload, r.Kind, r.waitedPerFile(), strings.Join(parts, ", "))
-		}
-	}
-	tw.Flush()
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -67,25 +65,7 @@ func TestRequestCeilings(t *testing.T) {
 		t.Skip("the requests workspace mounts in-process, which needs root")
 	}
 	const n = 40
-	tmp := t.TempDir()
-	gitDir, cacheDir, hostDir, mnt := filepath.Join(tmp, "git"), filepath.Join(tmp, "cache"), filepath.Join(tmp, "host"), filepath.Join(tmp, "mnt")
-	for _, d := range []string{cacheDir, hostDir, mnt} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := makeReqRepo(gitDir, n); err != nil {
-		t.Fatal(err)
-	}
-	data, err := makeReqTar(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(tmp, "tree.tar")
-	if err := os.WriteFile(archive, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := openReqWorkspace(context.Background(), mnt, gitDir, cacheDir, hostDir)
+	r, archive, err := setUpRequests(t.TempDir(), n)
 	if err != nil {
 		fusetest.MountFailed(t, err)
 	}

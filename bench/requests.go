@@ -20,6 +20,10 @@ import (
 // binary print the requests table instead of running its tests.
 const reqFilesEnv = "VFSMOUNT_BENCH_REQUEST_FILES"
 
+// reqRepsEnv is the number of runs of each workload on each side; the
+// best time counts.
+const reqRepsEnv = "VFSMOUNT_BENCH_REQUEST_REPS"
+
 // runRequests prints the requests table: it builds the package's test
 // binary and runs it with reqFilesEnv.
 func runRequests(o *options, _ string, verbose bool) error {
@@ -42,7 +46,7 @@ func runRequests(o *options, _ string, verbose bool) error {
 		return fmt.Errorf("go test -c ./bench: %w", err)
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), reqFilesEnv+"="+strconv.Itoa(o.reqFiles))
+	cmd.Env = append(os.Environ(), reqFilesEnv+"="+strconv.Itoa(o.reqFiles), reqRepsEnv+"="+strconv.Itoa(o.reps))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("requests table: %w", err)

@@ -70,6 +70,9 @@ type reqResult struct {
 	Kind, Workload string
 	Files          int
 	Req            fusefs.Requests
+	// Time is what the workload took on the mount, Base on tmpfs
+	// (zero when not measured).
+	Time, Base time.Duration
 }
 
 // perFile is r's count of op per file.
@@ -210,111 +213,177 @@ func makeReqTar(n int) ([]byte, error) {
 
 // measureRequests runs every workload with n files on each kind and
 // returns what each cost. archive is a tar file of n files (makeReqTar);
-// /repo's commit must have n files under sed/ (makeReqRepo).
-func (r *reqWorkspace) measureRequests(n int, archive string) ([]reqResult, error) {
+// /repo's commit must have n files under sed/ (makeReqRepo). With base, a
+// directory on tmpfs, each kind's sequence also runs in base/KIND (where
+// /repo's sed files are made first), alternating with the mount, reps
+// times; each result then has the best time of either side.
+func (r *reqWorkspace) measureRequests(n int, archive, base string, reps int) ([]reqResult, error) {
 	var out []reqResult
 	for _, kind := range reqKinds {
 		root := filepath.Join(r.mnt, kind)
-		work := filepath.Join(root, "bench-requests")
-		if err := os.Mkdir(work, 0o755); err != nil {
-			return nil, err
-		}
-		barrier := func() {
-			var st syscall.Statfs_t
-			_ = syscall.Statfs(work, &st)
-		}
-		measure := func(workload string, files int, run func() error) error {
-			before, _ := r.settle(barrier)
-			if err := run(); err != nil {
-				return fmt.Errorf("%s on /%s: %w", workload, kind, err)
+		var baseRoot string
+		if base != "" {
+			baseRoot = filepath.Join(base, kind)
+			if err := os.MkdirAll(filepath.Join(baseRoot, reqSedDir), 0o755); err != nil {
+				return nil, err
 			}
-			after, k := r.settle(barrier)
-			d := after.Sub(before)
-			if d[fusefs.OpStatfs] -= k; d[fusefs.OpStatfs] == 0 {
-				delete(d, fusefs.OpStatfs)
-			}
-			out = append(out, reqResult{Kind: kind, Workload: workload, Files: files, Req: d})
-			return nil
-		}
-		names := make([]string, n)
-		for i := range names {
-			names[i] = filepath.Join(work, fmt.Sprintf("c%04d.txt", i))
-		}
-		err := measure(wlCreate, n, func() error {
-			for i, name := range names {
-				f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-				if err != nil {
-					return err
-				}
-				if _, err := f.Write(reqContent(i)); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
-					return err
+			for i := range n {
+				if err := os.WriteFile(filepath.Join(baseRoot, reqSedDir, fmt.Sprintf("f%04d.txt", i)), reqContent(i), 0o644); err != nil {
+					return nil, err
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
-		var st syscall.Stat_t
-		if err := measure(wlStatKnown, n, func() error {
-			for _, name := range names {
-				if err := syscall.Stat(name, &st); err != nil {
-					return err
-				}
+		var res []reqResult
+		for rep := range max(reps, 1) {
+			got, err := r.sequence(root, kind, n, archive, true, rep)
+			if err != nil {
+				return nil, err
 			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		if err := measure(wlStatMissing, n, func() error {
-			// Twice each, as a build looks for the same missing
-			// header or a shell for a command along PATH.
-			for i := range 2 * n {
-				if err := syscall.Stat(filepath.Join(work, fmt.Sprintf("missing%04d", i%n)), &st); err != syscall.ENOENT {
-					return fmt.Errorf("stat of a missing name: %v", err)
-				}
+			if rep == 0 {
+				res = got
 			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		// sed edits the commit's files on /repo (a copy-up each), the
-		// files just created elsewhere.
-		sedFiles := names
-		if kind == "repo" {
-			sedFiles = make([]string, n)
-			for i := range sedFiles {
-				sedFiles[i] = filepath.Join(root, reqSedDir, fmt.Sprintf("f%04d.txt", i))
+			for i := range res {
+				res[i].Time = minTime(res[i].Time, got[i].Time)
+			}
+			if baseRoot == "" {
+				continue
+			}
+			got, err = r.sequence(baseRoot, kind, n, archive, false, rep)
+			if err != nil {
+				return nil, err
+			}
+			for i := range res {
+				res[i].Base = minTime(res[i].Base, got[i].Time)
 			}
 		}
-		if err := measure(wlSed, n, func() error {
-			return runCmd("sed", append([]string{"-i", "s/alpha/ALPHA/"}, sedFiles...)...)
-		}); err != nil {
-			return nil, err
-		}
-		tree := filepath.Join(work, "tree")
-		if err := os.Mkdir(tree, 0o755); err != nil {
-			return nil, err
-		}
-		if err := measure(wlUntar, n, func() error {
-			return runCmd("tar", "-xf", archive, "-C", tree)
-		}); err != nil {
-			return nil, err
-		}
-		if err := measure(wlRmRf, n, func() error {
-			return runCmd("rm", "-rf", tree)
-		}); err != nil {
-			return nil, err
-		}
-		if err := os.RemoveAll(work); err != nil {
-			return nil, err
-		}
+		out = append(out, res...)
 	}
 	return out, nil
+}
+
+func minTime(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// sequence runs the workloads in order in a new directory of root (the
+// mount of kind, or its baseline), counting requests when counting, and
+// returns what each cost. On /repo sed edits files of the commit (a
+// copy-up each), elsewhere the files just created. The sed files are
+// restored afterwards, so that the next rep edits them again.
+func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counting bool, rep int) ([]reqResult, error) {
+	work := filepath.Join(root, fmt.Sprintf("bench-requests-%d", rep))
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, err
+	}
+	barrier := func() {
+		var st syscall.Statfs_t
+		_ = syscall.Statfs(work, &st)
+	}
+	var out []reqResult
+	measure := func(workload string, files int, run func() error) error {
+		var before fusefs.Requests
+		if counting {
+			before, _ = r.settle(barrier)
+		}
+		start := time.Now()
+		if err := run(); err != nil {
+			return fmt.Errorf("%s in %s: %w", workload, root, err)
+		}
+		took := time.Since(start)
+		res := reqResult{Kind: kind, Workload: workload, Files: files, Time: took}
+		if counting {
+			after, k := r.settle(barrier)
+			res.Req = after.Sub(before)
+			if res.Req[fusefs.OpStatfs] -= k; res.Req[fusefs.OpStatfs] == 0 {
+				delete(res.Req, fusefs.OpStatfs)
+			}
+		}
+		out = append(out, res)
+		return nil
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = filepath.Join(work, fmt.Sprintf("c%04d.txt", i))
+	}
+	err := measure(wlCreate, n, func() error {
+		for i, name := range names {
+			f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(reqContent(i)); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := measure(wlStatKnown, n, func() error {
+		for _, name := range names {
+			if err := syscall.Stat(name, &st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := measure(wlStatMissing, n, func() error {
+		// Twice each, as a build looks for the same missing
+		// header or a shell for a command along PATH.
+		for i := range 2 * n {
+			if err := syscall.Stat(filepath.Join(work, fmt.Sprintf("missing%04d", i%n)), &st); err != syscall.ENOENT {
+				return fmt.Errorf("stat of a missing name: %v", err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sedFiles := names
+	if kind == "repo" {
+		sedFiles = make([]string, n)
+		for i := range sedFiles {
+			sedFiles[i] = filepath.Join(root, reqSedDir, fmt.Sprintf("f%04d.txt", i))
+		}
+	}
+	if err := measure(wlSed, n, func() error {
+		return runCmd("sed", append([]string{"-i", "s/alpha/ALPHA/"}, sedFiles...)...)
+	}); err != nil {
+		return nil, err
+	}
+	if kind == "repo" {
+		for i, name := range sedFiles {
+			if err := os.WriteFile(name, reqContent(i), 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	tree := filepath.Join(work, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return nil, err
+	}
+	if err := measure(wlUntar, n, func() error {
+		return runCmd("tar", "-xf", archive, "-C", tree)
+	}); err != nil {
+		return nil, err
+	}
+	if err := measure(wlRmRf, n, func() error {
+		return runCmd("rm", "-rf", tree)
+	}); err != nil {
+		return nil, err
+	}
+	return out, os.RemoveAll(work)
 }
 
 // settle returns the counts once every request sent so far is counted,
@@ -354,8 +423,12 @@ func TestMain(m *testing.M) {
 		if err == nil && n <= 0 {
 			err = errors.New("not a positive number")
 		}
+		reps, rerr := strconv.Atoi(os.Getenv(reqRepsEnv))
+		if rerr != nil || reps <= 0 {
+			reps = 1
+		}
 		if err == nil {
-			err = printRequestTable(n)
+			err = printRequestTable(n, reps)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "requests (%s=%s): %v\n", reqFilesEnv, v, err)
@@ -366,9 +439,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// printRequestTable measures the workloads with n files and prints the
-// table.
-func printRequestTable(n int) error {
+// printRequestTable measures the workloads with n files, against tmpfs
+// (/dev/shm) reps times, and prints the table.
+func printRequestTable(n, reps int) error {
 	tmp, err := os.MkdirTemp("", "vfsmount-bench-req-")
 	if err != nil {
 		return err
@@ -378,14 +451,21 @@ func printRequestTable(n int) error {
 	if err != nil {
 		return err
 	}
-	res, err := r.measureRequests(n, archive)
+	base, err := os.MkdirTemp("/dev/shm", "vfsmount-bench-req-")
+	if err != nil {
+		r.close()
+		return fmt.Errorf("baseline on /dev/shm: %w", err)
+	}
+	defer os.RemoveAll(base)
+	res, err := r.measureRequests(n, archive, base, reps)
 	if cerr := r.close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Printf("FUSE requests per file (%d files; a stat row is per name; FORGET is sent without waiting and not in the total)\n", n)
+	fmt.Printf("FUSE requests per file (%d files; a stat row is per name; FORGET is sent without waiting and not in the total),\n", n)
+	fmt.Printf("and the time of each workload against the same on tmpfs (/dev/shm), best of %d\n", reps)
 	printRequests(os.Stdout, res)
 	return nil
 }
@@ -419,10 +499,10 @@ func setUpRequests(tmp string, n int) (*reqWorkspace, string, error) {
 }
 
 // printRequests writes the table: one row per workload and mount, the
-// total per file and each opcode's share.
+// total per file, the times and their ratio, and each opcode's share.
 func printRequests(w *os.File, res []reqResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tmount\tper file\tby opcode, per file")
+	fmt.Fprintln(tw, "workload\tmount\trequests/file\tvfsmount\ttmpfs\tratio\tby opcode, per file")
 	for _, wl := range reqWorkloads {
 		for _, r := range res {
 			if r.Workload != wl {
@@ -437,8 +517,14 @@ func printRequests(w *os.File, res []reqResult) {
 			for _, op := range ops {
 				parts = append(parts, fmt.Sprintf("%s %.2f", op, r.perFile(op)))
 			}
-			fmt.Fprintf(tw, "%s\t/%s\t%.2f\t%s\n", r.Workload, r.Kind, r.waitedPerFile(), strings.Join(parts, ", "))
+			ratio := "-"
+			if r.Base > 0 {
+				ratio = fmt.Sprintf("%.1fx", float64(r.Time)/float64(r.Base))
+			}
+			fmt.Fprintf(tw, "%s\t/%s\t%.2f\t%s\t%s\t%s\t%s\n", r.Workload, r.Kind, r.waitedPerFile(),
+				fmt.Sprintf("%.1f ms", ms(r.Time)), fmt.Sprintf("%.1f ms", ms(r.Base)), ratio, strings.Join(parts, ", "))
 		}
 	}
 	tw.Flush()
 }
+

@@ -74,7 +74,7 @@ func TestRequestCeilings(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	res, err := r.measureRequests(n, archive)
+	res, err := r.measureRequests(n, archive, "", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

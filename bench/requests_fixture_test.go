@@ -527,4 +527,3 @@ func printRequests(w *os.File, res []reqResult) {
 	}
 	tw.Flush()
 }
-

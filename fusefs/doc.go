@@ -73,10 +73,20 @@
 // FLUSH is answered with ENOSYS, which makes the kernel stop sending it:
 // writes reach the mount as they are made, so close(2) has nothing to push.
 //
-// Failed lookups are never cached (negative timeout 0), so a file created
-// through the library API is found by the next lookup even without
-// invalidation. (Caching them for immutable mounts would save little, and
-// go-fuse sets the negative timeout only mount-wide.)
+// Failed lookups are cached as long as found names are, on every mount
+// but external ones (negative entries): a build looking for the same
+// missing header, a shell walking PATH, git probing for files that are
+// not there ask the kernel, not this process, the second time. The same
+// invalidation drops them: a library change invalidates the name's entry
+// in its directory, or a directory's entry, which takes every entry
+// below it along, and for the root of a connection, which has no entry
+// above it, the misses the kernel was told to cache there (a bounded
+// set, past which misses at the root are not cached). go-fuse sets the
+// negative timeout only mount-wide, so the timeout is set per directory
+// by Lookup and put into the kernel's form (a reply with node id 0) by a
+// layer below the readiness gate (negEntries). External mounts keep
+// timeout 0: a file another program creates there is found by the next
+// lookup.
 //
 // The kernel refetches attributes after a read of a writable mount anyway,
 // to update atime, and drops a file's cached pages when it sees its size or

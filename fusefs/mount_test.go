@@ -551,9 +551,23 @@ func TestInvalidate(t *testing.T) {
 		assert.Equal(t, "three!", string(b))
 	})
 
-	t.Run("failed lookups are not cached", func(t *testing.T) {
+	t.Run("failed lookups are cached until invalidated", func(t *testing.T) {
 		m := memfs.New(memfs.Options{})
-		_, dir := mountFS(t, m, Options{})
+		srv, dir := mountFS(t, m, Options{})
+		_, err := os.Stat(filepath.Join(dir, "new"))
+		require.ErrorIs(t, err, syscall.ENOENT)
+		require.NoError(t, mounts.WriteFile(ctx, m, "new", []byte("n"), 0o644))
+		_, err = os.Stat(filepath.Join(dir, "new"))
+		require.ErrorIs(t, err, syscall.ENOENT, "the kernel answers the miss from its cache")
+		srv.Invalidate("new")
+		b, err := os.ReadFile(filepath.Join(dir, "new"))
+		require.NoError(t, err)
+		assert.Equal(t, "n", string(b))
+	})
+
+	t.Run("failed lookups of an external mount are not cached", func(t *testing.T) {
+		m := memfs.New(memfs.Options{})
+		_, dir := mountFS(t, describedFS{m, mounts.Description{Type: "host", External: true}}, Options{})
 		_, err := os.Stat(filepath.Join(dir, "new"))
 		require.ErrorIs(t, err, syscall.ENOENT)
 		require.NoError(t, mounts.WriteFile(ctx, m, "new", []byte("n"), 0o644))

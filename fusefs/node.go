@@ -213,7 +213,12 @@ func (n *node) Lookup(ctx context.Context, elem string, out *fuse.EntryOut) (ch 
 	}
 	a, err := n.conn.fsys.Stat(n.conn.ctx(ctx), name)
 	if err != nil {
-		return nil, n.conn.errs.errno("lookup", err)
+		errno := n.conn.errs.errno("lookup", err)
+		if errno == syscall.ENOENT && n.cache.negative > 0 && (n != n.conn.root || n.conn.rootNegs.add(elem)) {
+			// A cacheable miss (negEntries).
+			out.SetEntryTimeout(n.cache.negative)
+		}
+		return nil, errno
 	}
 	return n.newChild(ctx, name, a, out), 0
 }

@@ -106,6 +106,8 @@ type conn struct {
 	log   *slog.Logger
 	errs  errLog
 	root  *node
+	// rootNegs are the misses the kernel caches at root.
+	rootNegs rootNegatives
 	// passthrough is set when Options.Passthrough asked for it and the
 	// kernel accepted a backing file at mount. It is set after the
 	// handshake, when requests may already be served, hence atomic;
@@ -197,8 +199,9 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 		// Mounts report real permissions, 0000 included (open(2) with
 		// mode 0, chmod 0): go-fuse would otherwise show 0644 for it.
 		NullPermissions: true,
-		// Timeouts are set per node (conn.policy). NegativeTimeout
-		// stays nil: failed lookups are not cached at all.
+		// Timeouts are set per node (conn.policy), those of failed
+		// lookups too (negEntries): go-fuse's NegativeTimeout, which
+		// is mount-wide, stays nil.
 	}
 	if opts.Logger != nil {
 		fo.Logger = slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn)
@@ -209,6 +212,9 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 		fo.RootStableAttr = &fs.StableAttr{Ino: ra.Ino, Gen: 1}
 	}
 	raw := fs.NewNodeFS(c.root, fo)
+	// Below the gate, which zeroes the timeouts of a miss as of any
+	// entry while it is closed.
+	raw = negEntries{raw}
 	if c.how.openless {
 		raw = noOpendir{raw}
 	}
@@ -362,6 +368,9 @@ func (c *conn) invalidate(name string) {
 	}
 	if rest == "." {
 		c.notify(cur.NotifyContent(0, 0), "content", name)
+		for _, elem := range c.rootNegs.take() {
+			c.notify(cur.NotifyEntry(elem), "entry", name)
+		}
 		c.readers.clear()
 		return
 	}
@@ -410,6 +419,10 @@ func (c *conn) notify(errno syscall.Errno, what, name string) {
 // node (see "# Caching" in the package doc).
 type cachePolicy struct {
 	entry, attr time.Duration
+	// negative is how long a failed lookup of a name in the directory
+	// may be trusted: 0 (not cached) where names change behind the
+	// process's back.
+	negative time.Duration
 	// keepCache keeps a file's pages across close and open
 	// (FOPEN_KEEP_CACHE); cacheDir keeps a directory's listing
 	// (FOPEN_CACHE_DIR), checked against the directory's mtime.
@@ -418,7 +431,7 @@ type cachePolicy struct {
 
 // immutablePolicy is the caching policy of immutable content, and of every
 // node of an immutable connection (kindImmutable).
-var immutablePolicy = cachePolicy{entry: immutableTimeout, attr: immutableTimeout, keepCache: true, cacheDir: true}
+var immutablePolicy = cachePolicy{entry: immutableTimeout, attr: immutableTimeout, negative: immutableTimeout, keepCache: true, cacheDir: true}
 
 // mountPolicy returns the caching policy of the mount serving name: a name
 // may be a mount point of another mount. The mount serving a node never
@@ -432,7 +445,7 @@ func (c *conn) mountPolicy(name string) cachePolicy {
 	case d.External:
 		return cachePolicy{entry: externalTimeout, attr: externalTimeout, cacheDir: true}
 	default:
-		return cachePolicy{entry: internalTimeout, attr: internalTimeout, keepCache: true, cacheDir: true}
+		return cachePolicy{entry: internalTimeout, attr: internalTimeout, negative: internalTimeout, keepCache: true, cacheDir: true}
 	}
 }
 

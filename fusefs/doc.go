@@ -171,9 +171,13 @@
 // the overlay copies a commit's file up; a read-only file is dropped when
 // its content changes by name (a truncate), and every cached file of a
 // name the library changed goes at its Invalidate. A file created here
-// (CREATE) still gets a handle of its own. The kernel keeps every file's
-// pages across opens and is told of library changes as on the main
-// connection.
+// (CREATE) gets no handle either: the kernel sends no RELEASE on a
+// connection whose OPEN answers ENOSYS, so a handle would hold the file
+// open for the life of the node (a descriptor per file with a host
+// upper); the file just created, when opened for writing, starts in the
+// file cache instead, and its WRITEs go by name like any other's. The
+// kernel keeps every file's pages across opens and is told of library
+// changes as on the main connection.
 //
 // Nothing tells the server when the kernel opens or closes a file, so an
 // UNLINK or a RENAME over the last name of a regular file the kernel knows

@@ -458,7 +458,30 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 	// newChild made: the handle belongs to whichever it is.
 	cn := ch.Operations().(*node)
 	cn.wrote.Store(true)
+	if n.conn.how.writesByName {
+		// The kernel sends no RELEASE for a handle on a connection
+		// whose OPEN answers ENOSYS: the file would stay open for
+		// the life of the node. Its WRITEs go by name, through the
+		// file cache, which starts with the file just created.
+		return ch, nil, 0, n.conn.errs.errno("create", cn.cacheCreated(f, flags))
+	}
 	return ch, cn.addHandle(f), 0, 0
+}
+
+// cacheCreated puts f, just created with the open flags, in the file
+// cache of n's connection when it was opened for writing, and closes it
+// otherwise.
+func (n *node) cacheCreated(f mounts.File, flags uint32) error {
+	if _, ok := f.(mounts.WritableFile); !ok || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		return f.Close()
+	}
+	readable := flags&syscall.O_ACCMODE == syscall.O_RDWR
+	r, err := n.conn.readers.get(n, true, func(bool) (mounts.File, bool, error) { return f, readable, nil })
+	if err != nil {
+		return err
+	}
+	n.conn.readers.put(r)
+	return nil
 }
 
 func (n *node) Mkdir(ctx context.Context, elem string, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, errno syscall.Errno) {

@@ -51,6 +51,20 @@ func cowWorkspace(t *testing.T, files map[string]string) (*Server, string, *over
 // cowWorkspaceUpper is cowWorkspace, with its upper.
 func cowWorkspaceUpper(t *testing.T, files map[string]string) (*Server, string, *overlayfs.FS, *syncingFS) {
 	t.Helper()
+	return cowWorkspaceWith(t, files, Options{StackConnections: true})
+}
+
+// cowWorkspaceOpts is cowWorkspace mounted with opts (which must stack
+// connections).
+func cowWorkspaceOpts(t *testing.T, files map[string]string, opts Options) (*Server, string, *overlayfs.FS) {
+	t.Helper()
+	srv, dir, ov, _ := cowWorkspaceWith(t, files, opts)
+	return srv, dir, ov
+}
+
+// cowWorkspaceWith is cowWorkspaceUpper mounted with opts.
+func cowWorkspaceWith(t *testing.T, files map[string]string, opts Options) (*Server, string, *overlayfs.FS, *syncingFS) {
+	t.Helper()
 	ctx := context.Background()
 	lower := memfs.New(memfs.Options{})
 	for name, content := range files {
@@ -64,7 +78,7 @@ func cowWorkspaceUpper(t *testing.T, files map[string]string) (*Server, string, 
 	u, err := union.New(map[string]mounts.FS{"/repo": ov, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"repo"}, CopyOnWriteRoots(u))
-	srv, dir := mountFS(t, u, Options{StackConnections: true})
+	srv, dir := mountFS(t, u, opts)
 	require.Len(t, srv.subs, 1, "/repo on a connection of its own")
 	c := srv.subs[0].conn
 	require.Equal(t, kindCopyOnWrite, c.kind)

@@ -47,6 +47,9 @@ type Store struct {
 	// onLoad, when set (by tests), is called at the start of each decode
 	// of a flight.
 	onLoad func(plumbing.Hash)
+	// prom fetches what a partial clone lacks (promisor.go); nil for a
+	// repository that holds all of its objects.
+	prom *promisor
 
 	mu sync.Mutex
 }
@@ -83,7 +86,12 @@ const (
 // of its alternates. Its error is go-git's, or says what is wrong with the
 // repository; an alternate that cannot be used does not fail it (git too
 // goes on without it), see [Store.Alternates].
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options: a partial clone's store fetches the
+// objects it lacks from its promisor remote unless o.Offline
+// (promisor.go).
+func OpenWith(path string, o Options) (*Store, error) {
 	probe, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, err
@@ -111,6 +119,9 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	s.repo = repo
+	if remote := partialClone(probe); remote != "" {
+		s.prom = newPromisor(ps.Filesystem().Root(), remote, o, s.reloadOwn)
+	}
 	return s, nil
 }
 
@@ -195,6 +206,16 @@ func (s *Store) retry(fn func() error) error {
 
 // Size returns the size of object h from its header, without decoding it.
 func (s *Store) Size(h plumbing.Hash) (int64, error) {
+	var n int64
+	err := s.orFetch(h, func() error {
+		var err error
+		n, err = s.size(h)
+		return err
+	})
+	return n, err
+}
+
+func (s *Store) size(h plumbing.Hash) (int64, error) {
 	if n, ok, err := s.dirs.size(h); ok {
 		return n, err
 	}
@@ -240,7 +261,16 @@ func (s *Store) Reader(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, i
 
 // open returns the content of object h, its size and its type; t is for
 // go-git, which may check it.
-func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, error) {
+func (s *Store) open(t plumbing.ObjectType, h plumbing.Hash) (r io.ReadCloser, n int64, typ plumbing.ObjectType, err error) {
+	err = s.orFetch(h, func() error {
+		var err error
+		r, n, typ, err = s.open1(t, h)
+		return err
+	})
+	return r, n, typ, err
+}
+
+func (s *Store) open1(t plumbing.ObjectType, h plumbing.Hash) (io.ReadCloser, int64, plumbing.ObjectType, error) {
 	if r, n, typ, ok, err := s.dirs.open(h); ok {
 		return r, n, typ, err
 	}
@@ -294,13 +324,23 @@ func (s *Store) load(h plumbing.Hash) (*object, error) {
 	if s.onLoad != nil {
 		s.onLoad(h)
 	}
+	var obj *object
+	err := s.orFetch(h, func() error {
+		var err error
+		obj, err = s.load1(h)
+		return err
+	})
+	return obj, err
+}
+
+func (s *Store) load1(h plumbing.Hash) (*object, error) {
 	if b, typ, ok, err := s.dirs.bytes(h); ok {
 		if err != nil {
 			return nil, err
 		}
 		return &object{data: b, typ: typ}, nil
 	}
-	r, n, typ, err := s.open(plumbing.AnyObject, h)
+	r, n, typ, err := s.open1(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, err
 	}
@@ -318,6 +358,9 @@ func (s *Store) load(h plumbing.Hash) (*object, error) {
 // Close releases the packs and go-git's storages. Readers still open keep
 // their pack mapped until they close.
 func (s *Store) Close() error {
+	if s.prom != nil {
+		s.prom.close() // before the packs: a fetch's end reloads them
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error

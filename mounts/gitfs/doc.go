@@ -190,4 +190,22 @@
 //     command's environment, and a daemon serves many repositories).
 //   - A revision missing from a cached clone is fetched with the clone's
 //     branches and tags; a commit no branch or tag reaches is not fetched.
+//
+// # Partial clones
+//
+// A partial clone (git clone --filter=blob:none, or tree:0) mounts at
+// once: the commit and, for a blobless clone, every tree are there. An
+// object it lacks is fetched from its promisor remote when first needed,
+// by git's own lazy-fetch command, and kept in the clone (objstore's
+// promisor.go says how and why). A blob's size is in the blob, so a file's
+// Stat fetches it too; fetches are batched where the reads to come are
+// known: a directory listed with attributes (StatDir, and the walker's
+// warming) fetches its blobs in one round trip, a directory read in a row
+// (a scan, as for the walker) the rest of its files, a search the files
+// the index names as candidates, and an index build every blob of the
+// tree in a few large fetches. With the tree's index in the cache
+// directory (from any mount of that tree, a full clone's included) a
+// search so fetches only its candidates. Offline, or with the remote
+// down, a missing object is EIO, the error naming the object and why (and
+// logged); the rest of the tree is served.
 package gitfs

@@ -47,7 +47,8 @@ type Options struct {
 	// $XDG_CACHE_HOME/vfsmount, or ~/.cache/vfsmount.
 	CacheDir string
 	// Offline never fetches: a URL must already be in the cache, with
-	// the revision.
+	// the revision, and an object a partial clone lacks is not fetched
+	// from its promisor remote (reading it fails with EIO naming it).
 	Offline bool
 	// CacheSize bounds the decoded blob cache, in bytes, memory and
 	// spilled content together. Default DefaultCacheSize.
@@ -141,7 +142,18 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, badSource(opts.Src, unwrapPath(err))
 	}
 
-	obj, err := objstore.Open(path)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	storeOpts := objstore.Options{Offline: opts.Offline, OnFetch: func(remote string, n int, took time.Duration, err error) {
+		if err != nil {
+			log.Warn("gitfs: fetch from the promisor remote failed", "src", redact(opts.Src), "remote", remote, "objects", n, "err", err)
+			return
+		}
+		log.Info("gitfs: fetched from the promisor remote", "src", redact(opts.Src), "remote", remote, "objects", n, "took", took.Round(time.Millisecond))
+	}}
+	obj, err := objstore.OpenWith(path, storeOpts)
 	if err != nil {
 		return nil, badSource(opts.Src, err)
 	}
@@ -156,7 +168,7 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 			return nil, badSource(opts.Src, fmt.Errorf("fetch: %w", ferr))
 		}
 		obj.Close()
-		if obj, err = objstore.Open(path); err != nil {
+		if obj, err = objstore.OpenWith(path, storeOpts); err != nil {
 			return nil, badSource(opts.Src, err)
 		}
 		commit, err = resolveRev(obj, rev)
@@ -185,10 +197,11 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		gid:    uint32(os.Getgid()),
 		obj:    obj,
 		trees:  newTreeCache(treeCacheSize),
-		log:    opts.Logger,
+		log:    log,
 	}
-	if f.log == nil {
-		f.log = slog.New(slog.DiscardHandler)
+	if remote := obj.Promisor(); remote != "" {
+		f.log.Info("gitfs: partial clone: missing objects are fetched from the promisor remote as they are read",
+			"src", redact(opts.Src), "remote", remote, "offline", opts.Offline)
 	}
 	if alt := obj.Alternates(); alt != nil {
 		// As git says it, and goes on: the objects of the other
@@ -353,13 +366,46 @@ func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
 	return n, nil
 }
 
-// eio logs a corrupt or missing object once and returns EIO for name.
+// eio logs a corrupt or missing object once and returns EIO for name. An
+// object a partial clone could not get from its promisor remote is named
+// in the error too (the kernel face sees EIO; the tool face, why).
 func (f *FS) eio(op, name string, h plumbing.Hash, err error) error {
 	if isContextErr(err) {
 		return mounts.PathErr(op, name, err)
 	}
+	var perr *objstore.PromisorError
+	if errors.As(err, &perr) {
+		// Not once: the remote may be back for the next read.
+		f.log.Warn("gitfs: cannot read object", "object", h.String(), "path", name, "err", err)
+		return mounts.PathErr(op, name, fmt.Errorf("%w: %w", perr, syscall.EIO))
+	}
 	f.logOnce("eio:"+h.String(), "gitfs: cannot read object", "object", h.String(), "path", name, "err", unwrapPath(err))
 	return mounts.PathErr(op, name, syscall.EIO)
+}
+
+// prefetchDir fetches in one batch the blobs of t a partial clone lacks
+// and whose sizes are not known yet: what listing it with attributes, or
+// reading its files, is about to ask for one by one. Errors are left for
+// the reads to meet.
+func (f *FS) prefetchDir(ctx context.Context, t *tree, after string, wait bool) {
+	if f.obj.Promisor() == "" {
+		return
+	}
+	var hs []plumbing.Hash
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.name > after && e.kind != kindDir && e.kind != kindGitlink && e.loadSize() < 0 {
+			hs = append(hs, e.hash)
+		}
+	}
+	if len(hs) == 0 {
+		return
+	}
+	if wait {
+		_ = f.obj.Prefetch(ctx, hs)
+	} else {
+		f.obj.PrefetchAsync(hs)
+	}
 }
 
 func (f *FS) logOnce(key, msg string, args ...any) {
@@ -479,6 +525,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 	case t == nil:
 		return []mounts.DirEntry{}, []mounts.Attr{}, nil
 	}
+	f.prefetchDir(ctx, t, "", true)
 	ents := make([]mounts.DirEntry, len(t.entries))
 	attrs := make([]mounts.Attr, len(t.entries))
 	for i := range t.entries {

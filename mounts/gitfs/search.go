@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -136,7 +137,24 @@ func (f *FS) Candidates(ctx context.Context, dir string, re *syntax.Regexp) ([]s
 		}
 		names = mergeWalk(names, changed)
 	}
+	f.prefetchNames(ctx, names)
 	return names, true, nil
+}
+
+// prefetchNames queues, in a partial clone, one fetch of the blobs of
+// names that it lacks: the files a search is about to read, which would
+// otherwise be fetched one by one as its readers meet them.
+func (f *FS) prefetchNames(ctx context.Context, names []string) {
+	if f.obj.Promisor() == "" || len(names) == 0 {
+		return
+	}
+	hs := make([]plumbing.Hash, 0, len(names))
+	for _, name := range names {
+		if n, err := f.resolve(ctx, "search", name); err == nil && !n.kind.isDir() {
+			hs = append(hs, n.hash)
+		}
+	}
+	f.obj.PrefetchAsync(hs)
 }
 
 // source returns the index searches narrow with: the tree's own, or
@@ -358,6 +376,9 @@ func (s *searcher) make() (*codeindex.Index, error) {
 	for i := range files {
 		names[i] = files[i].name
 	}
+	if err := s.prefetch(files); err != nil {
+		return nil, err
+	}
 	b := codeindex.NewBuilder(names, min(4, runtime.GOMAXPROCS(0)))
 	defer b.Close()
 	var wg sync.WaitGroup
@@ -374,6 +395,34 @@ func (s *searcher) make() (*codeindex.Index, error) {
 		return nil, err
 	}
 	return b.Index(s.key)
+}
+
+// prefetchBatch is how many objects one fetch of the index build asks a
+// promisor remote for.
+const prefetchBatch = 8192
+
+// prefetch brings, in a partial clone, the blobs of files it lacks in a
+// few large fetches: the index is made of every file's content, which
+// would otherwise be fetched one by one. A fetch that fails (offline, the
+// remote down) fails the build rather than have every file try alone:
+// searches scan.
+func (s *searcher) prefetch(files []indexed) error {
+	if s.f.obj.Promisor() == "" {
+		return nil
+	}
+	for lo := 0; lo < len(files); lo += prefetchBatch {
+		if err := s.pause(); err != nil {
+			return err
+		}
+		hs := make([]plumbing.Hash, 0, prefetchBatch)
+		for _, fl := range files[lo:min(lo+prefetchBatch, len(files))] {
+			hs = append(hs, fl.hash)
+		}
+		if err := s.f.obj.Prefetch(context.Background(), hs); err != nil {
+			return fmt.Errorf("fetching the files to index: %w", err)
+		}
+	}
+	return nil
 }
 
 // list appends the regular files below tree h, in walk order (the

@@ -132,6 +132,9 @@ func (w *walker) opened(name string) {
 	}
 	dir := path.Dir(name)
 	if _, t, err := w.f.dir(context.Background(), dir); err == nil && t != nil {
+		// In a partial clone, the rest of the directory (and the file
+		// itself, whose read comes next) in one fetch.
+		w.f.prefetchDir(context.Background(), t, "", false)
 		w.push(w.files(dir, t, path.Base(name), true)...)
 	}
 }
@@ -257,6 +260,7 @@ func (w *walker) do(j job, buf []byte) {
 	}
 	t := j.t
 	if !t.warm.Load() {
+		w.f.prefetchDir(context.Background(), t, "", true)
 		for i := range t.entries {
 			if w.f.closed.Load() {
 				return

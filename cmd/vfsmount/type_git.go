@@ -36,6 +36,8 @@ func gitType() mountType {
 			"src":    {Kind: kindSource, Required: true, Doc: "repository: a local path (bare or not) or a URL, cloned once into the cache"},
 			"rev":    {Kind: kindString, Doc: "revision to pin: SHA, branch, tag, HEAD~3 (default HEAD)"},
 			"subdir": {Kind: kindString, Doc: "serve only this directory of the commit"},
+			"offline": {Kind: kindBool, Doc: "never fetch for this mount (as --offline for all): a URL must be cloned already, " +
+				"and a file whose blob a partial clone lacks reads as EIO naming the object instead of being fetched from its promisor remote"},
 			"index": {Kind: kindString, Doc: "search index of the tree, for grep: lazy (built on the first grep, the default), " +
 				"eager (built at mount), off"},
 			"writable": {Kind: kindBool, Doc: "copy-on-write: the commit stays the lower layer, changes go to an " +
@@ -127,7 +129,7 @@ func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, e
 		Rev:       spec.String("rev"),
 		Subdir:    spec.String("subdir"),
 		CacheDir:  env.Git.CacheDir,
-		Offline:   env.Git.Offline,
+		Offline:   env.Git.Offline || spec.Bool("offline"),
 		CacheSize: env.Git.CacheSize,
 		Logger:    env.Logger,
 		Index:     gitfs.IndexMode(strings.TrimPrefix(spec.String("index"), "lazy")),

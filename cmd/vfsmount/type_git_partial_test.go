@@ -1,0 +1,51 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/internal/testutil"
+)
+
+// TestGitPartialClone: a git mount of a blobless clone reads a file by
+// fetching its blob from the promisor remote (served here on loopback);
+// offline, by the mount's key or the global flag, the read is a tool
+// error naming the object, and the rest is served.
+func TestGitPartialClone(t *testing.T) {
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	testutil.GitInit(t, src)
+	testutil.GitCommit(t, src, map[string]string{"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}, "one")
+	testutil.AllowPartialClones(t, src)
+	d := testutil.ServeGit(t, base)
+	clone := filepath.Join(t.TempDir(), "clone")
+	testutil.PartialClone(t, d.URL+"src", "blob:none", clone)
+	cache := t.TempDir()
+	mount := "type=git,src=" + clone + ",dst=/repo"
+	cloned := d.Conns.Load()
+
+	code, out, errOut := runCLI("call", "--cache-dir", cache, "--mount", mount, "read", `{"path": "/repo/a.txt"}`)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "alpha")
+	assert.Contains(t, errOut, "fetched from the promisor remote")
+	assert.Equal(t, cloned+1, d.Conns.Load(), "one fetch")
+
+	oid := testutil.Git(t, clone, "rev-parse", "HEAD:b.txt")
+	for _, args := range [][]string{
+		{"--mount", mount + ",offline"},
+		{"--offline", "--mount", mount},
+	} {
+		args = append(append([]string{"call", "--cache-dir", cache}, args...), "read", `{"path": "/repo/b.txt"}`)
+		code, out, errOut = runCLI(args...)
+		assert.Equal(t, 1, code, "a tool error: %s%s", out, errOut)
+		assert.Contains(t, out, oid, "names the object")
+		assert.Contains(t, out, "offline")
+		code, out, _ = runCLI(append(args[:len(args)-1], `{"path": "/repo/a.txt"}`)...)
+		assert.Equal(t, 0, code)
+		assert.Contains(t, out, "alpha", "what the clone holds is served offline")
+	}
+	assert.Equal(t, cloned+1, d.Conns.Load(), "offline fetched nothing")
+}

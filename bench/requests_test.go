@@ -26,8 +26,10 @@ var reqCeilings = map[string]map[string]map[string]float64{
 		"host":   {"GETATTR": 1},
 	},
 	wlStatMissing: {
-		"memory": {"LOOKUP": 2},
-		"repo":   {"LOOKUP": 2},
+		// Misses are cached where only this process changes names
+		// (negative entries); a host directory's are not.
+		"memory": {"LOOKUP": 1},
+		"repo":   {"LOOKUP": 1},
 		"host":   {"LOOKUP": 2},
 	},
 	wlSed: {

@@ -44,8 +44,7 @@ func ToErrno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
+	if e, ok := errnoIn(err); ok {
 		if e == 0 {
 			// A wrapped "success" is a bug below us, not success.
 			return syscall.EIO
@@ -58,6 +57,37 @@ func ToErrno(err error) syscall.Errno {
 		}
 	}
 	return syscall.EIO
+}
+
+// errnoIn is errors.As(err, &errno), walking the chain the same way, without
+// the allocation errors.As makes of its target on every call: every failed
+// request (a missed lookup above all) comes through here.
+func errnoIn(err error) (syscall.Errno, bool) {
+	for err != nil {
+		switch x := err.(type) {
+		case syscall.Errno:
+			return x, true
+		case interface{ As(any) bool }:
+			var e syscall.Errno
+			if x.As(&e) {
+				return e, true
+			}
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				if e, ok := errnoIn(inner); ok {
+					return e, true
+				}
+			}
+			return 0, false
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // maxLoggedUnknown bounds the memory spent remembering which unknown errors

@@ -90,3 +90,40 @@ func TestErrLogLogsUnknownOnce(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "disk flooded"), "log:\n%s", out)
 	assert.Equal(t, 2, strings.Count(out, "\n"), "want exactly two log lines:\n%s", out)
 }
+
+// asErrno is an error that answers errors.As for a syscall.Errno itself.
+type asErrno struct{ e syscall.Errno }
+
+func (a asErrno) Error() string { return "as " + a.e.Error() }
+func (a asErrno) As(target any) bool {
+	if p, ok := target.(*syscall.Errno); ok {
+		*p = a.e
+		return true
+	}
+	return false
+}
+
+// TestErrnoInIsErrorsAs: the allocation-free walk finds what errors.As
+// finds, through wrapping, joins and As methods.
+func TestErrnoInIsErrorsAs(t *testing.T) {
+	for _, err := range []error{
+		syscall.ENOENT,
+		fmt.Errorf("a: %w", syscall.EROFS),
+		&fs.PathError{Op: "open", Path: "x", Err: fmt.Errorf("b: %w", syscall.EXDEV)},
+		errors.Join(errors.New("plain"), fmt.Errorf("c: %w", syscall.EBUSY)),
+		fmt.Errorf("d: %w", asErrno{syscall.ENOSPC}),
+		errors.New("no errno"),
+		fmt.Errorf("e: %w", errors.Join(errors.New("x"), errors.New("y"))),
+	} {
+		var want syscall.Errno
+		wantOK := errors.As(err, &want)
+		got, ok := errnoIn(err)
+		if ok != wantOK || got != want {
+			t.Errorf("errnoIn(%v) = %v, %v; errors.As says %v, %v", err, got, ok, want, wantOK)
+		}
+	}
+	missing := error(&fs.PathError{Op: "stat", Path: "x", Err: syscall.ENOENT})
+	if n := testing.AllocsPerRun(100, func() { _ = ToErrno(missing) }); n != 0 {
+		t.Errorf("ToErrno allocates %v times per call, want none", n)
+	}
+}

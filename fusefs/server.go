@@ -458,7 +458,10 @@ func (c *conn) ctx(ctx context.Context) context.Context {
 	if fc, ok := fuse.FromContext(ctx); ok {
 		caller.Uid, caller.Gid, caller.Pid = fc.Uid, fc.Gid, fc.Pid
 	}
-	return mounts.WithCaller(context.WithoutCancel(ctx), caller)
+	// Background rather than context.WithoutCancel(ctx), one allocation
+	// less a request: go-fuse's request context carries nothing but the
+	// caller (read above) and the cancellation dropped here.
+	return mounts.WithCaller(context.Background(), caller)
 }
 
 // rescue is deferred by every handler: a panic below becomes EIO and one

@@ -291,6 +291,41 @@
 // later) and logs the outcome once. Where it does not, files are served
 // the plain way, as they are when the option is off.
 //
+// # Requests per file
+//
+// A request costs a round trip to this process, about 30 µs on a shared
+// machine where the system call on tmpfs takes a few, so for small files
+// the number of requests is the cost. [Options.Counts] counts them by
+// opcode; bench's requests table (make bench) prints them per file for
+// create+write+close, stat, sed -i, tar -x and rm -rf on a memory mount, a
+// writable git mount and a host directory, and its TestRequestCeilings
+// fails when one grows. What the kernel can answer from what it was told,
+// it does: entries and attributes under the timeouts of "# Caching", misses
+// too (negative entries), FLUSH answered ENOSYS once, attributes returned
+// with CREATE, MKDIR, SETATTR and every LOOKUP. What is left is asked by the
+// kernel whatever the answers:
+//
+//   - a LOOKUP of a new name before its CREATE or MKDIR (the kernel has no
+//     entry to go by), and of a rename's target (revalidated always);
+//   - a GETATTR of the directory after each entry it gains or loses: the
+//     kernel drops a directory's attributes when its entries change, and
+//     default_permissions (see "# Permissions") refreshes them for the
+//     next permission check in it;
+//   - a GETATTR after a WRITE before a stat (the kernel drops size and
+//     times it cannot compute without the writeback cache), and before a
+//     chown (to recompute the setuid bits it must clear);
+//   - a GETXATTR of security.capability at the first write to a file and
+//     at a chown, unless the server kills setuid bits itself
+//     (HANDLE_KILLPRIV, which go-fuse does not offer and the mounts do not
+//     do);
+//   - on the main connection, OPEN and RELEASE per open (the handles it
+//     keeps, see "# Connections").
+//
+// The writeback cache would save the GETATTR after writes and coalesce
+// WRITEs, but the kernel would then hold written data until close or
+// writeback, and the tool face would not see a shell's write at once; it
+// stays off.
+//
 // # Permissions
 //
 // The mount uses the default_permissions option: the kernel checks the mode

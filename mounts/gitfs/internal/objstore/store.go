@@ -113,7 +113,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 		// alternate's name need not be "objects".
 		s.dirs = append(s.dirs, openObjectDir(d, polyfill.New(mount.New(memfs.New(), "objects", osfs.New(d)))))
 	}
-	repo, err := git.Open(packedStorage{Storage: s.dirs[0].st, dirs: s.dirs, mu: &s.mu}, nil)
+	repo, err := git.Open(packedStorage{Storage: s.dirs[0].st, dirs: &s.dirs, mu: &s.mu}, nil)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -137,6 +137,46 @@ func openObjectDir(objDir string, gitFS billy.Filesystem) *objectDir {
 	d := &objectDir{fast: fastObjects{packs: packs, loose: looseObjects{dir: objDir}}, st: st}
 	d.packsAt, _ = d.packsTime()
 	return d
+}
+
+// AddRepository adds the object directories of the repository at path
+// (its own and its alternates') to those the store reads, after its own:
+// a submodule's, whose commit and objects a superproject's mount serves.
+// Objects are named by their content, so whichever directory holds one,
+// it is the same object. It returns the directories added. It must be
+// called before the store serves concurrent readers.
+func (s *Store) AddRepository(path string) ([]string, error) {
+	probe, err := git.PlainOpenWithOptions(path, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := probe.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, errors.New("unexpected storage")
+	}
+	objDir := objectsDir(ps.Filesystem().Root())
+	if abs, err := filepath.Abs(objDir); err == nil {
+		objDir = abs
+	}
+	have := map[string]bool{}
+	for _, d := range s.dirs {
+		have[realPath(d.fast.loose.dir)] = true
+	}
+	alts, _ := alternates(objDir)
+	var added []string
+	for i, d := range append([]string{objDir}, alts...) {
+		if have[realPath(d)] {
+			continue
+		}
+		have[realPath(d)] = true
+		gitFS := ps.Filesystem()
+		if i > 0 {
+			gitFS = polyfill.New(mount.New(memfs.New(), "objects", osfs.New(d)))
+		}
+		s.dirs = append(s.dirs, openObjectDir(d, gitFS))
+		added = append(added, d)
+	}
+	return added, nil
 }
 
 // Alternates reports the alternates that cannot be used (each an
@@ -384,7 +424,7 @@ var ErrSizeMismatch = errors.New("object content does not match its header size"
 // need. Anything the pack reader does not find is go-git's.
 type packedStorage struct {
 	*filesystem.Storage
-	dirs objectDirs
+	dirs *objectDirs // Store.dirs, which AddRepository extends
 	mu   *sync.Mutex // Store.mu, for go-git's object storages
 }
 
@@ -394,7 +434,7 @@ func (s packedStorage) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (pl
 	case !ok:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.dirs.slowObject(t, h)
+		return (*s.dirs).slowObject(t, h)
 	case err != nil:
 		return nil, err
 	case t != plumbing.AnyObject && typ != t:
@@ -414,7 +454,7 @@ func (s packedStorage) HasEncodedObject(h plumbing.Hash) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, d := range s.dirs {
+	for _, d := range *s.dirs {
 		if err := d.st.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
 			return err
 		}
@@ -428,14 +468,14 @@ func (s packedStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dirs.slowSize(h)
+	return (*s.dirs).slowSize(h)
 }
 
 // HashesWithPrefix is what go-git expands a short object id with.
 func (s packedStorage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dirs.hashesWithPrefix(prefix)
+	return (*s.dirs).hashesWithPrefix(prefix)
 }
 
 // objectDirs are the object directories of a store, searched in order.

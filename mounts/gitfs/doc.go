@@ -106,7 +106,9 @@
 //
 //   - Modes come from git: 0644 for files, 0755 for executables and
 //     directories, symlinks with their stored target.
-//   - Submodules (gitlinks) are empty directories.
+//   - Submodules (gitlinks) are empty directories, unless
+//     Options.Submodules: then each is its submodule's tree at the pinned
+//     commit when its repository is found (submodules.go).
 //   - Every time (atime, mtime, ctime) is the commit's committer time, so a
 //     remount gives build tools the same timestamps.
 //   - Owners are the mounting user; a directory's link count is 2 plus its

@@ -61,6 +61,10 @@ type Options struct {
 	// "Search" in the package doc): on the first search (the default),
 	// at Open, or never.
 	Index IndexMode
+	// Submodules serves each gitlink as the tree of the commit it pins,
+	// when the submodule's repository is found (submodules.go); without
+	// it, or without the repository, a gitlink is an empty directory.
+	Submodules bool
 }
 
 // FS is one commit of a repository, read-only. It implements mounts.FS,
@@ -69,7 +73,12 @@ type Options struct {
 // use.
 type FS struct {
 	commit plumbing.Hash
-	root   node
+	// commitTree is the commit's tree (root is a subdir's, with Subdir).
+	commitTree plumbing.Hash
+	root       node
+	// subs says what each gitlink (by its path in the commit) serves,
+	// with Options.Submodules; nil without. Written at Open only.
+	subs map[string]submodule
 	subdir string // the served subtree, "" for the whole commit
 	repo   string // the repository's directory (a clone's, for a URL), for export
 	when   time.Time
@@ -223,6 +232,10 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 	})
 
 	f.root = node{kind: kindDir, hash: c.TreeHash, path: "."}
+	f.commitTree = c.TreeHash
+	if opts.Submodules {
+		f.openSubmodules(ctx, opts, repoDir, cacheDir)
+	}
 	if subdir != "" {
 		n, err := f.resolve(ctx, "open", subdir)
 		if err != nil || !n.kind.isDir() || n.kind == kindGitlink {
@@ -345,6 +358,9 @@ func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
 		}
 		switch {
 		case n.kind == kindGitlink:
+			if err := f.submoduleErr(op, name, n); err != nil {
+				return node{}, err
+			}
 			return node{}, mounts.PathErr(op, name, fs.ErrNotExist)
 		case !n.kind.isDir():
 			return node{}, mounts.PathErr(op, name, mounts.ErrNotDir)
@@ -361,7 +377,7 @@ func (f *FS) resolve(ctx context.Context, op, name string) (node, error) {
 		if f.root.path != "." {
 			p = mounts.Join(f.root.path, p) // below a subdir
 		}
-		n = node{kind: e.kind, hash: e.hash, path: p, e: e}
+		n = f.mapSubmodule(node{kind: e.kind, hash: e.hash, path: p, e: e})
 	}
 	return n, nil
 }
@@ -500,7 +516,7 @@ func (f *FS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error
 	}
 	out := make([]mounts.DirEntry, len(t.entries))
 	for i := range t.entries {
-		out[i] = n.child(&t.entries[i]).dirEntry()
+		out[i] = f.mapSubmodule(n.child(&t.entries[i])).dirEntry()
 	}
 	return out, nil
 }
@@ -529,7 +545,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 	ents := make([]mounts.DirEntry, len(t.entries))
 	attrs := make([]mounts.Attr, len(t.entries))
 	for i := range t.entries {
-		child := n.child(&t.entries[i])
+		child := f.mapSubmodule(n.child(&t.entries[i]))
 		ents[i] = child.dirEntry()
 		if attrs[i], err = f.attr("stat", mounts.Join(name, child.e.name), child); err != nil {
 			return nil, nil, err
@@ -548,6 +564,9 @@ func (f *FS) dir(ctx context.Context, name string) (node, *tree, error) {
 	}
 	switch {
 	case n.kind == kindGitlink:
+		if err := f.submoduleErr("readdir", name, n); err != nil {
+			return node{}, nil, err
+		}
 		return n, nil, nil
 	case !n.kind.isDir():
 		return node{}, nil, mounts.PathErr("readdir", name, mounts.ErrNotDir)
@@ -733,8 +752,8 @@ func (f *FS) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
 		return []byte(n.hash.String()), nil
 	case attr == xattrCommit && name == ".":
 		return []byte(f.commit.String()), nil
-	case attr == xattrSubmodule && n.kind == kindGitlink:
-		return []byte(n.hash.String()), nil
+	case attr == xattrSubmodule && n.isGitlink():
+		return []byte(n.e.hash.String()), nil
 	}
 	return nil, mounts.PathErr("getxattr", name, mounts.ErrNoAttr)
 }
@@ -750,7 +769,7 @@ func (f *FS) ListXattr(ctx context.Context, name string) ([]string, error) {
 		out = append(out, xattrCommit)
 	}
 	out = append(out, xattrOID)
-	if n.kind == kindGitlink {
+	if n.isGitlink() {
 		out = append(out, xattrSubmodule)
 	}
 	return out, nil

@@ -70,6 +70,9 @@ type searcher struct {
 
 func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 	s := &searcher{f: f, key: bytes.Clone(f.root.hash[:]), mode: mode, stop: make(chan struct{})}
+	if k := f.submoduleKey(); k != nil {
+		s.key = k // the tree with its submodules' is another index
+	}
 	if cacheDir != "" {
 		s.dir = filepath.Join(cacheDir, "index")
 	}
@@ -444,6 +447,16 @@ func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed) error {
 		case kindDir:
 			if err := s.list(e.hash, prefix+e.name+"/", out); err != nil {
 				return err
+			}
+		case kindGitlink:
+			p := prefix + e.name
+			if s.f.root.path != "." {
+				p = mounts.Join(s.f.root.path, p)
+			}
+			if sub, ok := s.f.subs[p]; ok && !sub.tree.IsZero() {
+				if err := s.list(sub.tree, prefix+e.name+"/", out); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -55,7 +55,9 @@ func (a *ancestor) name(id uint32) (string, bool) {
 // this commit or an ancestor. It returns it with the changes since, or
 // nil. It fails soft: a history or tree it cannot read is no ancestor.
 func (s *searcher) findAncestor() *ancestor {
-	if s.dir == "" {
+	if s.dir == "" || s.f.submoduleKey() != nil {
+		// An ancestor's index has no submodule's files, nor do the
+		// changes since name them.
 		return nil
 	}
 	var parts []string

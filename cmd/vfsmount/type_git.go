@@ -38,6 +38,9 @@ func gitType() mountType {
 			"subdir": {Kind: kindString, Doc: "serve only this directory of the commit"},
 			"offline": {Kind: kindBool, Doc: "never fetch for this mount (as --offline for all): a URL must be cloned already, " +
 				"and a file whose blob a partial clone lacks reads as EIO naming the object instead of being fetched from its promisor remote"},
+			"submodules": {Kind: kindBool, Doc: "serve each submodule (gitlink) as its tree at the pinned commit when its repository " +
+				"is found: .git/modules/NAME, its own .git in the worktree, or the URL in .gitmodules (cloned into the cache unless offline); " +
+				"otherwise an empty directory, as git archive gives"},
 			"index": {Kind: kindString, Doc: "search index of the tree, for grep: lazy (built on the first grep, the default), " +
 				"eager (built at mount), off"},
 			"writable": {Kind: kindBool, Doc: "copy-on-write: the commit stays the lower layer, changes go to an " +
@@ -125,14 +128,15 @@ func overlaps(a, b string) bool {
 
 func buildGit(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS, error) {
 	opts := gitfs.Options{
-		Src:       spec.String("src"),
-		Rev:       spec.String("rev"),
-		Subdir:    spec.String("subdir"),
-		CacheDir:  env.Git.CacheDir,
-		Offline:   env.Git.Offline || spec.Bool("offline"),
-		CacheSize: env.Git.CacheSize,
-		Logger:    env.Logger,
-		Index:     gitfs.IndexMode(strings.TrimPrefix(spec.String("index"), "lazy")),
+		Src:        spec.String("src"),
+		Rev:        spec.String("rev"),
+		Subdir:     spec.String("subdir"),
+		CacheDir:   env.Git.CacheDir,
+		Offline:    env.Git.Offline || spec.Bool("offline"),
+		CacheSize:  env.Git.CacheSize,
+		Logger:     env.Logger,
+		Index:      gitfs.IndexMode(strings.TrimPrefix(spec.String("index"), "lazy")),
+		Submodules: spec.Bool("submodules"),
 	}
 	if isTerminal(os.Stderr) {
 		opts.Progress = os.Stderr

@@ -78,7 +78,7 @@ type FS struct {
 	root       node
 	// subs says what each gitlink (by its path in the commit) serves,
 	// with Options.Submodules; nil without. Written at Open only.
-	subs map[string]submodule
+	subs   map[string]submodule
 	subdir string // the served subtree, "" for the whole commit
 	repo   string // the repository's directory (a clone's, for a URL), for export
 	when   time.Time

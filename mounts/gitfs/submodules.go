@@ -336,7 +336,9 @@ func (f *FS) submoduleErr(op, name string, n node) error {
 
 // isGitlink reports whether n is a gitlink, served as a submodule's tree
 // or not.
-func (n node) isGitlink() bool { return n.kind == kindGitlink || (n.e != nil && n.e.kind == kindGitlink) }
+func (n node) isGitlink() bool {
+	return n.kind == kindGitlink || (n.e != nil && n.e.kind == kindGitlink)
+}
 
 // submoduleKey is the search index's key of a mount that serves
 // submodules: the trees of the superproject and of every submodule

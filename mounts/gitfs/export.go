@@ -35,6 +35,10 @@ var ErrRefExists = errors.New("branch already exists")
 // Commit never moves.
 var ErrBadBranch = errors.New("bad branch")
 
+// ErrInSubmodule is wrapped by [FS.WriteTree] for a change inside a
+// submodule the mount serves (Options.Submodules).
+var ErrInSubmodule = errors.New("inside submodule")
+
 // ErrNoGit is wrapped by [FS.WriteTree] when the git binary cannot be run.
 var ErrNoGit = errors.New("the git program is needed to export changes")
 
@@ -69,6 +73,12 @@ type Tree struct {
 // trace in the repository. It costs a read of the commit's tree into an
 // index plus the edited content.
 func (f *FS) WriteTree(ctx context.Context, src mounts.FS, edits []Edit, keep bool) (_ *Tree, err error) {
+	for _, e := range edits {
+		if sub := f.submoduleAt(f.full(e.Path)); sub != "" {
+			return nil, fmt.Errorf("gitfs: %s: %w %s: its changes belong to the submodule's repository, "+
+				"not the superproject's tree; commit them there", e.Path, ErrInSubmodule, sub)
+		}
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("gitfs: %w: %v", ErrNoGit, err)
 	}

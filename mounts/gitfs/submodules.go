@@ -340,6 +340,17 @@ func (n node) isGitlink() bool {
 	return n.kind == kindGitlink || (n.e != nil && n.e.kind == kindGitlink)
 }
 
+// submoduleAt returns the path of the served submodule that holds the
+// path p of the commit (p itself, or above it), "" for none.
+func (f *FS) submoduleAt(p string) string {
+	for q := p; q != "." && q != "" && q != "/"; q = path.Dir(q) {
+		if s, ok := f.subs[q]; ok && !s.tree.IsZero() {
+			return q
+		}
+	}
+	return ""
+}
+
 // submoduleKey is the search index's key of a mount that serves
 // submodules: the trees of the superproject and of every submodule
 // served, so that it is never taken for the index of the tree alone.

@@ -160,3 +160,19 @@ func TestSubmoduleCommitMissing(t *testing.T) {
 	require.NoError(t, err, "the rest is served")
 	assert.Equal(t, "package main\n", string(data))
 }
+
+// TestSubmoduleChangesNotExported: a change inside a served submodule is
+// refused by name when the mount's changes are written as a tree; one
+// outside it still is written.
+func TestSubmoduleChangesNotExported(t *testing.T) {
+	super, _, _ := superproject(t, plainPath)
+	ctx := context.Background()
+	f := openFS(t, Options{Src: super, Submodules: true})
+	_, err := f.WriteTree(ctx, f, []Edit{{Path: "lib/lib.go"}}, false)
+	require.ErrorIs(t, err, ErrInSubmodule)
+	assert.Contains(t, err.Error(), "lib/lib.go")
+	tr, err := f.WriteTree(ctx, f, []Edit{{Path: "main.go"}}, false)
+	require.NoError(t, err)
+	defer tr.Close()
+	assert.NotEmpty(t, tr.ID)
+}

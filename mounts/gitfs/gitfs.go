@@ -402,10 +402,10 @@ func (f *FS) eio(op, name string, h plumbing.Hash, err error) error {
 // prefetchDir fetches in one batch the blobs of t a partial clone lacks
 // and whose sizes are not known yet: what listing it with attributes, or
 // reading its files, is about to ask for one by one. Errors are left for
-// the reads to meet.
-func (f *FS) prefetchDir(ctx context.Context, t *tree, after string, wait bool) {
+// the reads to meet; the fetch's is returned when waiting.
+func (f *FS) prefetchDir(ctx context.Context, t *tree, after string, wait bool) error {
 	if f.obj.Promisor() == "" {
-		return
+		return nil
 	}
 	var hs []plumbing.Hash
 	for i := range t.entries {
@@ -415,13 +415,13 @@ func (f *FS) prefetchDir(ctx context.Context, t *tree, after string, wait bool) 
 		}
 	}
 	if len(hs) == 0 {
-		return
+		return nil
 	}
 	if wait {
-		_ = f.obj.Prefetch(ctx, hs)
-	} else {
-		f.obj.PrefetchAsync(hs)
+		return f.obj.Prefetch(ctx, hs)
 	}
+	f.obj.PrefetchAsync(hs)
+	return nil
 }
 
 func (f *FS) logOnce(key, msg string, args ...any) {
@@ -541,7 +541,7 @@ func (f *FS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mou
 	case t == nil:
 		return []mounts.DirEntry{}, []mounts.Attr{}, nil
 	}
-	f.prefetchDir(ctx, t, "", true)
+	_ = f.prefetchDir(ctx, t, "", true) // a failure is the first missing entry's
 	ents := make([]mounts.DirEntry, len(t.entries))
 	attrs := make([]mounts.Attr, len(t.entries))
 	for i := range t.entries {

@@ -134,7 +134,7 @@ func (w *walker) opened(name string) {
 	if _, t, err := w.f.dir(context.Background(), dir); err == nil && t != nil {
 		// In a partial clone, the rest of the directory (and the file
 		// itself, whose read comes next) in one fetch.
-		w.f.prefetchDir(context.Background(), t, "", false)
+		_ = w.f.prefetchDir(context.Background(), t, "", false)
 		w.push(w.files(dir, t, path.Base(name), true)...)
 	}
 }
@@ -260,7 +260,11 @@ func (w *walker) do(j job, buf []byte) {
 	}
 	t := j.t
 	if !t.warm.Load() {
-		w.f.prefetchDir(context.Background(), t, "", true)
+		if err := w.f.prefetchDir(context.Background(), t, "", true); err != nil {
+			// Offline, or the remote down: the sizes are left for
+			// StatDir to fail on, rather than tried one by one here.
+			return
+		}
 		for i := range t.entries {
 			if w.f.closed.Load() {
 				return

@@ -87,6 +87,7 @@ func (a *app) commands() []*cobra.Command {
 		resetCommand(a),
 		checkpointCommand(a),
 		fsmonitorCommand(a),
+		peerCommand(a),
 		completionCommand(a),
 		versionCommand(a),
 		helpCommand(a),

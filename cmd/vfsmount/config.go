@@ -68,6 +68,17 @@ func (m *configMount) UnmarshalYAML(n *yaml.Node) error {
 		if k.Kind != yaml.ScalarNode {
 			return &lineError{k.Line, fmt.Sprintf("a mount key must be a plain name, got %s", nodeKind(k))}
 		}
+		if v.Kind == yaml.SequenceNode {
+			item := rawItem{Key: k.Value, IsList: true, List: []string{}}
+			for _, w := range v.Content {
+				if w = resolveAlias(w); w.Kind != yaml.ScalarNode {
+					return &lineError{w.Line, fmt.Sprintf("key %q: each word must be a plain value, got %s", k.Value, nodeKind(w))}
+				}
+				item.List = append(item.List, w.Value)
+			}
+			m.raw.Items = append(m.raw.Items, item)
+			continue
+		}
 		if v.Kind != yaml.ScalarNode {
 			return &lineError{v.Line, fmt.Sprintf("key %q: want a single value, got %s", k.Value, nodeKind(v))}
 		}

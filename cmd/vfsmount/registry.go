@@ -57,7 +57,10 @@ type buildEnv struct {
 	// HookProgram is git's fsmonitor hook program for writable git
 	// mounts (workspaceConfig.HookProgram).
 	HookProgram string
-	onClose     []func() error
+	// Self is this program's binary, what a remote mount installs as its
+	// peer ("" when it cannot be told: a test binary).
+	Self    string
+	onClose []func() error
 }
 
 // OnClose registers f to run when the workspace closes, after the kernel
@@ -75,6 +78,7 @@ func mountTypes() registry {
 		memoryType(),
 		hostType(),
 		skillsType(),
+		remoteType(),
 	} {
 		reg[mt.Name] = mt
 	}

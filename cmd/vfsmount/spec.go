@@ -35,6 +35,10 @@ type rawItem struct {
 	Key   string
 	Value string
 	Bare  bool
+	// List is a sequence value (a config file's `command: [a, b]`);
+	// IsList says the value was one.
+	List   []string
+	IsList bool
 }
 
 // rawSpec is a mount as written, before validation.
@@ -132,6 +136,12 @@ func (s *mountSpec) String(key string) string {
 // Bool returns a boolean option, false when absent.
 func (s *mountSpec) Bool(key string) bool {
 	v, _ := s.values[key].(bool)
+	return v
+}
+
+// Strings returns a list option, nil when absent.
+func (s *mountSpec) Strings(key string) []string {
+	v, _ := s.values[key].([]string)
 	return v
 }
 
@@ -263,6 +273,9 @@ const (
 	// kindSource is a URL (scheme://... or scp-style user@host:path), kept
 	// verbatim, or else a host path treated as kindPath: a git source.
 	kindSource
+	// kindArgv is a command line as a list of words: in a config file
+	// only (`command: [kubectl, exec, -i, pod, --, vfsmount, peer, /w]`).
+	kindArgv
 )
 
 func (k keyKind) String() string {
@@ -273,11 +286,28 @@ func (k keyKind) String() string {
 		return "path"
 	case kindSource:
 		return "path or URL"
+	case kindArgv:
+		return "list of words"
 	}
 	return "string"
 }
 
 func (k keyKind) parse(it rawItem, baseDir string) (any, error) {
+	switch {
+	case k == kindArgv && !it.IsList:
+		return nil, errors.New("want a list of words, given in a config file: [program, arg, ...]")
+	case k == kindArgv && len(it.List) == 0:
+		return nil, errors.New("needs at least the program")
+	case k == kindArgv:
+		for _, w := range it.List {
+			if strings.IndexByte(w, 0) >= 0 {
+				return nil, errors.New("holds a NUL byte")
+			}
+		}
+		return it.List, nil
+	case it.IsList:
+		return nil, fmt.Errorf("want a single value (a %s), got a list", k)
+	}
 	if k == kindBool {
 		if it.Bare {
 			return true, nil

@@ -231,6 +231,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			Gid:         uint32(os.Getgid()),
 			Git:         cfg.Git,
 			HookProgram: cfg.HookProgram,
+			Self:        cfg.HookProgram,
 		}
 		fsys, err := mt.Build(ctx, spec, env)
 		closers = append(closers, env.onClose...)

@@ -37,6 +37,7 @@ var rules = []rule{
 	{"mounts/memfs/...", []string{"mounts", "mounts/memfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/skillsfs/...", []string{"mounts", "mounts/skillsfs/..."}, "a mount imports the contract and itself, never another mount"},
 	{"mounts/overlayfs/...", []string{"mounts", "mounts/overlayfs/..."}, "a mount imports the contract and itself, never another mount"},
+	{"mounts/remotefs/...", []string{"mounts", "mounts/remotefs/..."}, "a remote mount imports the contract and itself; its peer serves any mounts.FS it is given"},
 	{"mounts/writablegit", []string{"mounts", "mounts/gitfs", "mounts/overlayfs"}, "a writable git mount is an overlay over a git mount, and its export back to git"},
 	{"mounts/checkpoint", []string{"mounts", "mounts/gitfs"}, "checkpoints freeze what can freeze (mounts.FreezeFS) by capability, never by type; their diffs are git's"},
 	{"union/...", []string{"mounts", "union/..."}, "the union composes any mounts.FS, never a concrete one or another layer"},
@@ -65,6 +66,7 @@ var thirdParty = []struct {
 	{"github.com/go-git/", []string{"mounts/gitfs/..."}},
 	{"github.com/hanwen/go-fuse/", []string{"fusefs/...", "internal/fusetest", "integration"}},
 	{"go.etcd.io/bbolt", []string{"mounts/memfs/boltstore"}},
+	{"golang.org/x/crypto/ssh", []string{"mounts/remotefs/...", "cmd/...", "integration", "bench"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"agentbridge/...", "cmd/...", "examples/...", "integration"}},
 }
 

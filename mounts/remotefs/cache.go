@@ -1,0 +1,352 @@
+package remotefs
+
+import (
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// cache keeps what the peer answered until the change stream says it
+// changed. An answer is kept only if nothing about its name was reported
+// changed since its request was sent (the epoch it was asked at): an
+// answer that crossed a change on the link is used once and forgotten.
+// Without a change stream, answers live one second.
+type cache struct {
+	mu       sync.Mutex
+	now      uint64            // the epoch: one more for each invalidation
+	floor    uint64            // answers asked before it are stale (a flush)
+	changed  map[string]uint64 // name → epoch of its last invalidation
+	attrs    map[string]attrEntry
+	dirs     map[string]dirEntry
+	content  map[string]contentEntry
+	multi    map[string]uint64 // names of files with several links → inode
+	bytes    int64
+	max      int64
+	watching bool
+}
+
+type attrEntry struct {
+	a       mounts.Attr
+	missing bool
+	link    string
+	hasLink bool
+	at      time.Time
+}
+
+type dirEntry struct {
+	ents  []mounts.DirEntry
+	attrs []mounts.Attr
+	at    time.Time
+}
+
+// contentEntry is a small file's whole content, as of attrs a.
+type contentEntry struct {
+	a    mounts.Attr
+	data []byte
+}
+
+const unwatchedTTL = time.Second
+
+func newCache(max int64) *cache {
+	return &cache{changed: map[string]uint64{}, attrs: map[string]attrEntry{},
+		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, max: max}
+}
+
+func (c *cache) setWatching(w bool) {
+	c.mu.Lock()
+	c.watching = w
+	c.mu.Unlock()
+}
+
+func (c *cache) epoch() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *cache) fresh(at time.Time) bool {
+	return c.watching || time.Since(at) < unwatchedTTL
+}
+
+// keep reports whether an answer about name asked at epoch may be kept.
+func (c *cache) keep(epoch uint64, name string) bool {
+	return epoch >= c.floor && c.changed[name] <= epoch
+}
+
+// invalidate forgets name, its listing and its parent's listing.
+func (c *cache) invalidate(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now++
+	parent, _ := mounts.Split(name)
+	if name == "." {
+		parent = "."
+	}
+	_, listed := c.dirs[name]
+	known, isKnown := c.attrs[name]
+	subtree := listed || !isKnown || known.a.IsDir()
+	c.dropLinks(name)
+	for _, n := range []string{name, parent} {
+		c.changed[n] = c.now
+		delete(c.attrs, n)
+		delete(c.dirs, n)
+		if e, ok := c.content[n]; ok {
+			c.bytes -= int64(len(e.data))
+			delete(c.content, n)
+		}
+	}
+	// A directory renamed or removed takes its subtree with it.
+	prefix := name + "/"
+	if name == "." {
+		prefix = ""
+	}
+	if subtree {
+		for n := range c.attrs {
+			if strings.HasPrefix(n, prefix) {
+				delete(c.attrs, n)
+			}
+		}
+		for n := range c.dirs {
+			if strings.HasPrefix(n, prefix) {
+				delete(c.dirs, n)
+			}
+		}
+		for n, e := range c.content {
+			if strings.HasPrefix(n, prefix) {
+				c.bytes -= int64(len(e.data))
+				delete(c.content, n)
+			}
+		}
+	}
+	if len(c.changed) > 1<<16 {
+		c.changed = map[string]uint64{}
+		c.floor = c.now
+	}
+}
+
+// dropLinks forgets the other names of name's file when it has several:
+// a change of one (its content, its link count) shows at all. When name
+// is not known, every file with several links is forgotten.
+func (c *cache) dropLinks(name string) {
+	a, ok := c.known(name)
+	if ok && (a.Nlink < 2 || a.IsDir()) {
+		return
+	}
+	for n, ino := range c.multi {
+		if ok && ino != a.Ino {
+			continue
+		}
+		delete(c.multi, n)
+		delete(c.attrs, n)
+		if ce, had := c.content[n]; had {
+			c.bytes -= int64(len(ce.data))
+			delete(c.content, n)
+		}
+		parent, _ := mounts.Split(n)
+		delete(c.dirs, parent)
+	}
+}
+
+// track notes whether name's file has several links.
+func (c *cache) track(name string, a mounts.Attr) {
+	if a.Nlink >= 2 && !a.IsDir() {
+		c.multi[name] = a.Ino
+	} else {
+		delete(c.multi, name)
+	}
+}
+
+// setAttr caches name's attributes and puts them into its parent's
+// listing, so that a stat and a listing never disagree.
+func (c *cache) setAttr(name string, a mounts.Attr) {
+	e := c.attrs[name]
+	if e.a != a {
+		e.hasLink = false
+	}
+	e.a, e.missing, e.at = a, false, time.Now()
+	c.attrs[name] = e
+	c.track(name, a)
+	parent, base := mounts.Split(name)
+	if d, ok := c.dirs[parent]; ok && name != "." {
+		for i := range d.ents {
+			if d.ents[i].Name == base {
+				d.attrs[i] = a
+			}
+		}
+	}
+}
+
+// known returns name's cached attributes, its own or its parent
+// listing's.
+func (c *cache) known(name string) (mounts.Attr, bool) {
+	if e, ok := c.attrs[name]; ok && !e.missing {
+		return e.a, true
+	}
+	parent, base := mounts.Split(name)
+	if d, ok := c.dirs[parent]; ok {
+		for i := range d.ents {
+			if d.ents[i].Name == base {
+				return d.attrs[i], true
+			}
+		}
+	}
+	return mounts.Attr{}, false
+}
+
+// invalidateFile forgets what is known of a regular file (a file being
+// written): no subtree to look for.
+func (c *cache) invalidateFile(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now++
+	c.changed[name] = c.now
+	c.dropLinks(name)
+	delete(c.attrs, name)
+	if e, ok := c.content[name]; ok {
+		c.bytes -= int64(len(e.data))
+		delete(c.content, name)
+	}
+	parent, _ := mounts.Split(name)
+	delete(c.dirs, parent) // the listing holds the file's attributes
+}
+
+// flush forgets everything.
+func (c *cache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now++
+	c.floor = c.now
+	c.changed = map[string]uint64{}
+	c.attrs = map[string]attrEntry{}
+	c.dirs = map[string]dirEntry{}
+	c.content = map[string]contentEntry{}
+	c.multi = map[string]uint64{}
+	c.bytes = 0
+}
+
+// stat answers from the cache: the name's own attributes, or its
+// absence from a cached listing of its parent.
+func (c *cache) stat(name string) (mounts.Attr, error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.attrs[name]; ok && c.fresh(e.at) {
+		if e.missing {
+			return mounts.Attr{}, fs.ErrNotExist, true
+		}
+		return e.a, nil, true
+	}
+	if name == "." {
+		return mounts.Attr{}, nil, false
+	}
+	parent, base := mounts.Split(name)
+	if d, ok := c.dirs[parent]; ok && c.fresh(d.at) {
+		for i := range d.ents {
+			if d.ents[i].Name == base {
+				return d.attrs[i], nil, true
+			}
+		}
+		return mounts.Attr{}, fs.ErrNotExist, true
+	}
+	return mounts.Attr{}, nil, false
+}
+
+func (c *cache) putAttr(epoch uint64, name string, a mounts.Attr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keep(epoch, name) {
+		c.setAttr(name, a)
+	}
+}
+
+func (c *cache) putMissing(epoch uint64, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keep(epoch, name) {
+		c.attrs[name] = attrEntry{missing: true, at: time.Now()}
+	}
+}
+
+func (c *cache) dir(name string) ([]mounts.DirEntry, []mounts.Attr, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.dirs[name]
+	if !ok || !c.fresh(d.at) {
+		return nil, nil, false
+	}
+	// Callers may keep or change what they get.
+	return append([]mounts.DirEntry(nil), d.ents...), append([]mounts.Attr(nil), d.attrs...), true
+}
+
+func (c *cache) putDir(epoch uint64, name string, ents []mounts.DirEntry, attrs []mounts.Attr) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.keep(epoch, name) {
+		return
+	}
+	c.dirs[name] = dirEntry{ents: append([]mounts.DirEntry(nil), ents...), attrs: append([]mounts.Attr(nil), attrs...), at: time.Now()}
+	// The listing is the newest word on each entry.
+	for i := range ents {
+		child := mounts.Join(name, ents[i].Name)
+		if c.keep(epoch, child) {
+			c.setAttr(child, attrs[i])
+		}
+	}
+}
+
+func (c *cache) link(name string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.attrs[name]
+	if !ok || !e.hasLink || !c.fresh(e.at) {
+		return "", false
+	}
+	return e.link, true
+}
+
+func (c *cache) putLink(epoch uint64, name, target string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.attrs[name]; ok && c.keep(epoch, name) {
+		e.link, e.hasLink = target, true
+		c.attrs[name] = e
+	}
+}
+
+// file returns a small file's content if it is cached and its attributes
+// are still those it was read with.
+func (c *cache) file(name string) (contentEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.content[name]
+	if !ok || !c.watching {
+		return contentEntry{}, false
+	}
+	if a, ok := c.attrs[name]; ok && !a.missing && a.a == e.a {
+		return e, true
+	}
+	return contentEntry{}, false
+}
+
+func (c *cache) putFile(epoch uint64, name string, a mounts.Attr, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.keep(epoch, name) || int64(len(data)) > c.max/16 {
+		return
+	}
+	if old, ok := c.content[name]; ok {
+		c.bytes -= int64(len(old.data))
+	}
+	for n, e := range c.content { // evict at random: map order
+		if c.bytes+int64(len(data)) <= c.max {
+			break
+		}
+		c.bytes -= int64(len(e.data))
+		delete(c.content, n)
+	}
+	c.content[name] = contentEntry{a: a, data: data}
+	c.bytes += int64(len(data))
+	c.setAttr(name, a)
+}

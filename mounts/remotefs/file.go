@@ -1,0 +1,297 @@
+package remotefs
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// readAhead is how much a read past a small file asks for at least, and
+// how far ahead a sequential reader is served.
+const readAhead = 1 << 20
+
+// maxInFlight bounds the bytes of writes sent and not yet acknowledged.
+const maxInFlight = 8 << 20
+
+// Open implements mounts.FS. A small file comes whole with the open (or
+// from the cache, with no round trip at all); a larger one keeps its
+// handle on the peer and reads ahead.
+func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error) {
+	if err := mounts.CheckPath("open", name); err != nil {
+		return nil, err
+	}
+	if e, ok := f.cache.file(name); ok {
+		return &memFile{a: e.a, data: e.data}, nil
+	}
+	epoch := f.cache.epoch()
+	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_RDONLY})
+	if err != nil {
+		return nil, err
+	}
+	a := resp.Attr.Mounts()
+	if resp.EOF {
+		// Whole: the peer's handle is not needed.
+		f.closeHandle(s, resp.Handle)
+		f.cache.putFile(epoch, name, a, resp.Data)
+		return &memFile{a: a, data: resp.Data}, nil
+	}
+	f.cache.putAttr(epoch, name, a)
+	return &remoteFile{f: f, s: s, name: name, h: resp.Handle, a: a}, nil
+}
+
+// closeHandle closes a handle the caller will not use, without waiting.
+func (f *ReadOnlyFS) closeHandle(s *session, h uint64) {
+	if s == nil {
+		return
+	}
+	if ch, err := s.start(&wire.Request{Op: wire.OpClose, Handle: h}); err == nil {
+		go func() { _, _ = s.wait(context.Background(), ch) }()
+	}
+}
+
+// memFile is a file read whole.
+type memFile struct {
+	a    mounts.Attr
+	data []byte
+}
+
+func (m *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(m.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (m *memFile) Stat() (mounts.Attr, error) { return m.a, nil }
+func (m *memFile) Close() error               { return nil }
+
+// remoteFile is a file open on the peer.
+type remoteFile struct {
+	f    *ReadOnlyFS
+	s    *session
+	name string
+	h    uint64
+	a    mounts.Attr
+
+	mu     sync.Mutex
+	buf    []byte // the last chunk read, at bufOff
+	bufOff int64
+	closed bool
+}
+
+// req sends a request on the file's handle and waits for the answer.
+func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	op := req.Op.String()
+	req.Handle, req.Name = r.h, r.name
+	resp, err := r.f.callOn(ctx, r.s, req)
+	if err != nil {
+		return nil, mounts.PathErr(op, r.name, err)
+	}
+	if resp.Err != nil {
+		return nil, resp.Err.Err(op, r.name)
+	}
+	return resp, nil
+}
+
+func (r *remoteFile) ReadAt(p []byte, off int64) (int, error) {
+	r.mu.Lock()
+	if off >= r.bufOff && off+int64(len(p)) <= r.bufOff+int64(len(r.buf)) {
+		n := copy(p, r.buf[off-r.bufOff:])
+		r.mu.Unlock()
+		return n, nil
+	}
+	r.mu.Unlock()
+	size := max(int64(len(p)), readAhead)
+	resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: size})
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, resp.Data)
+	r.mu.Lock()
+	r.buf, r.bufOff = resp.Data, off
+	r.mu.Unlock()
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *remoteFile) Stat() (mounts.Attr, error) {
+	resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpFstat})
+	if err != nil {
+		return mounts.Attr{}, err
+	}
+	return resp.Attr.Mounts(), nil
+}
+
+func (r *remoteFile) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	if r.s.alive() != nil {
+		return nil // the peer closed it with the session
+	}
+	_, err := r.req(context.Background(), &wire.Request{Op: wire.OpClose})
+	return err
+}
+
+// writableFile is a file open for writing on the peer. Writes are sent
+// without waiting for their answers (the peer applies a handle's requests
+// in order); the first one that failed is reported by the next call, and
+// by Sync and Close, which wait for every answer.
+type writableFile struct {
+	remoteFile
+	fs *FS
+
+	wmu      sync.Mutex
+	cond     *sync.Cond
+	inFlight int64
+	werr     error
+	changed  bool
+}
+
+func (w *writableFile) pending() error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.werr
+}
+
+func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := w.pending(); err != nil {
+		return 0, err
+	}
+	w.wmu.Lock()
+	for w.inFlight > 0 && w.inFlight+int64(len(p)) > maxInFlight && w.werr == nil {
+		w.cond.Wait()
+	}
+	w.inFlight += int64(len(p))
+	w.changed = true
+	w.wmu.Unlock()
+	data := append([]byte(nil), p...)
+	ch, err := w.s.start(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data})
+	if err != nil {
+		w.done(int64(len(p)), mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost", cause: err}))
+		return 0, w.pending()
+	}
+	go func() {
+		resp, err := w.s.wait(context.Background(), ch)
+		switch {
+		case err != nil:
+			err = mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost before the write was confirmed", cause: err})
+		case resp.Err != nil:
+			err = resp.Err.Err("write", w.name)
+		case resp.N != len(data):
+			err = mounts.PathErr("write", w.name, io.ErrShortWrite)
+		}
+		w.done(int64(len(data)), err)
+	}()
+	w.f.cache.invalidateFile(w.name)
+	return len(p), nil
+}
+
+// done accounts for one answered write.
+func (w *writableFile) done(n int64, err error) {
+	w.wmu.Lock()
+	w.inFlight -= n
+	if err != nil && w.werr == nil {
+		w.werr = err
+	}
+	w.cond.Broadcast()
+	w.wmu.Unlock()
+}
+
+// drain waits for every write sent to be answered.
+func (w *writableFile) drain() error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	for w.inFlight > 0 {
+		w.cond.Wait()
+	}
+	return w.werr
+}
+
+func (w *writableFile) ReadAt(p []byte, off int64) (int, error) {
+	// Ordered after the writes on the peer; nothing kept here.
+	resp, err := w.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: int64(len(p))})
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, resp.Data)
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (w *writableFile) Truncate(size int64) error {
+	if err := w.pending(); err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	w.changed = true
+	w.wmu.Unlock()
+	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpTruncateH, Size: size})
+	w.f.cache.invalidate(w.name)
+	return err
+}
+
+// Sync returns once the peer's fsync did: the data is on the remote disk.
+func (w *writableFile) Sync() error {
+	if err := w.drain(); err != nil {
+		return err
+	}
+	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpSyncH})
+	return err
+}
+
+func (w *writableFile) Stat() (mounts.Attr, error) {
+	return w.remoteFile.Stat() // ordered after the writes on the peer
+}
+
+// Close waits for every write's answer: a write the peer never confirmed
+// is the close's error.
+func (w *writableFile) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	_, cerr := w.req(context.Background(), &wire.Request{Op: wire.OpClose})
+	werr := w.drain()
+	w.f.cache.invalidate(w.name)
+	if werr != nil {
+		return werr
+	}
+	return cerr
+}
+
+// OpenFile implements mounts.OpenFileFS.
+func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	if !mounts.WantsWrite(flag) {
+		return f.Open(ctx, name)
+	}
+	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm})
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 || err == nil {
+		f.cache.invalidate(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}, fs: f}
+	w.cond = sync.NewCond(&w.wmu)
+	return w, nil
+}

@@ -1,0 +1,179 @@
+package peer
+
+import (
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// watcher reports changes below the served directory, made by the peer or
+// by anyone else on its machine, as EventChanged names: inotify on every
+// directory of the tree (added as directories appear). A queue overflow is
+// EventOverflow: the daemon forgets everything it cached.
+type watcher struct {
+	fd   int
+	s    *server
+	mu   sync.Mutex
+	dirs map[int32]string // watch descriptor → directory name ("." for the root)
+	stop [2]int           // a pipe: closing stop[1] ends the loop
+	done chan struct{}
+}
+
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF |
+	unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// startWatch starts the change stream once; a second call is a no-op.
+func (s *server) startWatch() error {
+	if s.opts.Dir == "" {
+		return errors.ErrUnsupported
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watch != nil {
+		return nil
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		return os.NewSyscallError("inotify_init1", err)
+	}
+	w := &watcher{fd: fd, s: s, dirs: map[int32]string{}, done: make(chan struct{})}
+	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(fd)
+		return os.NewSyscallError("pipe2", err)
+	}
+	w.addTree(".")
+	s.watch = w
+	go w.loop()
+	return nil
+}
+
+// addTree watches dir and every directory below it. Symlinks are not
+// followed: the tree is the served directory's own.
+func (w *watcher) addTree(dir string) {
+	root := w.s.opts.Dir
+	_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		wd, err := unix.InotifyAddWatch(w.fd, p, watchMask|unix.IN_ONLYDIR)
+		if err != nil {
+			return nil // gone already, or the watch limit: changes there go unseen until a stat
+		}
+		w.mu.Lock()
+		w.dirs[int32(wd)] = filepath.ToSlash(rel)
+		w.mu.Unlock()
+		return nil
+	})
+}
+
+func (w *watcher) close() {
+	unix.Close(w.stop[1])
+	<-w.done
+	unix.Close(w.stop[0])
+	unix.Close(w.fd)
+}
+
+// wait blocks until an event is readable (true) or the watcher is closed
+// (false); timeout in milliseconds, -1 for none.
+func (w *watcher) wait(timeout int) (ready, stopped bool) {
+	pfd := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.stop[0]), Events: unix.POLLIN}}
+	for {
+		k, err := unix.Poll(pfd, timeout)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || pfd[1].Revents != 0 {
+			return false, true
+		}
+		return k > 0 && pfd[0].Revents&unix.POLLIN != 0, false
+	}
+}
+
+// loop reads events and sends them in batches: what arrives within a
+// millisecond of the first goes in one message.
+func (w *watcher) loop() {
+	defer close(w.done)
+	buf := make([]byte, 64<<10)
+	for {
+		if _, stopped := w.wait(-1); stopped {
+			return
+		}
+		n, err := unix.Read(w.fd, buf)
+		if err != nil || n <= 0 {
+			if err == unix.EINTR || err == unix.EAGAIN {
+				continue
+			}
+			return
+		}
+		evs := w.parse(buf[:n])
+		// Coalesce what follows closely (a tar, a build) into one batch.
+		deadline := time.Now().Add(time.Millisecond)
+		for time.Now().Before(deadline) && len(evs) < 4096 {
+			if ready, _ := w.wait(1); !ready {
+				break
+			}
+			n, err := unix.Read(w.fd, buf)
+			if err != nil || n <= 0 {
+				break
+			}
+			evs = append(evs, w.parse(buf[:n])...)
+		}
+		if len(evs) > 0 {
+			w.s.send(&wire.Response{Events: evs})
+		}
+	}
+}
+
+func (w *watcher) parse(b []byte) []wire.Event {
+	var evs []wire.Event
+	for len(b) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		nameLen := int(ev.Len)
+		raw := b[unix.SizeofInotifyEvent : unix.SizeofInotifyEvent+nameLen]
+		b = b[unix.SizeofInotifyEvent+nameLen:]
+		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+			evs = append(evs, wire.Event{Kind: wire.EventOverflow})
+			continue
+		}
+		w.mu.Lock()
+		dir, ok := w.dirs[ev.Wd]
+		if ev.Mask&unix.IN_IGNORED != 0 {
+			delete(w.dirs, ev.Wd)
+		}
+		w.mu.Unlock()
+		if !ok {
+			continue
+		}
+		name := dir
+		if i := indexByte(raw, 0); i >= 0 {
+			raw = raw[:i]
+		}
+		if len(raw) > 0 {
+			name = path.Join(dir, string(raw))
+		}
+		if ev.Mask&unix.IN_ISDIR != 0 && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+			w.addTree(name)
+		}
+		evs = append(evs, wire.Event{Kind: wire.EventChanged, Name: name})
+	}
+	return evs
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,491 @@
+// Package remotefs is a mount whose files are on another machine: a
+// directory served there by a peer (package peer, `vfsmount peer DIR`)
+// over one byte stream (an ssh channel, `kubectl exec -i`, a pipe).
+//
+// It sends the peer coarse requests (package wire), not system calls: a
+// listing comes with the attributes of every entry in one round trip, a
+// small file comes whole with its open, writes are pipelined and
+// acknowledged in order, and a content search runs on the peer. What it
+// learns (attributes, listings, small files' content) it keeps until the
+// peer's change stream (inotify on the remote directory: its own writes
+// and anyone else's) says a name changed, so a warm stat costs no round
+// trip at all.
+//
+// When the link drops, every operation fails within Options.Timeout with
+// an EIO that says so (never a hang), files opened before fail alike, and
+// the mount dials again with backoff; once connected it serves again,
+// with nothing cached from before.
+package remotefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// Dialer opens a new byte stream to a peer that serves the directory (the
+// peer's hello is read by the mount).
+type Dialer func(ctx context.Context) (io.ReadWriteCloser, error)
+
+// Options configure a remote mount.
+type Options struct {
+	// Dial connects to the peer; called again after the link drops.
+	Dial Dialer
+	// Source describes the mount for the mount table and the model:
+	// "ssh://dev-box". It never holds a secret.
+	Source string
+	// ReadOnly offers no write capability at all (EROFS).
+	ReadOnly bool
+	// Timeout bounds how long an operation waits for a link that is
+	// down, and how long a link may stay silent with requests pending
+	// before it is declared lost. Default 5s.
+	Timeout time.Duration
+	// Build is this binary's version, sent in the hello.
+	Build string
+	// Logger gets the link's state changes.
+	Logger *slog.Logger
+	// CacheBytes bounds the content of small files kept here; default
+	// 64 MiB.
+	CacheBytes int64
+}
+
+// FS is a writable remote mount; ReadOnlyFS is the read side.
+type FS struct{ *ReadOnlyFS }
+
+// ReadOnlyFS is a remote mount without write capabilities.
+type ReadOnlyFS struct {
+	opts  Options
+	log   *slog.Logger
+	cache *cache
+
+	mu       sync.Mutex
+	sess     *session
+	gen      uint64
+	up       chan struct{} // closed when a session is up (replaced when it goes down)
+	lastErr  error
+	closed   bool
+	redial   chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	watching bool
+	onChange []func(names ...string)
+}
+
+// Open dials the peer and returns a *FS, or a *ReadOnlyFS with
+// opts.ReadOnly. The first dial's failure is returned as it is (the
+// caller names the mount): nothing is mounted.
+func Open(ctx context.Context, opts Options) (mounts.FS, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes),
+		up: make(chan struct{}), redial: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := f.connect(ctx); err != nil {
+		return nil, err
+	}
+	go f.keep()
+	if opts.ReadOnly {
+		return f, nil
+	}
+	return &FS{f}, nil
+}
+
+// connect dials, reads the hello and starts the session.
+func (f *ReadOnlyFS) connect(ctx context.Context) error {
+	rwc, err := f.opts.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	type hello struct {
+		build string
+		err   error
+	}
+	got := make(chan hello, 1)
+	go func() {
+		// Written while the peer's is read: a stream without a buffer
+		// takes both at once.
+		if _, err := io.WriteString(rwc, wire.Hello(f.opts.Build)); err != nil {
+			got <- hello{err: fmt.Errorf("sending the hello: %w", err)}
+			return
+		}
+		b, err := wire.ReadHello(rwc)
+		got <- hello{b, err}
+	}()
+	select {
+	case h := <-got:
+		if h.err != nil {
+			rwc.Close()
+			return h.err
+		}
+	case <-time.After(f.opts.Timeout * 4):
+		rwc.Close()
+		return fmt.Errorf("the peer sent no hello within %v", f.opts.Timeout*4)
+	case <-ctx.Done():
+		rwc.Close()
+		return ctx.Err()
+	}
+	f.mu.Lock()
+	f.gen++
+	s := newSession(rwc, f.gen, f.events)
+	f.sess = s
+	f.cache.flush() // nothing seen before this session can be trusted
+	close(f.up)
+	f.mu.Unlock()
+	// The change stream: without it, cached answers live one second.
+	resp, err := f.callOn(ctx, s, &wire.Request{Op: wire.OpWatch})
+	f.mu.Lock()
+	f.watching = err == nil && resp.Err == nil
+	f.mu.Unlock()
+	f.cache.setWatching(f.watching)
+	if !f.watching {
+		f.log.Warn("remote: the peer has no change stream; cached answers live one second", "source", f.opts.Source)
+	}
+	go f.monitor(s)
+	return nil
+}
+
+// monitor declares the session lost when the peer stays silent for
+// Timeout with requests pending: a ping (a stat of the root) is sent
+// when nothing came for a quarter of it.
+func (f *ReadOnlyFS) monitor(s *session) {
+	tick := time.NewTicker(f.opts.Timeout / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.dead:
+			f.down(s)
+			return
+		case <-f.stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		busy := len(s.pending) > 0
+		s.mu.Unlock()
+		silent := time.Since(time.Unix(0, s.lastRecv.Load()))
+		switch {
+		case !busy:
+		case silent > f.opts.Timeout:
+			s.fail(fmt.Errorf("no answer for %v", silent.Round(time.Millisecond)))
+		case silent > f.opts.Timeout/4:
+			_, _ = s.start(&wire.Request{Op: wire.OpStat, Name: "."})
+		}
+	}
+}
+
+// down notes that s died and asks keep to dial again.
+func (f *ReadOnlyFS) down(s *session) {
+	f.mu.Lock()
+	if f.sess == s {
+		f.sess = nil
+		f.lastErr = s.alive()
+		f.up = make(chan struct{})
+		f.log.Warn("remote: link lost", "source", f.opts.Source, "err", f.lastErr)
+	}
+	f.mu.Unlock()
+	f.cache.flush()
+	f.notify(".") // every name may have changed while the link was down
+	select {
+	case f.redial <- struct{}{}:
+	default:
+	}
+}
+
+// keep dials again, with backoff, whenever the link is down.
+func (f *ReadOnlyFS) keep() {
+	defer close(f.done)
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-f.redial:
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*f.opts.Timeout)
+			err := f.connect(ctx)
+			cancel()
+			if err == nil {
+				f.log.Info("remote: link up again", "source", f.opts.Source)
+				backoff = 100 * time.Millisecond
+				break
+			}
+			f.mu.Lock()
+			f.lastErr = err
+			f.mu.Unlock()
+			f.log.Debug("remote: dial failed", "source", f.opts.Source, "err", err, "retry", backoff)
+			jitter := time.Duration(rand.Int64N(int64(backoff / 4)))
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(backoff + jitter):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+		}
+	}
+}
+
+// Close ends the session and stops dialing.
+func (f *ReadOnlyFS) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	s := f.sess
+	close(f.stop)
+	f.mu.Unlock()
+	if s != nil {
+		s.fail(errors.New("the mount is closed"))
+	}
+	<-f.done
+	return nil
+}
+
+// session returns the live session, waiting up to Timeout for one.
+func (f *ReadOnlyFS) session(ctx context.Context) (*session, error) {
+	f.mu.Lock()
+	s, up, closed := f.sess, f.up, f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, &linkError{what: "the remote mount " + f.opts.Source + " is closed"}
+	}
+	if s != nil {
+		return s, nil
+	}
+	t := time.NewTimer(f.opts.Timeout)
+	defer t.Stop()
+	select {
+	case <-up:
+		f.mu.Lock()
+		s = f.sess
+		f.mu.Unlock()
+		if s != nil {
+			return s, nil
+		}
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	f.mu.Lock()
+	cause := f.lastErr
+	f.mu.Unlock()
+	return nil, &linkError{what: "the link to " + f.opts.Source + " is down", cause: cause}
+}
+
+// call sends req on the live session and waits for its answer. The error
+// is the link's; the peer's own error is resp.Err.
+func (f *ReadOnlyFS) call(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	s, err := f.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.callOn(ctx, s, req)
+}
+
+func (f *ReadOnlyFS) callOn(ctx context.Context, s *session, req *wire.Request) (*wire.Response, error) {
+	ch, err := s.start(req)
+	if err != nil {
+		return nil, &linkError{what: "the link to " + f.opts.Source + " was lost", cause: err}
+	}
+	resp, err := s.wait(ctx, ch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &linkError{what: "the link to " + f.opts.Source + " was lost", cause: err}
+	}
+	return resp, nil
+}
+
+// do calls and folds both kinds of failure into one *fs.PathError: a
+// failure of the link comes with a nil response, the peer's own error
+// with its response.
+func (f *ReadOnlyFS) do(ctx context.Context, req *wire.Request) (*wire.Response, error) {
+	resp, _, err := f.doOn(ctx, req)
+	return resp, err
+}
+
+// doOn is do, also returning the session that answered (the one a handle
+// it opened belongs to).
+func (f *ReadOnlyFS) doOn(ctx context.Context, req *wire.Request) (*wire.Response, *session, error) {
+	op := req.Op.String()
+	if err := mounts.CheckPath(op, req.Name); err != nil {
+		return nil, nil, err
+	}
+	if req.Name2 != "" {
+		if err := mounts.CheckPath(op, req.Name2); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := f.session(ctx)
+	if err != nil {
+		return nil, nil, mounts.PathErr(op, req.Name, err)
+	}
+	resp, err := f.callOn(ctx, s, req)
+	if err != nil {
+		return nil, nil, mounts.PathErr(op, req.Name, err)
+	}
+	if resp.Err != nil {
+		return resp, s, resp.Err.Err(op, req.Name)
+	}
+	return resp, s, nil
+}
+
+// events applies the peer's change stream to the cache and passes the
+// names on.
+func (f *ReadOnlyFS) events(evs []wire.Event) {
+	var names []string
+	for _, ev := range evs {
+		switch ev.Kind {
+		case wire.EventChanged:
+			f.cache.invalidate(ev.Name)
+			names = append(names, ev.Name)
+		case wire.EventOverflow:
+			f.cache.flush()
+			names = append(names, ".")
+		case wire.EventStdout, wire.EventStderr, wire.EventExit:
+			f.execEvent(ev)
+		}
+	}
+	if len(names) > 0 {
+		f.notify(names...)
+	}
+}
+
+// OnChange registers fn to learn the names the peer reports changed, by
+// anyone ("." when anything may have): the kernel face drops its caches
+// of them. It implements mounts.ChangeNotifier.
+func (f *ReadOnlyFS) OnChange(fn func(names ...string)) {
+	f.mu.Lock()
+	f.onChange = append(f.onChange, fn)
+	f.mu.Unlock()
+}
+
+func (f *ReadOnlyFS) notify(names ...string) {
+	f.mu.Lock()
+	fns := f.onChange
+	f.mu.Unlock()
+	for _, fn := range fns {
+		fn(names...)
+	}
+}
+
+// Describe implements mounts.Describer.
+func (f *ReadOnlyFS) Describe() mounts.Description {
+	return mounts.Description{Type: "remote", Source: f.opts.Source, External: true}
+}
+
+// Stat implements mounts.FS.
+func (f *ReadOnlyFS) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	if err := mounts.CheckPath("stat", name); err != nil {
+		return mounts.Attr{}, err
+	}
+	if a, err, ok := f.cache.stat(name); ok {
+		if err != nil {
+			return mounts.Attr{}, mounts.PathErr("stat", name, err)
+		}
+		return a, nil
+	}
+	epoch := f.cache.epoch()
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpStat, Name: name})
+	if resp == nil { // the link's error
+		return mounts.Attr{}, err
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			f.cache.putMissing(epoch, name)
+		}
+		return mounts.Attr{}, err
+	}
+	a := resp.Attr.Mounts()
+	f.cache.putAttr(epoch, name, a)
+	return a, nil
+}
+
+// StatDir implements mounts.StatDirFS: one round trip for a listing and
+// every entry's attributes.
+func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	if err := mounts.CheckPath("readdir", name); err != nil {
+		return nil, nil, err
+	}
+	if ents, attrs, ok := f.cache.dir(name); ok {
+		return ents, attrs, nil
+	}
+	epoch := f.cache.epoch()
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpStatDir, Name: name})
+	if err != nil {
+		return nil, nil, err
+	}
+	ents := make([]mounts.DirEntry, len(resp.Entries))
+	attrs := make([]mounts.Attr, len(resp.Entries))
+	for i, e := range resp.Entries {
+		attrs[i] = e.Attr.Mounts()
+		ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
+	}
+	f.cache.putDir(epoch, name, ents, attrs)
+	return ents, attrs, nil
+}
+
+// ReadDir implements mounts.FS.
+func (f *ReadOnlyFS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	ents, _, err := f.StatDir(ctx, name)
+	return ents, err
+}
+
+// ReadLink implements mounts.FS.
+func (f *ReadOnlyFS) ReadLink(ctx context.Context, name string) (string, error) {
+	if t, ok := f.cache.link(name); ok {
+		return t, nil
+	}
+	epoch := f.cache.epoch()
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpReadLink, Name: name})
+	if err != nil {
+		return "", err
+	}
+	f.cache.putLink(epoch, name, resp.Target)
+	return resp.Target, nil
+}
+
+// StatFS implements mounts.StatFSer.
+func (f *ReadOnlyFS) StatFS(ctx context.Context) (mounts.FSStat, error) {
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpStatFS, Name: "."})
+	if err != nil {
+		return mounts.FSStat{}, err
+	}
+	return resp.StatFS, nil
+}
+
+// GetXattr implements mounts.XattrFS.
+func (f *ReadOnlyFS) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpGetXattr, Name: name, Xattr: attr})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Data, nil
+}
+
+// ListXattr implements mounts.XattrFS.
+func (f *ReadOnlyFS) ListXattr(ctx context.Context, name string) ([]string, error) {
+	resp, err := f.do(ctx, &wire.Request{Op: wire.OpListXattr, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Names, nil
+}

@@ -1,0 +1,142 @@
+package remotefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// session is one connection to the peer. Requests are answered by ID, so
+// any number are in flight; a session that dies fails them all at once.
+type session struct {
+	codec *wire.Codec
+	rwc   io.ReadWriteCloser
+	gen   uint64 // which connection of the mount's life this is
+
+	mu      sync.Mutex
+	pending map[uint64]chan *wire.Response
+	next    uint64
+	err     error // why the session died; nil while it lives
+	dead    chan struct{}
+	events  func([]wire.Event)
+
+	lastRecv atomic.Int64 // unix nanoseconds of the last message read
+}
+
+func newSession(rwc io.ReadWriteCloser, gen uint64, events func([]wire.Event)) *session {
+	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc, gen: gen,
+		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events}
+	s.lastRecv.Store(time.Now().UnixNano())
+	go s.read()
+	return s
+}
+
+// read delivers responses to their callers and events to the mount.
+func (s *session) read() {
+	for {
+		var resp wire.Response
+		if err := s.codec.Recv(&resp); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errors.New("the peer closed the connection")
+			}
+			s.fail(err)
+			return
+		}
+		s.lastRecv.Store(time.Now().UnixNano())
+		if resp.ID == 0 {
+			s.events(resp.Events)
+			continue
+		}
+		s.mu.Lock()
+		ch := s.pending[resp.ID]
+		delete(s.pending, resp.ID)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- &resp
+		}
+	}
+}
+
+// fail ends the session: every caller waiting gets err.
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = err
+	s.pending = nil
+	close(s.dead)
+	s.mu.Unlock()
+	s.rwc.Close()
+}
+
+// alive reports nil while the session lives, else why it died.
+func (s *session) alive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// start sends req and returns the channel its answer comes on.
+func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
+	ch := make(chan *wire.Response, 1)
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return nil, s.err
+	}
+	s.next++
+	req.ID = s.next
+	s.pending[req.ID] = ch
+	s.mu.Unlock()
+	if err := s.codec.Send(req); err != nil {
+		s.fail(fmt.Errorf("sending: %w", err))
+		return nil, err
+	}
+	return ch, nil
+}
+
+// wait waits for the answer on ch, for the session's death, or for ctx.
+func (s *session) wait(ctx context.Context, ch <-chan *wire.Response) (*wire.Response, error) {
+	select {
+	case resp := <-ch:
+		return resp, nil
+	case <-s.dead:
+		select { // an answer that came before the end still counts
+		case resp := <-ch:
+			return resp, nil
+		default:
+		}
+		return nil, s.alive()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// linkError is what an operation gets when the link to the peer is down
+// or lost: EIO with the mount's words for it.
+type linkError struct {
+	what  string // "the link to ssh://host is down"
+	cause error
+}
+
+func (e *linkError) Error() string {
+	if e.cause == nil {
+		return e.what
+	}
+	return e.what + ": " + e.cause.Error()
+}
+
+// ErrLinkDown is matched (errors.Is) by every error an operation gets
+// because the link to the peer is down.
+var ErrLinkDown = errors.New("the link to the remote machine is down")
+
+func (e *linkError) Unwrap() []error { return []error{ErrLinkDown, syscall.EIO, e.cause} }

@@ -1,0 +1,440 @@
+// Package sshdial connects a remote mount to its peer over ssh
+// (golang.org/x/crypto/ssh): the host key checked against known_hosts,
+// keys from the identity file, ~/.ssh and the agent, and the peer binary
+// installed on the remote side when it has none of this build, as VS Code
+// Server and Mutagen do.
+package sshdial
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Target is where a remote mount's directory is: ssh://[USER@]HOST[:PORT]/ABS/DIR.
+type Target struct {
+	User string
+	Host string
+	Port int
+	Dir  string
+}
+
+// String is the target as a URL, for messages.
+func (t Target) String() string {
+	u := url.URL{Scheme: "ssh", Host: net.JoinHostPort(t.Host, strconv.Itoa(t.Port)), Path: t.Dir}
+	if t.Port == 22 {
+		u.Host = t.Host
+	}
+	if t.User != "" {
+		u.User = url.User(t.User)
+	}
+	return u.String()
+}
+
+// Addr is host:port.
+func (t Target) Addr() string { return net.JoinHostPort(t.Host, strconv.Itoa(t.Port)) }
+
+// ParseTarget reads an ssh:// URL. The path must be absolute and clean.
+func ParseTarget(src string) (Target, error) {
+	u, err := url.Parse(src)
+	if err != nil {
+		return Target{}, fmt.Errorf("not an ssh:// URL: %v", err)
+	}
+	if u.Scheme != "ssh" {
+		return Target{}, fmt.Errorf("%q is not an ssh:// URL (ssh://[USER@]HOST[:PORT]/ABS/DIR)", src)
+	}
+	t := Target{Host: u.Hostname(), Port: 22, Dir: u.Path}
+	if u.User != nil {
+		t.User = u.User.Username()
+		if _, has := u.User.Password(); has {
+			return Target{}, fmt.Errorf("%q holds a password: use a key (identity=FILE) or the agent", src)
+		}
+	}
+	if t.Host == "" {
+		return Target{}, fmt.Errorf("%q names no host", src)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 || n > 65535 {
+			return Target{}, fmt.Errorf("%q: bad port %q", src, p)
+		}
+		t.Port = n
+	}
+	if t.Dir == "" || !strings.HasPrefix(t.Dir, "/") || filepath.Clean(t.Dir) != t.Dir {
+		return Target{}, fmt.Errorf("%q: the remote directory must be an absolute, clean path", src)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return Target{}, fmt.Errorf("%q: no query or fragment in an ssh:// URL", src)
+	}
+	return t, nil
+}
+
+// Config says how to reach and run the peer.
+type Config struct {
+	Target Target
+	// Identity is a private key file; empty: ~/.ssh/id_ed25519,
+	// id_ecdsa and id_rsa, those that exist, and the agent at
+	// SSH_AUTH_SOCK.
+	Identity string
+	// KnownHosts is the known_hosts file; empty: ~/.ssh/known_hosts.
+	KnownHosts string
+	// AcceptNewHostKey accepts (and records) the key of a host the file
+	// does not know. A key that differs from the recorded one is always
+	// refused.
+	AcceptNewHostKey bool
+	// Install the peer: "auto" (default) uploads this binary into the
+	// remote user's cache when it is not there; "never" runs the
+	// remote's own `vfsmount`.
+	Install string
+	// Self is this program's binary (what is installed); empty:
+	// os.Executable.
+	Self string
+	// Timeout bounds the connection's set-up.
+	Timeout time.Duration
+	// ReadOnly asks the peer to serve read-only.
+	ReadOnly bool
+	// PeerArgs are extra arguments for `vfsmount peer`.
+	PeerArgs []string
+}
+
+// HostKeyError is a host key that known_hosts does not vouch for.
+type HostKeyError struct {
+	Host        string
+	Fingerprint string
+	// Changed is true when the file holds another key for the host.
+	Changed bool
+	File    string
+}
+
+func (e *HostKeyError) Error() string {
+	if e.Changed {
+		return fmt.Sprintf("the host key of %s has CHANGED (now %s); %s holds another: refused", e.Host, e.Fingerprint, e.File)
+	}
+	return fmt.Sprintf("the host key of %s (%s) is not in %s: refused (add it, or set accept_new_host_key)", e.Host, e.Fingerprint, e.File)
+}
+
+// Client is an ssh connection to the remote machine.
+type Client struct {
+	cfg  Config
+	ssh  *ssh.Client
+	peer string // the remote command that runs the peer, args but for the directory
+}
+
+func home() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// Connect opens an ssh connection and readies the peer (installing it
+// when needed).
+func Connect(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.KnownHosts == "" {
+		cfg.KnownHosts = filepath.Join(home(), ".ssh", "known_hosts")
+	}
+	user := cfg.Target.User
+	if user == "" {
+		user = os.Getenv("USER")
+		if user == "" {
+			user = "root"
+		}
+	}
+	auths, err := authMethods(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hostKey, err := hostKeyCallback(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: cfg.Timeout}
+	conn, err := d.DialContext(ctx, "tcp", cfg.Target.Addr())
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	sc, chans, reqs, err := ssh.NewClientConn(conn, cfg.Target.Addr(), &ssh.ClientConfig{
+		User: user, Auth: auths, HostKeyCallback: hostKey, Timeout: cfg.Timeout,
+	})
+	if err != nil {
+		conn.Close()
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			return nil, hk
+		}
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	c := &Client{cfg: cfg, ssh: ssh.NewClient(sc, chans, reqs)}
+	if err := c.readyPeer(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.ssh.Close() }
+
+func authMethods(cfg Config) ([]ssh.AuthMethod, error) {
+	var signers []ssh.Signer
+	files := []string{cfg.Identity}
+	if cfg.Identity == "" {
+		files = nil
+		for _, n := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+			p := filepath.Join(home(), ".ssh", n)
+			if _, err := os.Stat(p); err == nil {
+				files = append(files, p)
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("identity: %v", err)
+		}
+		s, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			var pp *ssh.PassphraseMissingError
+			if errors.As(err, &pp) && cfg.Identity == "" {
+				continue // the agent may hold it
+			}
+			return nil, fmt.Errorf("identity %s: %v", f, err)
+		}
+		signers = append(signers, s)
+	}
+	methods := []ssh.AuthMethod{}
+	if len(signers) > 0 {
+		methods = append(methods, ssh.PublicKeys(signers...))
+	}
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && cfg.Identity == "" {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			methods = append(methods, ssh.PublicKeysCallback(agent.NewClient(conn).Signers))
+		}
+	}
+	if len(methods) == 0 {
+		return nil, errors.New("no ssh key: give identity=FILE, put one in ~/.ssh, or start an agent")
+	}
+	return methods, nil
+}
+
+var knownHostsMu sync.Mutex
+
+func hostKeyCallback(cfg Config) (ssh.HostKeyCallback, error) {
+	file := cfg.KnownHosts
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		if !cfg.AcceptNewHostKey {
+			return func(host string, _ net.Addr, key ssh.PublicKey) error {
+				return &HostKeyError{Host: host, Fingerprint: ssh.FingerprintSHA256(key), File: file}
+			}, nil
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	check, err := knownhosts.New(file)
+	if err != nil {
+		return nil, fmt.Errorf("known_hosts %s: %v", file, err)
+	}
+	return func(host string, remote net.Addr, key ssh.PublicKey) error {
+		err := check(host, remote, key)
+		var ke *knownhosts.KeyError
+		if !errors.As(err, &ke) {
+			return err
+		}
+		hk := &HostKeyError{Host: host, Fingerprint: ssh.FingerprintSHA256(key), Changed: len(ke.Want) > 0, File: file}
+		if hk.Changed || !cfg.AcceptNewHostKey {
+			return hk
+		}
+		knownHostsMu.Lock()
+		defer knownHostsMu.Unlock()
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = fmt.Fprintln(f, knownhosts.Line([]string{knownhosts.Normalize(host)}, key))
+		return err
+	}, nil
+}
+
+// run runs a command on the remote and returns its output.
+func (c *Client) run(cmd string, stdin io.Reader) (string, error) {
+	s, err := c.ssh.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	s.Stdin = stdin
+	var out, errb strings.Builder
+	s.Stdout, s.Stderr = &out, &errb
+	if err := s.Run(cmd); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return out.String(), errors.New(msg)
+	}
+	return out.String(), nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// goArch maps `uname -m` to GOARCH.
+var goArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386", "armv7l": "arm"}
+
+// readyPeer decides what runs the peer: the binary of this build in the
+// remote user's cache (installed when missing), or the remote's own
+// vfsmount with Install "never".
+func (c *Client) readyPeer() error {
+	if c.cfg.Install == "never" {
+		c.peer = "vfsmount peer"
+		return nil
+	}
+	out, err := c.run("uname -sm", nil)
+	if err != nil {
+		return fmt.Errorf("cannot tell the remote system: %v", err)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 || f[0] != "Linux" || goArch[f[1]] != runtime.GOARCH {
+		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", strings.TrimSpace(out), runtime.GOARCH)
+	}
+	self := c.cfg.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	bin, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer bin.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, bin); err != nil {
+		return err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	dir := `"${XDG_CACHE_HOME:-$HOME/.cache}/vfsmount/peer/` + sum + `"`
+	path := dir + `/vfsmount`
+	if _, err := c.run("test -x "+path, nil); err == nil {
+		c.peer = path + " peer"
+		return nil
+	}
+	if _, err := bin.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	// Content-addressed, verified, and never over another file: the
+	// upload goes to a new temporary name, is checked against the hash,
+	// and takes the final name by link(2), which fails if it exists.
+	script := `set -e; umask 077; d=` + dir + `; mkdir -p "$d"; t=$(mktemp "$d/.upload.XXXXXX"); trap 'rm -f "$t"' EXIT; ` +
+		`cat > "$t"; h=$(sha256sum "$t" | cut -d" " -f1); ` +
+		`if [ "$h" != ` + sum + ` ]; then echo "the uploaded peer's hash is $h, not ` + sum + `" >&2; exit 3; fi; ` +
+		`chmod 700 "$t"; ln "$t" "$d/vfsmount" 2>/dev/null || test -x "$d/vfsmount"; "$d/vfsmount" version >/dev/null`
+	if _, err := c.run("sh -c "+shellQuote(script), bin); err != nil {
+		return fmt.Errorf("cannot install the peer in the remote cache: %v", err)
+	}
+	c.peer = path + " peer"
+	return nil
+}
+
+// Peer starts `vfsmount peer DIR` on the remote and returns its stdio as
+// one stream. Closing it ends the peer (its stdin closes).
+func (c *Client) Peer() (io.ReadWriteCloser, error) {
+	s, err := c.ssh.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	r, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	var errb strings.Builder
+	s.Stderr = &limited{w: &errb, n: 4096}
+	args := c.peer
+	if c.cfg.ReadOnly {
+		args += " --ro"
+	}
+	for _, a := range c.cfg.PeerArgs {
+		args += " " + shellQuote(a)
+	}
+	if err := s.Start(args + " " + shellQuote(c.cfg.Target.Dir)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &stream{r: r, w: w, s: s, errb: &errb}, nil
+}
+
+type stream struct {
+	r    io.Reader
+	w    io.WriteCloser
+	s    *ssh.Session
+	errb *strings.Builder
+	once sync.Once
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		// Say why the peer ended, if it said.
+		_ = s.s.Wait()
+		if msg := strings.TrimSpace(s.errb.String()); msg != "" {
+			return n, fmt.Errorf("the peer ended: %s", msg)
+		}
+	}
+	return n, err
+}
+
+func (s *stream) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+func (s *stream) Close() error {
+	s.once.Do(func() {
+		s.w.Close()
+		s.s.Close()
+	})
+	return nil
+}
+
+// limited keeps the first n bytes written.
+type limited struct {
+	mu sync.Mutex
+	w  *strings.Builder
+	n  int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.n - l.w.Len(); room > 0 {
+		l.w.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

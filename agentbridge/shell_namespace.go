@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // The shell's namespace: the bubblewrap command line every shell tool's
@@ -51,6 +53,25 @@ type ShellOptions struct {
 	// mount's .git borrows (read-only) and its fsmonitor hook's program
 	// and socket. A path that does not exist is left out.
 	Binds []ShellBind
+	// Remote lists the mounts whose files are on another machine: a
+	// command whose working directory lies in one runs on that machine
+	// (its hostname, processes and toolchain), seeing the mount at its
+	// workspace path where the machine can arrange it. A command
+	// elsewhere runs here and sees them through the kernel face.
+	Remote []RemoteShell
+	// RemoteHere lists remote mounts whose commands nonetheless run
+	// here (path rules bind them), for the brief to say.
+	RemoteHere []string
+}
+
+// RemoteShell is a mount whose commands run on its own machine.
+type RemoteShell struct {
+	// Prefix is the mount's workspace path: "/workspace".
+	Prefix string
+	// Source names the machine for the brief: "ssh://build-box".
+	Source string
+	// Runner starts the commands.
+	Runner mounts.CommandFS
 }
 
 // ShellBind is a host path bound at the same path in the shell's
@@ -106,6 +127,20 @@ func newShellRunner(opts ShellOptions, names func(context.Context) ([]string, er
 		return nil, fmt.Errorf("bubblewrap does not work here: %v: %s", err, msg)
 	}
 	return r, nil
+}
+
+// remoteFor returns the remote mount whose machine runs a command in the
+// workspace directory cwd, and cwd as a name of that mount.
+func (r *shellRunner) remoteFor(cwd string) (RemoteShell, string, bool) {
+	for _, rs := range r.opts.Remote {
+		switch {
+		case cwd == rs.Prefix:
+			return rs, ".", true
+		case strings.HasPrefix(cwd, rs.Prefix+"/"):
+			return rs, cwd[len(rs.Prefix)+1:], true
+		}
+	}
+	return RemoteShell{}, "", false
 }
 
 // args builds the bwrap command line that runs command with the shell.

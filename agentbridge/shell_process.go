@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vfsmount/vfsmount/mounts"
+
 	"github.com/creack/pty"
 )
 
@@ -35,11 +37,12 @@ type process struct {
 	tty      bool
 	started  time.Time
 
-	cmd  *exec.Cmd
-	buf  *outBuf    // merged output not yet read (exec_command), or nil
-	log  *capWriter // all merged output, head and tail kept (a Claude Code background task), or nil
-	ptmx *os.File   // the pty's master (tty only): input and output
-	side *os.File   // read end of the side channel
+	cmd    *exec.Cmd
+	remote mounts.Process // instead of cmd: a command on a remote mount's machine
+	buf    *outBuf        // merged output not yet read (exec_command), or nil
+	log    *capWriter     // all merged output, head and tail kept (a Claude Code background task), or nil
+	ptmx   *os.File       // the pty's master (tty only): input and output
+	side   *os.File       // read end of the side channel
 
 	done     chan struct{} // closed when the process has exited
 	exitCode int           // valid after done; -1 when killed by a signal
@@ -154,6 +157,43 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 	return p, nil
 }
 
+// startRemote runs spec on the machine of the remote mount rs, in its
+// directory rel: the same shell and directory trap, the side channel
+// being a pipe there whose content comes back with the exit.
+func (r *shellRunner) startRemote(rs RemoteShell, rel string, spec procSpec) (*process, error) {
+	argv := append(append([]string{}, spec.shell...), cwdTrap+spec.command)
+	errOut := spec.errOut
+	if errOut == nil {
+		errOut = spec.out
+	}
+	proc, err := rs.Runner.StartCommand(context.Background(), mounts.Command{
+		Argv: argv, Dir: rel, Root: rs.Prefix, Stdout: spec.out, Stderr: errOut, DirFD3: true,
+		Env: append([]string{"TERM=dumb"}, r.opts.Env...),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shell: cannot start the command on %s: %v", rs.Source, err)
+	}
+	p := &process{cmdline: spec.command, startDir: spec.cwd, remote: proc, done: make(chan struct{})}
+	p.started = time.Now()
+	p.used = p.started
+	go func() {
+		status, final, err := proc.Wait()
+		p.waitErr = err
+		p.exitCode = status
+		if status > 128 || err != nil {
+			p.exitCode = -1
+			if err == nil {
+				p.signaled = status
+			}
+		}
+		if strings.HasPrefix(final, "/") {
+			p.finalDir = final
+		}
+		close(p.done)
+	}()
+	return p, nil
+}
+
 // readSide reads the final directory the trap wrote. The shell has exited,
 // so what it wrote is in the pipe; the deadline is for a child that still
 // holds the write end open.
@@ -226,6 +266,10 @@ func (p *process) stop(why string) {
 // kill sends SIGKILL to the process group without waiting.
 func (p *process) kill() {
 	if p.exited() {
+		return
+	}
+	if p.remote != nil {
+		_ = p.remote.Kill()
 		return
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

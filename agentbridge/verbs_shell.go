@@ -178,7 +178,11 @@ func (w *Workspace) startShell(run *shellRun, command string, out, errOut io.Wri
 	if shell == nil {
 		shell = []string{w.shell.sh, "-c"}
 	}
-	return w.shell.start(procSpec{names: run.names, cwd: run.cwd, shell: shell, command: command, tty: run.tty, out: out, errOut: errOut})
+	spec := procSpec{names: run.names, cwd: run.cwd, shell: shell, command: command, tty: run.tty, out: out, errOut: errOut}
+	if rs, rel, ok := w.shell.remoteFor(run.cwd); ok && !run.tty {
+		return w.shell.startRemote(rs, rel, spec)
+	}
+	return w.shell.start(spec)
 }
 
 // finishShell waits for p to end, killing its process group at the

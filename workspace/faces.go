@@ -73,6 +73,8 @@ func (ws *Workspace) ToolFace(opts agentbridge.Options) (*agentbridge.Workspace,
 	if opts.Shell != nil {
 		sh := *opts.Shell
 		sh.Binds = append(sh.Binds, ws.Export.shellBinds()...)
+		sh.Remote = append(sh.Remote, ws.remoteShells()...)
+		sh.RemoteHere = append(sh.RemoteHere, ws.remoteHere()...)
 		opts.Shell = &sh
 	}
 	t, err := agentbridge.New(ws.tools.fs, opts)
@@ -80,4 +82,38 @@ func (ws *Workspace) ToolFace(opts agentbridge.Options) (*agentbridge.Workspace,
 		return nil, fmt.Errorf("tool face: %w", err)
 	}
 	return t, nil
+}
+
+// remoteShells are the mounts whose commands run on their own machine
+// (mounts.CommandFS: a remote mount). None when path rules exist: a
+// command run there would change the files without passing the rules,
+// so commands then run here, and reach those files through the kernel
+// face, where the rules bind.
+func (ws *Workspace) remoteShells() []agentbridge.RemoteShell {
+	if !ws.opts.Rules.Empty() || ws.opts.DryRun {
+		return nil
+	}
+	var out []agentbridge.RemoteShell
+	for _, m := range ws.opts.Mounts {
+		if r, ok := m.FS.(mounts.CommandFS); ok {
+			out = append(out, agentbridge.RemoteShell{Prefix: m.Prefix, Source: mounts.Describe(m.FS).Source, Runner: r})
+		}
+	}
+	return out
+}
+
+// remoteHere lists the workspace paths of the mounts on another machine
+// whose commands run here instead, because path rules exist (see
+// remoteShells): what the brief says.
+func (ws *Workspace) remoteHere() []string {
+	if ws.opts.Rules.Empty() {
+		return nil
+	}
+	var out []string
+	for _, m := range ws.opts.Mounts {
+		if _, ok := m.FS.(mounts.CommandFS); ok {
+			out = append(out, m.Prefix)
+		}
+	}
+	return out
 }

@@ -78,6 +78,8 @@ type ReadOnlyFS struct {
 	done     chan struct{}
 	watching bool
 	onChange []func(names ...string)
+	execs    map[uint64]*remoteExec
+	execID   uint64
 }
 
 // Open dials the peer and returns a *FS, or a *ReadOnlyFS with

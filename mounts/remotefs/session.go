@@ -104,6 +104,18 @@ func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 	return ch, nil
 }
 
+// post sends a request that is not answered (exec-input, exec-signal).
+func (s *session) post(req *wire.Request) error {
+	if err := s.alive(); err != nil {
+		return err
+	}
+	if err := s.codec.Send(req); err != nil {
+		s.fail(fmt.Errorf("sending: %w", err))
+		return err
+	}
+	return nil
+}
+
 // wait waits for the answer on ch, for the session's death, or for ctx.
 func (s *session) wait(ctx context.Context, ch <-chan *wire.Response) (*wire.Response, error) {
 	select {

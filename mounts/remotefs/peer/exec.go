@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
@@ -22,20 +24,25 @@ type execution struct {
 
 // exec starts a command on this machine; its output and its end come back
 // as events carrying its ID.
-func (s *server) exec(x *wire.Exec) (uint64, error) {
+func (s *server) exec(id uint64, x *wire.Exec) error {
 	if s.opts.Shell == nil || s.opts.Dir == "" {
-		return 0, mounts.PathErr("exec", ".", errors.ErrUnsupported)
+		return mounts.PathErr("exec", ".", errors.ErrUnsupported)
 	}
 	if x == nil || len(x.Argv) == 0 {
-		return 0, mounts.PathErr("exec", ".", fs.ErrInvalid)
+		return mounts.PathErr("exec", ".", fs.ErrInvalid)
 	}
 	if x.Dir == "" {
 		x.Dir = "."
 	}
 	if err := mounts.CheckPath("exec", x.Dir); err != nil {
-		return 0, err
+		return err
 	}
-	id := s.next.Add(1)
+	s.mu.Lock()
+	_, taken := s.execs[id]
+	s.mu.Unlock()
+	if id == 0 || taken {
+		return mounts.PathErr("exec", x.Dir, fs.ErrExist)
+	}
 	var stdin io.Reader = eofReader{}
 	var pw *io.PipeWriter
 	if x.Stdin {
@@ -45,7 +52,7 @@ func (s *server) exec(x *wire.Exec) (uint64, error) {
 	errw := &eventWriter{s: s, id: id, kind: wire.EventStderr}
 	p, err := s.opts.Shell.Start(s.ctx, x, stdin, out, errw)
 	if err != nil {
-		return 0, mounts.PathErr("exec", x.Dir, err)
+		return mounts.PathErr("exec", x.Dir, err)
 	}
 	s.mu.Lock()
 	s.execs[id] = &execution{p: p, stdin: pw}
@@ -53,16 +60,19 @@ func (s *server) exec(x *wire.Exec) (uint64, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		status := p.Wait()
+		status, fd3, rooted := p.Wait()
 		s.mu.Lock()
 		delete(s.execs, id)
 		s.mu.Unlock()
-		// The exit comes after the last output: both go through send, in
-		// this order, from this goroutine's view; the writers are done
-		// once Wait returned.
-		s.send(&wire.Response{Events: []wire.Event{{Kind: wire.EventExit, ExecID: id, Status: status}}})
+		// The exit comes after the last output: the writers are done
+		// once Wait returned, and send keeps the order of its calls.
+		ev := wire.Event{Kind: wire.EventExit, ExecID: id, Status: status, Data: fd3}
+		if rooted {
+			ev.Name = "rooted"
+		}
+		s.send(&wire.Response{Events: []wire.Event{ev}})
 	}()
-	return id, nil
+	return nil
 }
 
 // execControl feeds a command's stdin or signals it. Unknown IDs (a
@@ -147,39 +157,122 @@ func FindBwrap() string {
 func (h HostShell) Start(ctx context.Context, x *wire.Exec, stdin io.Reader, stdout, stderr io.Writer) (Process, error) {
 	dir := filepath.Join(h.Dir, filepath.FromSlash(x.Dir))
 	argv := x.Argv
-	if h.Bwrap != "" && x.Root != "" {
-		inside := filepath.Join(x.Root, filepath.FromSlash(x.Dir))
-		argv = append([]string{h.Bwrap, "--dev-bind", "/", "/", "--bind", h.Dir, x.Root,
-			"--chdir", inside, "--die-with-parent", "--"}, argv...)
+	if h.Bwrap != "" && x.Root != "" && filepath.IsAbs(x.Root) && x.Root != "/" {
+		if b, err := rootedArgs(h.Dir, x.Root, filepath.Join(x.Root, filepath.FromSlash(x.Dir))); err == nil {
+			argv = append(append([]string{h.Bwrap}, b...), argv...)
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), x.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// A command in the background that keeps the output open does not
+	// hold the answer past a second after the shell's end.
+	cmd.WaitDelay = time.Second
+	p := &hostProcess{cmd: cmd, rooted: len(argv) != len(x.Argv)}
+	var side *os.File
+	if x.DirFD3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{w}
+		side = w
+		p.side = r
+	}
+	err := cmd.Start()
+	if side != nil {
+		side.Close()
+	}
+	if err != nil {
+		if p.side != nil {
+			p.side.Close()
+		}
 		return nil, err
 	}
-	return &hostProcess{cmd: cmd}, nil
+	if !p.rooted {
+		p.dir, p.root = h.Dir, x.Root
+	}
+	return p, nil
+}
+
+// rootedArgs are bwrap's arguments for a namespace that is this machine's
+// root with dir also at root: each top-level entry of / bound at its
+// place (the one root would shadow left out), dir bound at root.
+// Nothing is created on this machine's file systems.
+func rootedArgs(dir, root, chdir string) ([]string, error) {
+	ents, err := os.ReadDir("/")
+	if err != nil {
+		return nil, err
+	}
+	top := strings.SplitN(strings.TrimPrefix(root, "/"), "/", 2)[0]
+	var a []string
+	for _, e := range ents {
+		p := "/" + e.Name()
+		switch {
+		case e.Name() == top:
+		case e.Type()&os.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				continue
+			}
+			a = append(a, "--symlink", t, p)
+		case e.IsDir():
+			a = append(a, "--dev-bind", p, p)
+		}
+	}
+	return append(a, "--bind", dir, root, "--chdir", chdir, "--die-with-parent", "--"), nil
 }
 
 type hostProcess struct {
-	cmd *exec.Cmd
+	cmd    *exec.Cmd
+	side   *os.File // read end of fd 3, or nil
+	rooted bool
+	// dir and root map a final directory below the served directory to
+	// its workspace path, when the command saw the directory at its own
+	// path.
+	dir, root string
 }
 
-func (p *hostProcess) Wait() int {
+func (p *hostProcess) Wait() (int, []byte, bool) {
 	err := p.cmd.Wait()
+	var fd3 []byte
+	if p.side != nil {
+		_ = p.side.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		fd3, _ = io.ReadAll(io.LimitReader(p.side, 64<<10))
+		p.side.Close()
+		fd3 = p.mapDir(fd3)
+	}
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+			return 128 + int(ws.Signal()), fd3, p.rooted
 		}
-		return ee.ExitCode()
+		return ee.ExitCode(), fd3, p.rooted
+	case err != nil && p.cmd.ProcessState != nil:
+		return p.cmd.ProcessState.ExitCode(), fd3, p.rooted // WaitDelay: output left open
+	case err != nil:
+		return 127, fd3, p.rooted
 	}
-	if err != nil {
-		return 127
+	return 0, fd3, p.rooted
+}
+
+// mapDir turns a final directory (NUL-terminated, as the shell's trap
+// writes it) below the served directory into its path under Root.
+func (p *hostProcess) mapDir(b []byte) []byte {
+	d := strings.TrimRight(string(b), "\x00")
+	if p.root == "" || p.dir == "" {
+		return []byte(d)
 	}
-	return 0
+	switch {
+	case d == p.dir:
+		return []byte(p.root)
+	case strings.HasPrefix(d, p.dir+"/"):
+		return []byte(p.root + d[len(p.dir):])
+	}
+	return nil // outside the served directory
 }
 
 func (p *hostProcess) Signal(sig int) error {

@@ -47,7 +47,10 @@ type Shell interface {
 
 // Process is a started command.
 type Process interface {
-	Wait() (status int)
+	// Wait returns the exit status (128+n for a signal), what the
+	// command wrote to fd 3 (Exec.DirFD3), and whether it ran with the
+	// directory at Exec.Root.
+	Wait() (status int, fd3 []byte, rooted bool)
 	Signal(sig int) error
 }
 
@@ -201,7 +204,8 @@ func (s *server) call(req wire.Request) *wire.Response {
 	case wire.OpGrep:
 		err = s.grep(req.Grep, resp)
 	case wire.OpExec:
-		resp.ExecID, err = s.exec(req.Exec)
+		err = s.exec(req.ExecID, req.Exec)
+		resp.ExecID = req.ExecID
 	default:
 		err = mounts.PathErr(req.Op.String(), req.Name, errors.ErrUnsupported)
 		resp.Err = &wire.Error{Op: req.Op.String(), Path: req.Name, Errno: 38, Msg: "unknown request"} // ENOSYS

@@ -209,6 +209,10 @@ type Exec struct {
 	// Root, when set, is the path at which the command sees the served
 	// directory (/workspace), where the peer can arrange it.
 	Root string
+	// DirFD3 gives the command a pipe at fd 3; what it wrote there (its
+	// final directory, as Root-based path where it maps) comes with
+	// EventExit as Data.
+	DirFD3 bool
 }
 
 // EventKind says what an Event reports.
@@ -223,7 +227,9 @@ const (
 	// EventStdout, EventStderr: output of ExecID.
 	EventStdout
 	EventStderr
-	// EventExit: ExecID ended with Status (a signal as 128+n).
+	// EventExit: ExecID ended with Status (a signal as 128+n); Data is
+	// what it wrote to fd 3 (Exec.DirFD3), Name is "rooted" when it ran
+	// with the directory at Exec.Root.
 	EventExit
 )
 

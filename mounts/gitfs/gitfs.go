@@ -92,7 +92,11 @@ type FS struct {
 	search *searcher
 	log    *slog.Logger
 	logged sync.Map // keys already logged once
-	closed atomic.Bool
+	// candidates are the names the last search of a partial clone named,
+	// fetched in a batch of their own (prefetchNames): their reads start
+	// no scan's fetch of their directories.
+	candidates atomic.Pointer[map[string]bool]
+	closed     atomic.Bool
 }
 
 var (

@@ -151,6 +151,11 @@ func (f *FS) prefetchNames(ctx context.Context, names []string) {
 	if f.obj.Promisor() == "" || len(names) == 0 {
 		return
 	}
+	searched := make(map[string]bool, len(names))
+	for _, name := range names {
+		searched[name] = true
+	}
+	f.candidates.Store(&searched)
 	hs := make([]plumbing.Hash, 0, len(names))
 	for _, name := range names {
 		if n, err := f.resolve(ctx, "search", name); err == nil && !n.kind.isDir() {

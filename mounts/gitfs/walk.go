@@ -132,11 +132,33 @@ func (w *walker) opened(name string) {
 	}
 	dir := path.Dir(name)
 	if _, t, err := w.f.dir(context.Background(), dir); err == nil && t != nil {
-		// In a partial clone, the rest of the directory (and the file
-		// itself, whose read comes next) in one fetch.
-		_ = w.f.prefetchDir(context.Background(), t, "", false)
-		w.push(w.files(dir, t, path.Base(name), true)...)
+		js := w.files(dir, t, path.Base(name), true)
+		w.prefetch(name, t, js)
+		w.push(js...)
 	}
+}
+
+// prefetch fetches, in a partial clone, the file name (in t) whose scan
+// starts and the files js the scan reads ahead, in one batch, without
+// waiting: the reads that come next wait for it rather than fetching one
+// by one. Not for the files a search named (FS.prefetchNames has them in
+// a batch of their own): a search reads those and no others.
+func (w *walker) prefetch(name string, t *tree, js []job) {
+	f := w.f
+	if f.obj.Promisor() == "" {
+		return
+	}
+	if c := f.candidates.Load(); c != nil && (*c)[name] {
+		return
+	}
+	var hs []plumbing.Hash
+	if e := t.find(path.Base(name)); e != nil {
+		hs = append(hs, e.hash)
+	}
+	for _, j := range js {
+		hs = append(hs, j.e.hash)
+	}
+	f.obj.PrefetchAsync(hs)
 }
 
 // files returns the jobs of the regular files of t (the directory name)
@@ -241,6 +263,11 @@ func (w *walker) do(j job, buf []byte) {
 	if e := j.e; e != nil {
 		if w.det.Scan() == 0 {
 			return // the scan is over
+		}
+		if w.f.obj.WouldFetch(e.hash) {
+			// A partial clone's file no batch brings: one fetch
+			// each is not reading ahead (see prefetch).
+			return
 		}
 		size := e.loadSize()
 		if size < 0 {

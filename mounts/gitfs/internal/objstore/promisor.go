@@ -338,6 +338,20 @@ func (s *Store) has(h plumbing.Hash) bool {
 	return false
 }
 
+// WouldFetch reports whether reading object h would start a fetch from
+// the promisor remote: a partial clone lacks it and no fetch under way or
+// queued brings it. A reader ahead of the program (gitfs's walker) leaves
+// such an object for the program to ask for.
+func (s *Store) WouldFetch(h plumbing.Hash) bool {
+	if s.prom == nil {
+		return false
+	}
+	s.prom.mu.Lock()
+	pending := s.prom.pending[h] != nil
+	s.prom.mu.Unlock()
+	return !pending && !s.has(h)
+}
+
 // missingOf returns those of hs the store does not hold, once each.
 func (s *Store) missingOf(hs []plumbing.Hash) []plumbing.Hash {
 	var out []plumbing.Hash

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,4 +51,45 @@ func TestGitPartialClone(t *testing.T) {
 		assert.Contains(t, out, "alpha", "what the clone holds is served offline")
 	}
 	assert.Equal(t, cloned+1, d.Conns.Load(), "offline fetched nothing")
+}
+
+// TestE2EGitPartialClone: through the kernel, a file of a blobless clone
+// reads as its content, fetched on first read; offline, the read fails
+// with EIO and the daemon's log names the object; a listing needs no
+// fetch.
+func TestE2EGitPartialClone(t *testing.T) {
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	testutil.GitInit(t, src)
+	testutil.GitCommit(t, src, map[string]string{"d/a.txt": "alpha\n", "d/b.txt": "beta\n"}, "one")
+	testutil.AllowPartialClones(t, src)
+	d := testutil.ServeGit(t, base)
+	clone := filepath.Join(t.TempDir(), "clone")
+	testutil.PartialClone(t, d.URL+"src", "blob:none", clone)
+	cloned := d.Conns.Load()
+
+	for _, offline := range []bool{true, false} {
+		dir := t.TempDir()
+		spec := "type=git,src=" + clone + ",dst=/repo"
+		if offline {
+			spec += ",offline"
+		}
+		c := startMount(t, dir, "--cache-dir", t.TempDir(), "--mount", spec)
+		names, err := os.ReadDir(filepath.Join(dir, "repo", "d"))
+		require.NoError(t, err)
+		assert.Len(t, names, 2)
+		data, err := os.ReadFile(filepath.Join(dir, "repo", "d", "a.txt"))
+		if offline {
+			require.ErrorIs(t, err, syscall.EIO)
+			assert.Equal(t, cloned, d.Conns.Load(), "offline fetched nothing")
+			oid := testutil.Git(t, clone, "rev-parse", "HEAD:d/a.txt")
+			assert.Contains(t, c.stderr.String(), oid, "the log names the object")
+		} else {
+			require.NoError(t, err)
+			assert.Equal(t, "alpha\n", string(data))
+			assert.Greater(t, d.Conns.Load(), cloned)
+		}
+		require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+		assert.Equal(t, 0, c.exitCode(t, 20*time.Second), "%s", c.stderr)
+	}
 }

@@ -253,6 +253,11 @@ func (f *FS) submoduleRepo(ctx context.Context, opts Options, cacheDir string, s
 		}
 		return "", "looked in " + strings.Join(append(tried, u), ", ")
 	}
+	if u == opts.Src {
+		// The superproject's own URL, whose clone Open holds locked:
+		// its objects are the store's already.
+		return f.repo, redact(u)
+	}
 	if cacheDir == "" {
 		return "", "no cache directory to clone " + redact(u) + " into"
 	}

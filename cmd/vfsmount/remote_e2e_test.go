@@ -1,0 +1,169 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/internal/testutil"
+)
+
+// remoteDir is a directory standing for the remote machine's.
+func remoteDir(t *testing.T) string {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{"a.txt": "hello remote\n", "sub/b.go": "package sub\n"})
+	return dir
+}
+
+func rawConfig(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "ws.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func dirNames(t *testing.T, dir string) string {
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var ns []string
+	for _, e := range ents {
+		ns = append(ns, e.Name())
+	}
+	sort.Strings(ns)
+	return strings.Join(ns, "\n")
+}
+
+// A command whose directory is in the remote mount runs on the peer's
+// side (the environment the channel gave the peer), sees the mount at
+// /workspace, and its cd carries; a command elsewhere runs here and sees
+// the same entries through the kernel face; the ls tool lists them too.
+func TestE2ERemoteShellRunsThere(t *testing.T) {
+	fusetest.Need(t)
+	dir := remoteDir(t)
+	cfg := rawConfig(t, fmt.Sprintf(`mounts:
+  - {type: memory, dst: /memory}
+  - {type: remote, dst: /workspace, command: [env, PEER_SIDE=remote, %s, peer, %s]}
+`, binary(t), dir))
+	want := dirNames(t, dir)
+
+	code, out, stderr := runBinary(t, "call", "--config", cfg, "shell",
+		`{"command":"echo side=$PEER_SIDE; ls /workspace; cd sub && pwd","cwd":"/workspace"}`)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "side=remote\n")
+	assert.Contains(t, out, want+"\n")
+	assert.Contains(t, out, "/workspace/sub\n")
+
+	code, out, stderr = runBinary(t, "call", "--config", cfg, "shell",
+		`{"command":"echo side=$PEER_SIDE; ls /workspace","cwd":"/memory"}`)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "side=\n", "a command outside the remote mount runs here")
+	assert.Contains(t, out, want+"\n", "and sees the remote files through the kernel face")
+
+	code, out, stderr = runBinary(t, "call", "--config", cfg, "ls", `{"path":"/workspace"}`)
+	require.Equal(t, 0, code, stderr)
+	for _, n := range strings.Split(want, "\n") {
+		assert.Contains(t, out, n)
+	}
+
+	code, out, stderr = runBinary(t, "call", "--config", cfg, "grep", `{"pattern":"hello","path":"/workspace"}`)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "/workspace/a.txt:1:hello remote")
+
+	// A write through the tool is on the remote side at once.
+	code, _, stderr = runBinary(t, "call", "--config", cfg, "write", `{"path":"/workspace/new.txt","fileText":"x\n"}`)
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(filepath.Join(dir, "new.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b))
+}
+
+// Over a real OpenSSH server: the host key checked, the peer installed in
+// the remote user's cache by its hash (and reused), the shell run there.
+func TestE2ERemoteSSH(t *testing.T) {
+	fusetest.Need(t)
+	sshd := testutil.StartSSHD(t, "PEER_SIDE=ssh-remote")
+	dir := remoteDir(t)
+	spec := fmt.Sprintf("type=remote,src=ssh://root@127.0.0.1:%d%s,dst=/workspace,identity=%s,known_hosts=%s",
+		sshd.Port, dir, sshd.UserKey, sshd.KnownHosts)
+	for i := range 2 {
+		code, out, stderr := runBinary(t, "call", "--mount", "type=memory,dst=/memory", "--mount", spec, "shell",
+			`{"command":"echo side=$PEER_SIDE; cat a.txt","cwd":"/workspace"}`)
+		require.Equal(t, 0, code, "run %d: %s", i, stderr)
+		assert.Contains(t, out, "side=ssh-remote\nhello remote\n")
+	}
+	bin, err := os.ReadFile(binary(t))
+	require.NoError(t, err)
+	sum := sha256.Sum256(bin)
+	installed := filepath.Join(sshd.Cache, "vfsmount", "peer", hex.EncodeToString(sum[:]), "vfsmount")
+	got, err := os.ReadFile(installed)
+	require.NoError(t, err, "the peer is installed in the remote user's cache by its hash")
+	assert.Equal(t, sum, sha256.Sum256(got))
+	ents, err := os.ReadDir(filepath.Dir(installed))
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "no upload left behind")
+}
+
+// Bad input: one line naming the mount and the cause, the right exit code,
+// nothing mounted.
+func TestE2ERemoteBadInput(t *testing.T) {
+	fusetest.Need(t)
+	sshd := testutil.StartSSHD(t)
+	dir := remoteDir(t)
+	src := fmt.Sprintf("ssh://root@127.0.0.1:%d%s", sshd.Port, dir)
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	other := filepath.Join(t.TempDir(), "other")
+	testutil.Keygen(t, other)
+	otherPub, err := os.ReadFile(other + ".pub")
+	require.NoError(t, err)
+	f := strings.Fields(string(otherPub))
+	changed := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(changed, fmt.Appendf(nil, "[127.0.0.1]:%d %s %s\n", sshd.Port, f[0], f[1]), 0o600))
+	accept := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(accept, nil, 0o600))
+
+	id := ",identity=" + sshd.UserKey
+	for _, c := range []struct {
+		name, spec, config string
+		code               int
+		says               []string
+	}{
+		{"unknown host key", "type=remote,dst=/w,src=" + src + id + ",known_hosts=" + empty, "", 2, []string{"127.0.0.1", "SHA256:", "not in"}},
+		{"changed host key", "type=remote,dst=/w,src=" + src + id + ",known_hosts=" + changed, "", 2, []string{"CHANGED", "SHA256:"}},
+		{"missing remote dir", "type=remote,dst=/w,src=" + src + "/nope" + id + ",known_hosts=" + sshd.KnownHosts, "", 1, []string{"/w", "nope"}},
+		{"refused key", "type=remote,dst=/w,src=" + src + ",identity=" + other + ",known_hosts=" + sshd.KnownHosts, "", 1, []string{"/w", "unable to authenticate"}},
+		{"unreachable", fmt.Sprintf("type=remote,dst=/w,src=ssh://127.0.0.1:%d/x", testutil.FreePort(t)) + id, "", 1, []string{"/w", "refused"}},
+		{"not ssh", "type=remote,dst=/w,src=https://example.invalid/x", "", 2, []string{"ssh://"}},
+		{"command exits at once", "", "mounts:\n  - {type: remote, dst: /w, command: [false]}\n", 1, []string{"/w", "false"}},
+		{"another protocol", "", "mounts:\n  - {type: remote, dst: /w, command: [sh, -c, 'echo vfsmount-remote 99 other; sleep 5']}\n", 2, []string{"/w", "protocol", "99"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"call"}
+			if c.config != "" {
+				args = append(args, "--config", rawConfig(t, c.config))
+			} else {
+				args = append(args, "--mount", c.spec)
+			}
+			code, _, stderr := runBinary(t, append(args, "ls", `{"path":"/"}`)...)
+			assert.Equal(t, c.code, code, stderr)
+			line := strings.TrimSpace(stderr)
+			for _, s := range c.says {
+				assert.Contains(t, line, s)
+			}
+		})
+	}
+	// accept_new_host_key records the key and connects.
+	code, _, stderr := runBinary(t, "call", "--mount", "type=remote,dst=/w,src="+src+id+",accept_new_host_key,known_hosts="+accept, "ls", `{"path":"/w"}`)
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(accept)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), fmt.Sprintf("[127.0.0.1]:%d ssh-ed25519 ", sshd.Port))
+}

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,9 @@ type reqResult struct {
 	// Time is what the workload took on the mount, Base on tmpfs
 	// (zero when not measured).
 	Time, Base time.Duration
+	// Served is the time the daemon spent serving its requests (the
+	// rest of Time is the kernel's round trips and the program's own).
+	Served time.Duration
 }
 
 // perFile is r's count of op per file.
@@ -285,8 +289,10 @@ func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counti
 	var out []reqResult
 	measure := func(workload string, files int, run func() error) error {
 		var before fusefs.Requests
+		var servedBefore time.Duration
 		if counting {
 			before, _ = r.settle(barrier)
+			servedBefore = r.served()
 		}
 		start := time.Now()
 		if err := run(); err != nil {
@@ -295,6 +301,7 @@ func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counti
 		took := time.Since(start)
 		res := reqResult{Kind: kind, Workload: workload, Files: files, Time: took}
 		if counting {
+			res.Served = r.served() - servedBefore
 			after, k := r.settle(barrier)
 			res.Req = after.Sub(before)
 			if res.Req[fusefs.OpStatfs] -= k; res.Req[fusefs.OpStatfs] == 0 {
@@ -386,6 +393,15 @@ func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counti
 	return out, os.RemoveAll(work)
 }
 
+// served is the time spent serving requests so far, all opcodes.
+func (r *reqWorkspace) served() time.Duration {
+	var t time.Duration
+	for _, d := range r.counts.Served() {
+		t += d
+	}
+	return t
+}
+
 // settle returns the counts once every request sent so far is counted,
 // and how many barrier requests it sent. A RELEASE is sent after close(2)
 // returns, so the counts are taken after barrier, a request the daemon
@@ -415,6 +431,10 @@ func runCmd(name string, args ...string) error {
 	return nil
 }
 
+// reqProfileEnv names a file for a CPU profile of the serving process
+// (this one) while the requests table is measured.
+const reqProfileEnv = "VFSMOUNT_BENCH_REQUEST_CPUPROFILE"
+
 // TestMain prints the requests table instead of running the tests when
 // reqFilesEnv asks for it (runRequests).
 func TestMain(m *testing.M) {
@@ -427,8 +447,16 @@ func TestMain(m *testing.M) {
 		if rerr != nil || reps <= 0 {
 			reps = 1
 		}
+		if path := os.Getenv(reqProfileEnv); err == nil && path != "" {
+			var f *os.File
+			if f, err = os.Create(path); err == nil {
+				defer f.Close()
+				err = pprof.StartCPUProfile(f)
+			}
+		}
 		if err == nil {
 			err = printRequestTable(n, reps)
+			pprof.StopCPUProfile()
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "requests (%s=%s): %v\n", reqFilesEnv, v, err)
@@ -465,7 +493,7 @@ func printRequestTable(n, reps int) error {
 		return err
 	}
 	fmt.Printf("FUSE requests per file (%d files; a stat row is per name; FORGET is sent without waiting and not in the total),\n", n)
-	fmt.Printf("and the time of each workload against the same on tmpfs (/dev/shm), best of %d\n", reps)
+	fmt.Printf("the time of each workload against the same on tmpfs (/dev/shm), best of %d, and the daemon's own time per request\n", reps)
 	printRequests(os.Stdout, res)
 	return nil
 }
@@ -502,7 +530,7 @@ func setUpRequests(tmp string, n int) (*reqWorkspace, string, error) {
 // total per file, the times and their ratio, and each opcode's share.
 func printRequests(w *os.File, res []reqResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tmount\trequests/file\tvfsmount\ttmpfs\tratio\tby opcode, per file")
+	fmt.Fprintln(tw, "workload\tmount\trequests/file\tvfsmount\ttmpfs\tratio\tserving/request\tby opcode, per file")
 	for _, wl := range reqWorkloads {
 		for _, r := range res {
 			if r.Workload != wl {
@@ -521,8 +549,12 @@ func printRequests(w *os.File, res []reqResult) {
 			if r.Base > 0 {
 				ratio = fmt.Sprintf("%.1fx", float64(r.Time)/float64(r.Base))
 			}
-			fmt.Fprintf(tw, "%s\t/%s\t%.2f\t%s\t%s\t%s\t%s\n", r.Workload, r.Kind, r.waitedPerFile(),
-				fmt.Sprintf("%.1f ms", ms(r.Time)), fmt.Sprintf("%.1f ms", ms(r.Base)), ratio, strings.Join(parts, ", "))
+			serving := "-"
+			if n := r.Req.Waited() + r.Req[fusefs.OpForget]; n > 0 {
+				serving = fmt.Sprintf("%.1f µs", float64(r.Served)/float64(n)/1e3)
+			}
+			fmt.Fprintf(tw, "%s\t/%s\t%.2f\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Kind, r.waitedPerFile(),
+				fmt.Sprintf("%.1f ms", ms(r.Time)), fmt.Sprintf("%.1f ms", ms(r.Base)), ratio, serving, strings.Join(parts, ", "))
 		}
 	}
 	tw.Flush()

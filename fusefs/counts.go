@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -122,6 +123,10 @@ const (
 // notifications are go-fuse's own and not counted.
 type RequestCounts struct {
 	n [numCountOps]atomic.Uint64
+	// t is the time spent serving each opcode's requests, from the
+	// call into the file system to the answer (not the kernel's part of
+	// the round trip).
+	t [numCountOps]atomic.Int64
 }
 
 // Requests is a snapshot of [RequestCounts]: opcode name to count, with
@@ -134,6 +139,19 @@ func (r *RequestCounts) Snapshot() Requests {
 	for i := range r.n {
 		if v := r.n[i].Load(); v != 0 {
 			s[opNames[i]] = v
+		}
+	}
+	return s
+}
+
+// Served returns the time spent serving the requests so far, by opcode
+// (only those sent): from go-fuse's call to the answer, without the
+// kernel's part of the round trip.
+func (r *RequestCounts) Served() map[string]time.Duration {
+	s := map[string]time.Duration{}
+	for i := range r.t {
+		if v := r.t[i].Load(); v != 0 {
+			s[opNames[i]] = time.Duration(v)
 		}
 	}
 	return s
@@ -179,201 +197,206 @@ type counted struct {
 	n *RequestCounts
 }
 
-func (c counted) add(op countOp) { c.n.n[op].Add(1) }
+// add counts one request of op that started at start, once it is
+// served: the count is there before the kernel has the answer.
+func (c counted) add(op countOp, start time.Time) {
+	c.n.t[op].Add(int64(time.Since(start)))
+	c.n.n[op].Add(1)
+}
 
 func (c counted) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	c.add(cLookup)
+	defer c.add(cLookup, time.Now())
 	return c.RawFileSystem.Lookup(cancel, h, name, out)
 }
 
 func (c counted) Forget(nodeid, nlookup uint64) {
-	c.add(cForget)
+	defer c.add(cForget, time.Now())
 	c.RawFileSystem.Forget(nodeid, nlookup)
 }
 
 func (c counted) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	c.add(cGetattr)
+	defer c.add(cGetattr, time.Now())
 	return c.RawFileSystem.GetAttr(cancel, in, out)
 }
 
 func (c counted) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	c.add(cSetattr)
+	defer c.add(cSetattr, time.Now())
 	return c.RawFileSystem.SetAttr(cancel, in, out)
 }
 
 func (c counted) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	c.add(cMknod)
+	defer c.add(cMknod, time.Now())
 	return c.RawFileSystem.Mknod(cancel, in, name, out)
 }
 
 func (c counted) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	c.add(cMkdir)
+	defer c.add(cMkdir, time.Now())
 	return c.RawFileSystem.Mkdir(cancel, in, name, out)
 }
 
 func (c counted) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	c.add(cUnlink)
+	defer c.add(cUnlink, time.Now())
 	return c.RawFileSystem.Unlink(cancel, h, name)
 }
 
 func (c counted) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	c.add(cRmdir)
+	defer c.add(cRmdir, time.Now())
 	return c.RawFileSystem.Rmdir(cancel, h, name)
 }
 
 func (c counted) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	c.add(cRename)
+	defer c.add(cRename, time.Now())
 	return c.RawFileSystem.Rename(cancel, in, oldName, newName)
 }
 
 func (c counted) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	c.add(cLink)
+	defer c.add(cLink, time.Now())
 	return c.RawFileSystem.Link(cancel, in, name, out)
 }
 
 func (c counted) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	c.add(cSymlink)
+	defer c.add(cSymlink, time.Now())
 	return c.RawFileSystem.Symlink(cancel, h, target, name, out)
 }
 
 func (c counted) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	c.add(cReadlink)
+	defer c.add(cReadlink, time.Now())
 	return c.RawFileSystem.Readlink(cancel, h)
 }
 
 func (c counted) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	c.add(cAccess)
+	defer c.add(cAccess, time.Now())
 	return c.RawFileSystem.Access(cancel, in)
 }
 
 func (c counted) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
-	c.add(cGetxattr)
+	defer c.add(cGetxattr, time.Now())
 	return c.RawFileSystem.GetXAttr(cancel, h, attr, dest)
 }
 
 func (c counted) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	c.add(cListxattr)
+	defer c.add(cListxattr, time.Now())
 	return c.RawFileSystem.ListXAttr(cancel, h, dest)
 }
 
 func (c counted) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
-	c.add(cSetxattr)
+	defer c.add(cSetxattr, time.Now())
 	return c.RawFileSystem.SetXAttr(cancel, in, attr, data)
 }
 
 func (c counted) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string) fuse.Status {
-	c.add(cRemovexattr)
+	defer c.add(cRemovexattr, time.Now())
 	return c.RawFileSystem.RemoveXAttr(cancel, h, attr)
 }
 
 func (c counted) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	c.add(cCreate)
+	defer c.add(cCreate, time.Now())
 	return c.RawFileSystem.Create(cancel, in, name, out)
 }
 
 func (c counted) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	c.add(cTmpfile)
+	defer c.add(cTmpfile, time.Now())
 	return c.RawFileSystem.Tmpfile(cancel, in, out)
 }
 
 func (c counted) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	c.add(cOpen)
+	defer c.add(cOpen, time.Now())
 	return c.RawFileSystem.Open(cancel, in, out)
 }
 
 func (c counted) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	c.add(cRead)
+	defer c.add(cRead, time.Now())
 	return c.RawFileSystem.Read(cancel, in, buf)
 }
 
 func (c counted) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	c.add(cLseek)
+	defer c.add(cLseek, time.Now())
 	return c.RawFileSystem.Lseek(cancel, in, out)
 }
 
 func (c counted) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
-	c.add(cGetlk)
+	defer c.add(cGetlk, time.Now())
 	return c.RawFileSystem.GetLk(cancel, in, out)
 }
 
 func (c counted) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	c.add(cSetlk)
+	defer c.add(cSetlk, time.Now())
 	return c.RawFileSystem.SetLk(cancel, in)
 }
 
 func (c counted) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	c.add(cSetlkw)
+	defer c.add(cSetlkw, time.Now())
 	return c.RawFileSystem.SetLkw(cancel, in)
 }
 
 func (c counted) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	c.add(cRelease)
+	defer c.add(cRelease, time.Now())
 	c.RawFileSystem.Release(cancel, in)
 }
 
 // Writev is where go-fuse hands every WRITE first; Write only when the
 // file system below answers Writev with ENOSYS, so only Writev counts.
 func (c counted) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	c.add(cWrite)
+	defer c.add(cWrite, time.Now())
 	return c.RawFileSystem.Writev(cancel, in, data)
 }
 
 func (c counted) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	c.add(cCopyFileRange)
+	defer c.add(cCopyFileRange, time.Now())
 	return c.RawFileSystem.CopyFileRange(cancel, in)
 }
 
 func (c counted) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
-	c.add(cIoctl)
+	defer c.add(cIoctl, time.Now())
 	return c.RawFileSystem.Ioctl(cancel, in, inbuf, out, outbuf)
 }
 
 func (c counted) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	c.add(cFlush)
+	defer c.add(cFlush, time.Now())
 	return c.RawFileSystem.Flush(cancel, in)
 }
 
 func (c counted) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	c.add(cFsync)
+	defer c.add(cFsync, time.Now())
 	return c.RawFileSystem.Fsync(cancel, in)
 }
 
 func (c counted) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	c.add(cFallocate)
+	defer c.add(cFallocate, time.Now())
 	return c.RawFileSystem.Fallocate(cancel, in)
 }
 
 func (c counted) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	c.add(cOpendir)
+	defer c.add(cOpendir, time.Now())
 	return c.RawFileSystem.OpenDir(cancel, in, out)
 }
 
 func (c counted) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	c.add(cReaddir)
+	defer c.add(cReaddir, time.Now())
 	return c.RawFileSystem.ReadDir(cancel, in, out)
 }
 
 func (c counted) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	c.add(cReaddirplus)
+	defer c.add(cReaddirplus, time.Now())
 	return c.RawFileSystem.ReadDirPlus(cancel, in, out)
 }
 
 func (c counted) ReleaseDir(in *fuse.ReleaseIn) {
-	c.add(cReleasedir)
+	defer c.add(cReleasedir, time.Now())
 	c.RawFileSystem.ReleaseDir(in)
 }
 
 func (c counted) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	c.add(cFsyncdir)
+	defer c.add(cFsyncdir, time.Now())
 	return c.RawFileSystem.FsyncDir(cancel, in)
 }
 
 func (c counted) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	c.add(cStatfs)
+	defer c.add(cStatfs, time.Now())
 	return c.RawFileSystem.StatFs(cancel, h, out)
 }
 
 func (c counted) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
-	c.add(cStatx)
+	defer c.add(cStatx, time.Now())
 	return c.RawFileSystem.Statx(cancel, in, out)
 }

@@ -180,7 +180,14 @@ func (f *FS) index(ctx context.Context, token string) ([]byte, error) {
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				a, err := f.attr("index", ents[i].name, ents[i].n)
+				// A blob a partial clone lacks is not fetched for its
+				// size: entered with size 0, the file fails git's
+				// stat check, and git reads it (fetching it) the
+				// first time it looks at it, if ever (never with
+				// the fsmonitor hook, which says it is clean).
+				n := ents[i].n
+				sized := n.kind.isDir() || n.kind == kindGitlink || !f.obj.WouldFetch(n.hash)
+				a, err := f.attrOf("index", ents[i].name, n, sized)
 				if err != nil {
 					return err
 				}

@@ -450,6 +450,11 @@ func ino(h plumbing.Hash, path string) uint64 {
 // attr builds the attributes of a resolved node. Directories read their own
 // tree for the link count; files read their object header for the size.
 func (f *FS) attr(op, name string, n node) (mounts.Attr, error) {
+	return f.attrOf(op, name, n, true)
+}
+
+// attrOf is attr, with a file's size left 0 unless sized.
+func (f *FS) attrOf(op, name string, n node, sized bool) (mounts.Attr, error) {
 	a := mounts.Attr{
 		Ino: ino(n.hash, n.path), Nlink: 1, Uid: f.uid, Gid: f.gid,
 		Atime: f.when, Mtime: f.when, Ctime: f.when,
@@ -466,11 +471,13 @@ func (f *FS) attr(op, name string, n node) (mounts.Attr, error) {
 		a.Mode = fs.ModeDir | 0o755
 		a.Nlink = 2
 	default:
-		size, err := f.size(n)
-		if err != nil {
-			return mounts.Attr{}, f.eio(op, name, n.hash, err)
+		if sized {
+			size, err := f.size(n)
+			if err != nil {
+				return mounts.Attr{}, f.eio(op, name, n.hash, err)
+			}
+			a.Size = size
 		}
-		a.Size = size
 		switch n.kind {
 		case kindExec:
 			a.Mode = 0o755

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp/syntax"
 	"slices"
@@ -257,4 +258,38 @@ func TestPartialCloneSearchReadsCandidates(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, complete)
 	assert.True(t, slices.Equal([]string{"b/needle.go"}, names), "%v", names)
+}
+
+// TestPartialCloneDotGit: the .git of a writable copy of a partial clone
+// is made without fetching a blob (one the clone lacks is entered with
+// size 0, for git to check when it looks), and git finds the checkout
+// clean.
+func TestPartialCloneDotGit(t *testing.T) {
+	_, d := partialRemote(t)
+	clone := partialClone(t, d, "blob:none")
+	ctx := context.Background()
+	f := openFS(t, Options{Src: clone})
+	_, err := mounts.ReadFile(ctx, f, "a/f0.txt")
+	require.NoError(t, err)
+	conns := d.Conns.Load()
+	files, err := f.DotGit(ctx, DotGitOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, conns, d.Conns.Load(), "no fetch for the index")
+
+	wt := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(wt, ".git", filepath.FromSlash(strings.TrimSuffix(name, "/")))
+		if strings.HasSuffix(name, "/") {
+			require.NoError(t, os.MkdirAll(p, 0o755))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, content, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".git", "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tbare = false\n"), 0o644))
+	testutil.WriteFiles(t, wt, partialFiles())
+	assert.Empty(t, testutil.Git(t, wt, "status", "--porcelain"), "clean")
+	assert.Equal(t, conns, d.Conns.Load(), "git compared the files by content id, fetching nothing")
+	stage := testutil.Git(t, wt, "ls-files", "--debug", "a/f0.txt", "a/f1.txt")
+	assert.Contains(t, stage, "size: 12", "a/f0.txt was fetched before: its size")
 }

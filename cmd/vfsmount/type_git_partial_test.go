@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/internal/testutil"
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // TestGitPartialClone: a git mount of a blobless clone reads a file by
@@ -51,6 +53,16 @@ func TestGitPartialClone(t *testing.T) {
 		assert.Contains(t, out, "alpha", "what the clone holds is served offline")
 	}
 	assert.Equal(t, cloned+1, d.Conns.Load(), "offline fetched nothing")
+
+	// Writable: the overlay and its .git are made without a fetch.
+	ws, err := buildSpecs(t, mount+",writable")
+	require.NoError(t, err)
+	defer ws.Close()
+	assert.Equal(t, cloned+1, d.Conns.Load(), "a writable mount fetches nothing to start")
+	got, err := mounts.ReadFile(context.Background(), ws.FS, "repo/c.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "gamma\n", string(got))
+	assert.Equal(t, cloned+2, d.Conns.Load())
 }
 
 // TestE2EGitPartialClone: through the kernel, a file of a blobless clone

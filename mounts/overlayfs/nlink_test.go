@@ -14,7 +14,17 @@ import (
 // directories, a lower one removed (a whiteout), replaced by a file,
 // renamed in and out, a file where none was.
 func TestMergedDirectoryNlink(t *testing.T) {
-	o, _ := newOverlay(t, ruleLower(t))
+	t.Run("few lower directories", func(t *testing.T) { mergedNlink(t, ruleLower(t)) })
+	t.Run("many lower directories", func(t *testing.T) {
+		// Past the few a stat checks one by one.
+		lower, _ := memLower(t, "d0/", "d1/", "d2/", "d3/", "d4/", "d5/", "d6/", "d7/", "d8/", "d9/",
+			"README.md", "a.txt", "dir1/f.txt", "dir1/sub/g.txt", "full/one.txt", "deep/a/b/c/d.go")
+		mergedNlink(t, lower)
+	})
+}
+
+func mergedNlink(t *testing.T, lower mounts.FS) {
+	o, _ := newOverlay(t, lower)
 	check := func(dir, what string) {
 		t.Helper()
 		ents, err := o.ReadDir(bg, dir)

@@ -67,6 +67,13 @@ type FS struct {
 
 	rootMeta meta // the tree root's bookkeeping, read once by New
 
+	// lowerFixed says the lower never changes (it describes itself
+	// immutable, a commit); lowerDirs then keeps, by lower directory,
+	// the names of its subdirectories that a merged directory's link
+	// count needed (lowerSubdirs).
+	lowerFixed bool
+	lowerDirs  sync.Map
+
 	j *Journal // every change, for Journal().Since
 }
 
@@ -120,7 +127,8 @@ var needed = []struct {
 // gives back the same tree with the same inode numbers. Anything else is
 // refused with an error wrapping [ErrBadUpper] or [ErrOtherLower].
 func New(ctx context.Context, lower, upper mounts.FS, opts Options) (*FS, error) {
-	f := &FS{lower: lower, upper: upper, opts: opts, log: opts.Logger, j: newJournal()}
+	f := &FS{lower: lower, upper: upper, opts: opts, log: opts.Logger, j: newJournal(),
+		lowerFixed: mounts.Describe(lower).Immutable}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}

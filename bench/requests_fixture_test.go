@@ -470,7 +470,9 @@ func TestMain(m *testing.M) {
 // printRequestTable measures the workloads with n files, against tmpfs
 // (/dev/shm) reps times, and prints the table.
 func printRequestTable(n, reps int) error {
-	tmp, err := os.MkdirTemp("", "vfsmount-bench-req-")
+	// On tmpfs too, so that /host is a host directory on the baseline's
+	// file system.
+	tmp, err := os.MkdirTemp("/dev/shm", "vfsmount-bench-req-work-")
 	if err != nil {
 		return err
 	}

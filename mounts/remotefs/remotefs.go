@@ -143,7 +143,7 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	}
 	f.mu.Lock()
 	f.gen++
-	s := newSession(rwc, f.gen, f.events)
+	s := newSession(rwc, f.gen, f.events, f.cache.flush) // nothing cached outlives its session
 	f.sess = s
 	f.cache.flush() // nothing seen before this session can be trusted
 	close(f.up)
@@ -179,13 +179,16 @@ func (f *ReadOnlyFS) monitor(s *session) {
 		s.mu.Lock()
 		busy := len(s.pending) > 0
 		s.mu.Unlock()
+		stuck := s.codec.Stuck()
 		silent := time.Since(time.Unix(0, s.lastRecv.Load()))
 		switch {
-		case !busy:
+		case stuck > f.opts.Timeout:
+			s.fail(fmt.Errorf("the link took no bytes for %v", stuck.Round(time.Millisecond)))
+		case !busy && stuck == 0:
 		case silent > f.opts.Timeout:
 			s.fail(fmt.Errorf("no answer for %v", silent.Round(time.Millisecond)))
-		case silent > f.opts.Timeout/4:
-			_, _ = s.start(&wire.Request{Op: wire.OpStat, Name: "."})
+		case silent > f.opts.Timeout/4 && stuck == 0:
+			go func() { _, _ = s.start(&wire.Request{Op: wire.OpStat, Name: "."}) }()
 		}
 	}
 }

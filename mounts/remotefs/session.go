@@ -26,13 +26,14 @@ type session struct {
 	err     error // why the session died; nil while it lives
 	dead    chan struct{}
 	events  func([]wire.Event)
+	onFail  func() // run once, before anyone learns the session died
 
 	lastRecv atomic.Int64 // unix nanoseconds of the last message read
 }
 
-func newSession(rwc io.ReadWriteCloser, gen uint64, events func([]wire.Event)) *session {
+func newSession(rwc io.ReadWriteCloser, gen uint64, events func([]wire.Event), onFail func()) *session {
 	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc, gen: gen,
-		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events}
+		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail}
 	s.lastRecv.Store(time.Now().UnixNano())
 	go s.read()
 	return s
@@ -73,8 +74,9 @@ func (s *session) fail(err error) {
 	}
 	s.err = err
 	s.pending = nil
-	close(s.dead)
 	s.mu.Unlock()
+	s.onFail()
+	close(s.dead)
 	s.rwc.Close()
 }
 

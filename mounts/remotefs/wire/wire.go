@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -338,6 +339,9 @@ func (p *peerError) Unwrap() error { return syscall.EIO }
 
 // Hello is the first line each side writes.
 func Hello(build string) string {
+	if build == "" {
+		build = "unknown"
+	}
 	return fmt.Sprintf("vfsmount-remote %d %s\n", Version, strings.ReplaceAll(build, " ", "_"))
 }
 
@@ -378,8 +382,9 @@ func ReadHello(r io.Reader) (build string, err error) {
 // Codec sends and receives messages on one stream. Send is safe for
 // concurrent use; Recv is called by one reader.
 type Codec struct {
-	mu  sync.Mutex
-	bw  *bufio.Writer
+	mu    sync.Mutex
+	since atomic.Int64 // unix nanoseconds when the send in progress began; 0: none
+	bw    *bufio.Writer
 	enc *gob.Encoder
 	dec *gob.Decoder
 }
@@ -390,10 +395,22 @@ func NewCodec(r io.Reader, w io.Writer) *Codec {
 	return &Codec{bw: bw, enc: gob.NewEncoder(bw), dec: gob.NewDecoder(bufio.NewReaderSize(r, 64<<10))}
 }
 
+// Stuck is how long the send in progress has been writing (0: none): a
+// link that takes no bytes shows here before any answer is missed.
+func (c *Codec) Stuck() time.Duration {
+	t := c.since.Load()
+	if t == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, t))
+}
+
 // Send writes one message and flushes.
 func (c *Codec) Send(v any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.since.Store(time.Now().UnixNano())
+	defer c.since.Store(0)
 	if err := c.enc.Encode(v); err != nil {
 		return err
 	}
@@ -405,6 +422,8 @@ func (c *Codec) Send(v any) error {
 func (c *Codec) SendBatch(vs ...any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.since.Store(time.Now().UnixNano())
+	defer c.since.Store(0)
 	for _, v := range vs {
 		if err := c.enc.Encode(v); err != nil {
 			return err

@@ -385,8 +385,8 @@ type Codec struct {
 	mu    sync.Mutex
 	since atomic.Int64 // unix nanoseconds when the send in progress began; 0: none
 	bw    *bufio.Writer
-	enc *gob.Encoder
-	dec *gob.Decoder
+	enc   *gob.Encoder
+	dec   *gob.Decoder
 }
 
 // NewCodec makes a codec over r and w, after the hellos.

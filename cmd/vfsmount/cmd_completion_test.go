@@ -164,7 +164,7 @@ func TestCompletionBash(t *testing.T) {
 		{"spec: type or dst first", "vfsmount mount --mount ", []string{"type=", "dst="}},
 		// bash replaces only the text after the last "=", so that is
 		// what COMPREPLY holds.
-		{"spec: the types", "vfsmount mount --mount type=", []string{"git,", "host,", "memory,", "skills,"}},
+		{"spec: the types", "vfsmount mount --mount type=", []string{"git,", "host,", "memory,", "remote,", "skills,"}},
 		// A single candidate is escaped as it will be inserted.
 		{"spec: one type", "vfsmount mount -m type=me", []string{`memory\,`}},
 		{"spec: the keys of the type", `vfsmount mount --mount type=memory\,`,
@@ -367,7 +367,7 @@ func TestCompletionMountSpec(t *testing.T) {
 	}{
 		{"type or dst first", "", []string{"dst=", "type="}, more},
 		{"a key by prefix", "t", []string{"type="}, more},
-		{"every type", "type=", []string{"type=git,", "type=host,", "type=memory,", "type=skills,"}, more},
+		{"every type", "type=", []string{"type=git,", "type=host,", "type=memory,", "type=remote,", "type=skills,"}, more},
 		{"a type by prefix", "type=m", []string{"type=memory,"}, more},
 		{"the keys of the type", "type=memory,", []string{"type=memory,dst=", "type=memory,max_bytes=", "type=memory,max_files=", "type=memory,persist="}, more},
 		{"a boolean key is bare", "type=host,r", []string{"type=host,ro"}, more},

@@ -29,9 +29,9 @@ the remote user's cache when the remote has none of the same build), or
 through the mount's command: (kubectl exec -i POD -- vfsmount peer DIR).
 DIR is confined as a host mount is. Serving / is refused unless --allow-root.
 The peer ends when its input ends, and kills the commands it started.`,
-		Example: `  # a remote mount of a pod's /workspace, in the daemon's config:
-  #   - {type: remote, dst: /workspace, command: [kubectl, exec, -i, dev-0, --, vfsmount, peer, /workspace]}
-  $ ssh dev-box vfsmount peer /srv/work   # what the daemon runs over ssh`,
+		Example: `  $ vfsmount peer /srv/work < /dev/null   # serves until its input ends
+  # a remote mount of a pod's /workspace, in the daemon's config:
+  #   - {type: remote, dst: /workspace, command: [kubectl, exec, -i, dev-0, --, vfsmount, peer, /workspace]}`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeMountpoint,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -68,7 +68,7 @@ func (m *configMount) UnmarshalYAML(n *yaml.Node) error {
 		if k.Kind != yaml.ScalarNode {
 			return &lineError{k.Line, fmt.Sprintf("a mount key must be a plain name, got %s", nodeKind(k))}
 		}
-		if v.Kind == yaml.SequenceNode {
+		if v.Kind == yaml.SequenceNode && listKeys[k.Value] {
 			item := rawItem{Key: k.Value, IsList: true, List: []string{}}
 			for _, w := range v.Content {
 				if w = resolveAlias(w); w.Kind != yaml.ScalarNode {
@@ -90,6 +90,11 @@ func (m *configMount) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return nil
 }
+
+// listKeys are the mount keys whose value is a list of words (kindArgv:
+// a remote mount's command). Any other key given a list is an error at
+// the list's line.
+var listKeys = map[string]bool{"command": true}
 
 // resolveAlias follows *anchor references to the node they name.
 func resolveAlias(n *yaml.Node) *yaml.Node {

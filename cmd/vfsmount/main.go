@@ -17,6 +17,7 @@
 //	vfsmount reset MOUNTPOINT [PATH]...
 //	vfsmount checkpoint create|list|diff|restore|delete MOUNTPOINT ...
 //	vfsmount fsmonitor SOCKET VERSION TOKEN
+//	vfsmount peer [--ro] DIR
 //	vfsmount completion bash|zsh|fish
 //	vfsmount version
 //	vfsmount help [COMMAND]
@@ -24,7 +25,8 @@
 // diff, commit and reset export a writable git mount's changes, checkpoint
 // takes and restores checkpoints of a live workspace, both through its
 // control socket; git runs fsmonitor, as the writable git mount's
-// core.fsmonitor hook. The test TestDocListsEveryCommand holds this list to
+// core.fsmonitor hook; a remote mount's daemon runs peer on the remote
+// machine (over ssh, or its command:). The test TestDocListsEveryCommand holds this list to
 // the command tree.
 //
 // # Exit codes

@@ -74,6 +74,9 @@ type way struct {
 	needsRead bool
 	// repoOnly: the way exists for a writable git mount only.
 	repoOnly bool
+	// checkpointed: the way needs a mount that checkpoints take in (not
+	// a remote mount, whose files are on its own machine).
+	checkpointed bool
 	do       func(t *testing.T, s *waysEnv, p string) (string, error)
 }
 
@@ -129,24 +132,27 @@ var ways = []way{
 	{name: "claude Bash cat", kind: reveals, tools: []string{"claude/Bash"}, do: shellCmd("claude", "Bash", `{"command":"cat PATH"}`)},
 	{name: "codex exec_command cat", kind: reveals, tools: []string{"codex/exec_command"}, do: shellCmd("codex", "exec_command", `{"cmd":"cat PATH"}`)},
 	{name: "codex shell_command cat", kind: reveals, tools: []string{"codex/shell_command"}, do: shellCmd("codex", "shell_command", `{"command":"cat PATH"}`)},
+	// In the name's own directory: a remote mount's commands would run on
+	// its machine, past the rules; with rules they run here.
+	{name: "cursor shell cat in its directory", kind: reveals, do: shellCmd("cursor", "shell", `{"command":"cat secret.txt","cwd":"DIR"}`)},
 	{name: "codex shell cat", kind: reveals, tools: []string{"codex/shell"}, do: shellCmd("codex", "shell", `{"command":["cat","PATH"]}`)},
 	{name: "kernel read", kind: reveals, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		b, err := os.ReadFile(filepath.Join(s.mp, p))
 		return string(b), err
 	}},
 	{name: "page offers", kind: reveals, do: pageOffers},
-	{name: "checkpoint_diff tool", kind: reveals, tools: []string{"*/checkpoint_diff"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+	{name: "checkpoint_diff tool", kind: reveals, checkpointed: true, tools: []string{"*/checkpoint_diff"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		id := s.checkpoint(t)
 		s.operatorWrite(t, p, "API_KEY=after\n")
 		return tool("cursor", "checkpoint_diff", `{"id":"`+id+`"}`)(t, s, p)
 	}},
-	{name: "checkpoint_restore dry run", kind: reveals, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+	{name: "checkpoint_restore dry run", kind: reveals, checkpointed: true, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		// The dry run shows what it would undo: a diff, withheld alike.
 		id := s.checkpoint(t)
 		s.operatorWrite(t, p, "API_KEY=after\n")
 		return s.dryRun.Call(context.Background(), "cursor", "checkpoint_restore", json.RawMessage(`{"id":"`+id+`"}`)).Text, nil
 	}},
-	{name: "checkpoint.diff (operator)", kind: reveals, operator: true, services: []string{"Checkpoints"}, methods: []string{"checkpoint.diff", "checkpoint.create"},
+	{name: "checkpoint.diff (operator)", kind: reveals, checkpointed: true, operator: true, services: []string{"Checkpoints"}, methods: []string{"checkpoint.diff", "checkpoint.create"},
 		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 			info, err := s.b.ws.Checkpoints.CheckpointCreate(context.Background(), jsonrpc.CheckpointCreateParams{})
 			require.NoError(t, err)
@@ -202,6 +208,7 @@ var ways = []way{
 	{name: "codex apply_patch", kind: changes, needsRead: true, tools: []string{"codex/apply_patch"}, do: tool("codex", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: PATH\n@@\n-OLD\n+NEW\n*** End Patch"}`)},
 	{name: "cursor delete", kind: changes, tools: []string{"cursor/delete"}, do: tool("cursor", "delete", `{"path":"PATH"}`)},
 	{name: "cursor shell write", kind: changes, do: shellCmd("cursor", "shell", `{"command":"echo NEW > PATH"}`)},
+	{name: "cursor shell write in its directory", kind: changes, do: shellCmd("cursor", "shell", `{"command":"echo NEW > secret.txt","cwd":"DIR"}`)},
 	{name: "claude Bash rm", kind: changes, do: shellCmd("claude", "Bash", `{"command":"rm PATH"}`)},
 	{name: "codex exec_command write", kind: changes, do: shellCmd("codex", "exec_command", `{"cmd":"echo NEW > PATH"}`)},
 	{name: "kernel write", kind: changes, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
@@ -216,14 +223,14 @@ var ways = []way{
 		os.Remove(tmp)
 		return "", err
 	}},
-	{name: "checkpoint_restore tool", kind: changes, tools: []string{"*/checkpoint_restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+	{name: "checkpoint_restore tool", kind: changes, checkpointed: true, tools: []string{"*/checkpoint_restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		// The checkpoint holds the content the row would put back.
 		s.operatorWrite(t, p, s.next)
 		id := s.checkpoint(t)
 		s.operatorWrite(t, p, s.content)
 		return tool("cursor", "checkpoint_restore", `{"id":"`+id+`"}`)(t, s, p)
 	}},
-	{name: "checkpoint.restore (operator)", kind: changes, operator: true, methods: []string{"checkpoint.restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+	{name: "checkpoint.restore (operator)", kind: changes, checkpointed: true, operator: true, methods: []string{"checkpoint.restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		s.operatorWrite(t, p, s.next)
 		id := s.checkpoint(t)
 		s.operatorWrite(t, p, s.content)
@@ -374,6 +381,7 @@ func openWaysEnv(t *testing.T, rule string, secrets []string) *waysEnv {
 	t.Helper()
 	repo, _ := testutil.GitRepo(t, map[string]string{"secret.txt": "API_KEY=committed\n", "README": "hi\n"})
 	dir := t.TempDir()
+	remote := t.TempDir() // the remote machine's directory, served by a peer over a pipe
 	var quoted []string
 	for _, p := range secrets {
 		quoted = append(quoted, `"`+p+`"`)
@@ -384,11 +392,12 @@ func openWaysEnv(t *testing.T, rule string, secrets []string) *waysEnv {
 mounts:
   - {type: git, src: %s, dst: /repo, writable: true}
   - {type: memory, dst: /memory, persist: %s}
+  - {type: remote, dst: /workspace, command: [%s, peer, %s]}
 policy:
   %s: [%s]
 audit: {path: %s}
 checkpoint: {tools: true, keep: 0}
-`, repo, filepath.Join(dir, "mem.db"), rule, strings.Join(quoted, ", "), audit)), 0o644))
+`, repo, filepath.Join(dir, "mem.db"), binary(t), remote, rule, strings.Join(quoted, ", "), audit)), 0o644))
 	mp := t.TempDir()
 	f := &bridgeFlags{dialect: agentbridge.DialectCursor}
 	f.ws.Config = cfg
@@ -412,7 +421,7 @@ func TestPolicyBindsEveryWay(t *testing.T) {
 		}
 		t.Skip("bubblewrap not installed")
 	}
-	secrets := []string{"/memory/secret.txt", "/repo/secret.txt"}
+	secrets := []string{"/memory/secret.txt", "/repo/secret.txt", "/workspace/secret.txt"}
 	for _, rule := range []string{"deny_read", "deny_write", "read_only"} {
 		t.Run(rule, func(t *testing.T) {
 			s := openWaysEnv(t, rule, secrets)
@@ -420,6 +429,9 @@ func TestPolicyBindsEveryWay(t *testing.T) {
 			for _, w := range ways {
 				for _, p := range secrets {
 					if w.repoOnly && !strings.HasPrefix(p, "/repo/") {
+						continue
+					}
+					if w.checkpointed && strings.HasPrefix(p, "/workspace/") {
 						continue
 					}
 					n++

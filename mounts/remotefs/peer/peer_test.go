@@ -1,0 +1,142 @@
+package peer_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/peer"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// client drives a peer's protocol directly, as a daemon that is wrong or
+// compromised could: any request, any name.
+type client struct {
+	t     *testing.T
+	codec *wire.Codec
+	next  uint64
+}
+
+func startPeer(t *testing.T, dir string) *client {
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = peer.Serve(context.Background(), b, b, host, peer.Options{Dir: dir, Build: "test", Shell: peer.HostShell{Dir: dir}})
+		b.Close()
+	}()
+	t.Cleanup(func() {
+		a.Close()
+		<-done
+		host.(*hostfs.FS).Close()
+	})
+	go func() { _, _ = a.Write([]byte(wire.Hello("test"))) }()
+	_, err = wire.ReadHello(a)
+	require.NoError(t, err)
+	return &client{t: t, codec: wire.NewCodec(a, a)}
+}
+
+// call sends req and returns its answer, skipping events.
+func (c *client) call(req wire.Request) *wire.Response {
+	c.next++
+	req.ID = c.next
+	require.NoError(c.t, c.codec.Send(&req), "send")
+	for {
+		var resp wire.Response
+		require.NoError(c.t, c.codec.Recv(&resp), "recv")
+		if resp.ID == req.ID {
+			return &resp
+		}
+	}
+}
+
+// The peer never serves outside its directory, whatever it is asked:
+// names that climb, symlinks that lead out (to read, write, create,
+// rename, link or search through), commands started outside.
+func TestPeerConfinesEveryRequest(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(root, "outside")
+	dir := filepath.Join(root, "served")
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("TOP SECRET"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mine"), []byte("mine"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "out")))
+	require.NoError(t, os.Symlink("../outside/secret", filepath.Join(dir, "rel")))
+	c := startPeer(t, dir)
+
+	refused := func(resp *wire.Response, what string) {
+		t.Helper()
+		require.NotNil(t, resp.Err, "%s was served", what)
+		assert.Contains(t, []syscall.Errno{syscall.EACCES, syscall.EINVAL, syscall.ELOOP, syscall.ENOTDIR, syscall.EXDEV, syscall.EOPNOTSUPP},
+			errnoOf(resp.Err), "%s: %+v", what, resp.Err)
+		assert.NotContains(t, string(resp.Data), "TOP SECRET", what)
+		for _, m := range resp.Matches {
+			assert.NotContains(t, m.Text, "TOP SECRET", what)
+		}
+	}
+	for _, req := range []wire.Request{
+		{Op: wire.OpStat, Name: "../outside/secret"},
+		{Op: wire.OpStat, Name: "/etc/passwd"},
+		{Op: wire.OpStat, Name: "out/secret"},
+		{Op: wire.OpStatDir, Name: "out"},
+		{Op: wire.OpOpen, Name: "out/secret"},
+		{Op: wire.OpOpen, Name: "rel"},
+		{Op: wire.OpOpen, Name: "out/new", Flag: os.O_CREATE | os.O_WRONLY, Mode: 0o644},
+		{Op: wire.OpTruncate, Name: "out/secret", Size: 0},
+		{Op: wire.OpUnlink, Name: "out/secret"},
+		{Op: wire.OpMkdir, Name: "out/d", Mode: 0o755},
+		{Op: wire.OpRename, Name: "mine", Name2: "out/mine"},
+		{Op: wire.OpRename, Name: "out/secret", Name2: "stolen"},
+		{Op: wire.OpLink, Name: "out/secret", Name2: "stolen"},
+		{Op: wire.OpLink, Name: "mine", Name2: "out/linked"},
+		{Op: wire.OpSymlink, Target: "x", Name: "out/sym"},
+		{Op: wire.OpChmod, Name: "out/secret", Mode: 0o777},
+		{Op: wire.OpChmod, Name: "rel", Mode: 0o777},
+		{Op: wire.OpSetXattr, Name: "out/secret", Xattr: "user.x", Data: []byte("1")},
+		{Op: wire.OpGrep, Name: "out", Grep: &wire.Grep{Dir: "out", Pattern: "SECRET"}},
+		{Op: wire.OpGrep, Name: "..", Grep: &wire.Grep{Dir: "..", Pattern: "SECRET"}},
+		{Op: wire.OpExec, ExecID: 1, Name: "..", Exec: &wire.Exec{Argv: []string{"cat", "../outside/secret"}, Dir: ".."}},
+	} {
+		refused(c.call(req), req.Op.String()+" "+req.Name)
+	}
+	// A search from the root does not follow the link out.
+	resp := c.call(wire.Request{Op: wire.OpGrep, Name: ".", Grep: &wire.Grep{Dir: ".", Pattern: "SECRET|mine"}})
+	require.Nil(t, resp.Err)
+	for _, m := range resp.Matches {
+		assert.NotContains(t, m.Text, "SECRET")
+		assert.False(t, strings.HasPrefix(m.Name, "out"), m.Name)
+	}
+	// Nothing outside changed.
+	ents, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	b, err := os.ReadFile(filepath.Join(outside, "secret"))
+	require.NoError(t, err)
+	assert.Equal(t, "TOP SECRET", string(b))
+	st, err := os.Stat(filepath.Join(outside, "secret"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+}
+
+func errnoOf(e *wire.Error) syscall.Errno {
+	switch e.Sentinel {
+	case wire.SentinelEscapes, wire.SentinelDenied:
+		return syscall.EACCES
+	case wire.SentinelInvalid:
+		return syscall.EINVAL
+	case wire.SentinelNone:
+		return e.Errno
+	}
+	return 0
+}

@@ -228,3 +228,30 @@ func TestChangeStream(t *testing.T) {
 	require.Len(t, ents, 1)
 	assert.Equal(t, "x", ents[0].Name)
 }
+
+// Writes are pipelined, yet whatever follows a write sees it: a read
+// through another handle, a stat, a listing.
+func TestWriteSeenThroughAnyHandle(t *testing.T) {
+	fsys := openWith(t, newLink(t, t.TempDir()).dial)
+	ctx := context.Background()
+	f, err := fsys.OpenFile(ctx, "f", os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	wf := f.(mounts.WritableFile)
+	chunk := make([]byte, 64<<10)
+	for i := range 64 {
+		chunk[0] = byte(i)
+		_, err := wf.WriteAt(chunk, int64(i)*int64(len(chunk)))
+		require.NoError(t, err)
+	}
+	a, err := fsys.Stat(ctx, "f")
+	require.NoError(t, err)
+	assert.Equal(t, int64(64*len(chunk)), a.Size)
+	r, err := fsys.Open(ctx, "f")
+	require.NoError(t, err)
+	b := make([]byte, 1)
+	_, err = r.ReadAt(b, 63*int64(len(chunk)))
+	require.NoError(t, err)
+	assert.Equal(t, byte(63), b[0])
+	require.NoError(t, r.Close())
+	require.NoError(t, wf.Close())
+}

@@ -91,6 +91,7 @@ type remoteFile struct {
 func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	op := req.Op.String()
 	req.Handle, req.Name = r.h, r.name
+	r.f.barrier() // writes through other handles first
 	resp, err := r.f.callOn(ctx, r.s, req)
 	if err != nil {
 		return nil, mounts.PathErr(op, r.name, err)
@@ -179,6 +180,7 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 	w.inFlight += int64(len(p))
 	w.changed = true
 	w.wmu.Unlock()
+	w.f.wrote(int64(len(p)))
 	data := append([]byte(nil), p...)
 	ch, err := w.s.start(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data})
 	if err != nil {
@@ -203,6 +205,7 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 
 // done accounts for one answered write.
 func (w *writableFile) done(n int64, err error) {
+	defer w.f.wrote(-n)
 	w.wmu.Lock()
 	w.inFlight -= n
 	if err != nil && w.werr == nil {
@@ -274,6 +277,9 @@ func (w *writableFile) Close() error {
 	werr := w.drain()
 	w.f.cache.invalidate(w.name)
 	if werr != nil {
+		// Through the kernel a close cannot fail (no FLUSH): the writer
+		// learns of it at its next write or fsync; here it is said.
+		w.f.log.Error("remote: a write was not confirmed by the peer", "source", w.f.opts.Source, "file", w.name, "err", werr)
 		return werr
 	}
 	return cerr

@@ -80,6 +80,32 @@ type ReadOnlyFS struct {
 	onChange []func(names ...string)
 	execs    map[uint64]*remoteExec
 	execID   uint64
+
+	// writes counts the bytes of writes sent and not yet answered, over
+	// every open file: any other request waits for them first (barrier),
+	// so a write is seen by whatever follows it, through any handle.
+	wmu    sync.Mutex
+	wcond  *sync.Cond
+	writes int64
+}
+
+// barrier waits until every write sent has been answered.
+func (f *ReadOnlyFS) barrier() {
+	f.wmu.Lock()
+	for f.writes > 0 {
+		f.wcond.Wait()
+	}
+	f.wmu.Unlock()
+}
+
+// wrote accounts for n bytes of writes sent (n > 0) or answered (n < 0).
+func (f *ReadOnlyFS) wrote(n int64) {
+	f.wmu.Lock()
+	f.writes += n
+	if f.writes == 0 {
+		f.wcond.Broadcast()
+	}
+	f.wmu.Unlock()
 }
 
 // Open dials the peer and returns a *FS, or a *ReadOnlyFS with
@@ -97,6 +123,7 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	}
 	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes),
 		up: make(chan struct{}), redial: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	f.wcond = sync.NewCond(&f.wmu)
 	if err := f.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -339,6 +366,7 @@ func (f *ReadOnlyFS) doOn(ctx context.Context, req *wire.Request) (*wire.Respons
 			return nil, nil, err
 		}
 	}
+	f.barrier()
 	s, err := f.session(ctx)
 	if err != nil {
 		return nil, nil, mounts.PathErr(op, req.Name, err)

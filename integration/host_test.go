@@ -283,12 +283,17 @@ func TestHostEscapeRaceThroughKernel(t *testing.T) {
 // plain directory and, through the kernel, to a host mount of another, then
 // compares the trees and every operation's outcome.
 func TestHostDifferential(t *testing.T) {
+	src := t.TempDir()
+	w := newHostWorkspace(t, src)
+	hostDifferential(t, w.host("."), src)
+}
+
+// hostDifferential is the differential of a mount at mnt that serves the
+// host directory src (a host mount, or a remote mount's peer).
+func hostDifferential(t *testing.T, mnt, src string) {
 	const ops = 2500
 	rng := diffRand(t)
 	ref := t.TempDir()
-	src := t.TempDir()
-	w := newHostWorkspace(t, src)
-	mnt := w.host(".")
 
 	names := []string{"a", "b", "c", "d", "e"}
 	tp := &treePicker{rng: rng, ref: ref, names: names}

@@ -22,9 +22,9 @@ import (
 // remoteWorkspace is a union with a remote mount on /workspace, whose
 // peer serves a host directory over an in-process pipe, mounted through
 // the kernel.
-func newRemoteWorkspace(t *testing.T) string {
+func newRemoteWorkspace(t *testing.T) (mnt, src string) {
 	t.Helper()
-	src := t.TempDir()
+	src = t.TempDir()
 	h, err := hostfs.Open(src, hostfs.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.(*hostfs.FS).Close() })
@@ -43,19 +43,28 @@ func newRemoteWorkspace(t *testing.T) string {
 	require.NoError(t, err)
 	dir, srv := mountKernel(t, u)
 	r.(*remotefs.FS).OnChange(srv.Invalidate) // as the workspace connects them
-	return filepath.Join(dir, "workspace")
+	return filepath.Join(dir, "workspace"), src
 }
 
 // TestRemoteMountsTestThroughKernel runs the conformance suite with system
 // calls against a writable remote mount.
 func TestRemoteMountsTestThroughKernel(t *testing.T) {
-	mountstest.RunOS(t, newRemoteWorkspace(t))
+	mnt, _ := newRemoteWorkspace(t)
+	mountstest.RunOS(t, mnt)
 }
 
 // TestRemotePOSIX runs go-fuse's POSIX checks on a remote mount: the
 // host mount's exceptions, for the same reasons (the peer serves a host
 // mount).
 func TestRemotePOSIX(t *testing.T) {
-	dir := newRemoteWorkspace(t)
+	dir, _ := newRemoteWorkspace(t)
 	runPOSIX(t, func(check string) string { return filepath.Join(dir, "posix-"+check) }, hostPOSIXUnsupported)
+}
+
+// TestRemoteDifferential is the host mount's differential on a remote
+// mount through the kernel: the same outcomes as a plain directory, and
+// the same tree behind the peer and through the mount.
+func TestRemoteDifferential(t *testing.T) {
+	mnt, src := newRemoteWorkspace(t)
+	hostDifferential(t, mnt, src)
 }

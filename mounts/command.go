@@ -49,3 +49,12 @@ type Process interface {
 	// Kill kills the command and everything it started.
 	Kill() error
 }
+
+// ChangeNotifier is implemented by a mount whose content others change
+// behind its back and that hears of it (a remote mount's change stream):
+// fn learns the names changed, mount-relative ("." when anything may
+// have), so that the kernel face drops its caches of them at once rather
+// than at their timeout. fn may be called from any goroutine.
+type ChangeNotifier interface {
+	OnChange(fn func(names ...string))
+}

@@ -150,8 +150,26 @@ func Open(ctx context.Context, opts Options) (_ *Workspace, err error) {
 		return nil, fmt.Errorf("checkpoint: %w", ErrNoWritable)
 	}
 	ws.Export = newExport(table, opts.Audit, ws.kernel.changed.notify)
+	for _, m := range opts.Mounts {
+		if n, ok := m.FS.(mounts.ChangeNotifier); ok {
+			n.OnChange(ws.relay(m.Prefix))
+		}
+	}
 	ws.stack()
 	return ws, nil
+}
+
+// relay passes the changes a mount at prefix hears of to the kernel face,
+// as workspace names.
+func (ws *Workspace) relay(prefix string) func(names ...string) {
+	base := mounts.NameOf(prefix)
+	return func(names ...string) {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = mounts.Join(base, n)
+		}
+		ws.kernel.changed.notify(out...)
+	}
 }
 
 // OnClose has Close call fn, before the functions given earlier: what a

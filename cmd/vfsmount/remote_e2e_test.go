@@ -3,12 +3,17 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -166,4 +171,135 @@ func TestE2ERemoteBadInput(t *testing.T) {
 	b, err := os.ReadFile(accept)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), fmt.Sprintf("[127.0.0.1]:%d ssh-ed25519 ", sshd.Port))
+}
+
+// peerPids are the pids of the peers serving dir.
+func peerPids(t *testing.T, dir string) []int {
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) >= 3 && args[len(args)-2] == "peer" && args[len(args)-1] == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// within runs f and fails the test if it does not return in d: an
+// operation on a mount whose link is down must never hang.
+func within(t *testing.T, d time.Duration, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+		return nil
+	}
+}
+
+// The peer killed -9 and unable to come back: operations on /workspace
+// fail within the timeout with EIO, the other mounts serve on; once the
+// peer can run again the mount serves again, without a remount.
+func TestE2ERemotePeerKilled(t *testing.T) {
+	dir := remoteDir(t)
+	flag := filepath.Join(t.TempDir(), "down")
+	cfg := rawConfig(t, fmt.Sprintf(`mounts:
+  - {type: memory, dst: /memory}
+  - {type: remote, dst: /workspace, timeout: 1s, command: [sh, -c, 'test -e %s && exit 1; exec %s peer %s']}
+`, flag, binary(t), dir))
+	mp := t.TempDir()
+	c := startMount(t, mp, "--config", cfg)
+	ws := filepath.Join(mp, "workspace")
+	b, err := os.ReadFile(filepath.Join(ws, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "hello remote\n", string(b))
+	pids := peerPids(t, dir)
+	require.Len(t, pids, 1)
+
+	require.NoError(t, os.WriteFile(flag, nil, 0o600))
+	require.NoError(t, syscall.Kill(pids[0], syscall.SIGKILL))
+	// Through the kernel: an error within the bound (a stat cached from
+	// before the kill may still answer for its second; a new name not).
+	require.Eventually(t, func() bool {
+		err := within(t, 5*time.Second, "stat on a dead link", func() error {
+			_, err := os.Stat(filepath.Join(ws, fmt.Sprintf("new-%d", time.Now().UnixNano())))
+			return err
+		})
+		return errors.Is(err, syscall.EIO)
+	}, 10*time.Second, 50*time.Millisecond, "EIO while the link is down")
+	err = within(t, 5*time.Second, "a write on a dead link", func() error {
+		return os.WriteFile(filepath.Join(ws, "w.txt"), []byte("x"), 0o644)
+	})
+	assert.ErrorIs(t, err, syscall.EIO)
+	require.NoError(t, os.WriteFile(filepath.Join(mp, "memory", "m.txt"), []byte("ok"), 0o644), "the other mounts serve on")
+
+	require.NoError(t, os.Remove(flag))
+	require.Eventually(t, func() bool {
+		// A name never looked up: only the peer can answer (ENOENT).
+		_, err := os.Stat(filepath.Join(ws, fmt.Sprintf("new-%d", time.Now().UnixNano())))
+		return errors.Is(err, fs.ErrNotExist)
+	}, 15*time.Second, 50*time.Millisecond, "the mount serves again")
+	require.Len(t, peerPids(t, dir), 1, "a new peer")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "after.txt"), []byte("back"), 0o644))
+	onRemote(t, filepath.Join(dir, "after.txt"), "back")
+	assert.Contains(t, c.stderr.String(), "link lost")
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, c.exitCode(t, 10*time.Second), c.stderr.String())
+}
+
+// The ssh server restarted under a live mount: the mount dials again and
+// serves, with the data written before on the remote disk.
+func TestE2ERemoteSSHDRestarted(t *testing.T) {
+	sshd := testutil.StartSSHD(t)
+	dir := remoteDir(t)
+	mp := t.TempDir()
+	spec := fmt.Sprintf("type=remote,src=ssh://root@127.0.0.1:%d%s,dst=/workspace,identity=%s,known_hosts=%s,timeout=1s",
+		sshd.Port, dir, sshd.UserKey, sshd.KnownHosts)
+	c := startMount(t, mp, "--mount", spec)
+	ws := filepath.Join(mp, "workspace")
+	f, err := os.Create(filepath.Join(ws, "synced.txt"))
+	require.NoError(t, err, c.stderr.String())
+	_, err = f.WriteString("durable")
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	b, err := os.ReadFile(filepath.Join(dir, "synced.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "durable", string(b), "fsync answered: on the remote disk")
+
+	sshd.Restart(t)
+	require.Eventually(t, func() bool {
+		err := within(t, 5*time.Second, "a write after the restart", func() error {
+			return os.WriteFile(filepath.Join(ws, "after.txt"), []byte("back"), 0o644)
+		})
+		return err == nil
+	}, 20*time.Second, 100*time.Millisecond, "the mount serves again after the server's restart")
+	onRemote(t, filepath.Join(dir, "after.txt"), "back")
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, c.exitCode(t, 10*time.Second), c.stderr.String())
+}
+
+// onRemote waits for a write made through the kernel without fsync to
+// reach the remote disk: writes are pipelined, and close(2) does not wait
+// for them (what follows through the mount, a remote command included,
+// does; fsync does).
+func onRemote(t *testing.T, path, want string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && string(b) == want
+	}, 5*time.Second, 10*time.Millisecond, "%s never reached the remote disk", path)
 }

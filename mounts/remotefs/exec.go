@@ -11,7 +11,10 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
 
-var _ mounts.CommandFS = (*ReadOnlyFS)(nil)
+var (
+	_ mounts.CommandFS      = (*ReadOnlyFS)(nil)
+	_ mounts.ChangeNotifier = (*ReadOnlyFS)(nil)
+)
 
 // remoteExec is a command running on the peer: its output and exit come
 // as events.
@@ -35,6 +38,7 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, c mounts.Command) (mounts
 	if err := mounts.CheckPath("exec", c.Dir); err != nil {
 		return nil, err
 	}
+	f.barrier() // the command sees every write made before it
 	s, err := f.session(ctx)
 	if err != nil {
 		return nil, mounts.PathErr("exec", c.Dir, err)

@@ -81,6 +81,10 @@ type ReadOnlyFS struct {
 	execs    map[uint64]*remoteExec
 	execID   uint64
 
+	nmu      sync.Mutex // the change notices not yet delivered
+	nqueue   []string
+	nrunning bool
+
 	// writes counts the bytes of writes sent and not yet answered, over
 	// every open file: any other request waits for them first (barrier),
 	// so a write is seen by whatever follows it, through any handle.
@@ -283,6 +287,9 @@ func (f *ReadOnlyFS) Close() error {
 	s := f.sess
 	close(f.stop)
 	f.mu.Unlock()
+	// Writes in flight reach the peer before the link closes (each is
+	// answered, or fails when the link is declared lost).
+	f.barrier()
 	if s != nil {
 		s.fail(errors.New("the mount is closed"))
 	}
@@ -411,12 +418,39 @@ func (f *ReadOnlyFS) OnChange(fn func(names ...string)) {
 	f.mu.Unlock()
 }
 
+// notify queues names for the OnChange functions, which run on a
+// goroutine of their own: they may block (the kernel face's invalidation
+// waits for the inode a request of ours holds), and the session's reader,
+// which delivers that request's answer, must not wait for them.
 func (f *ReadOnlyFS) notify(names ...string) {
-	f.mu.Lock()
-	fns := f.onChange
-	f.mu.Unlock()
-	for _, fn := range fns {
-		fn(names...)
+	f.nmu.Lock()
+	f.nqueue = append(f.nqueue, names...)
+	start := !f.nrunning
+	f.nrunning = true
+	f.nmu.Unlock()
+	if start {
+		go f.deliver()
+	}
+}
+
+// deliver runs the OnChange functions until the queue is empty.
+func (f *ReadOnlyFS) deliver() {
+	for {
+		f.nmu.Lock()
+		names := f.nqueue
+		f.nqueue = nil
+		if len(names) == 0 {
+			f.nrunning = false
+			f.nmu.Unlock()
+			return
+		}
+		f.nmu.Unlock()
+		f.mu.Lock()
+		fns := f.onChange
+		f.mu.Unlock()
+		for _, fn := range fns {
+			fn(names...)
+		}
 	}
 }
 

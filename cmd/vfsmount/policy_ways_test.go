@@ -77,7 +77,7 @@ type way struct {
 	// checkpointed: the way needs a mount that checkpoints take in (not
 	// a remote mount, whose files are on its own machine).
 	checkpointed bool
-	do       func(t *testing.T, s *waysEnv, p string) (string, error)
+	do           func(t *testing.T, s *waysEnv, p string) (string, error)
 }
 
 // exempt are the dialect tools that neither reveal nor change a name by

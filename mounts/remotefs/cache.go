@@ -276,8 +276,9 @@ func (c *cache) dir(name string) ([]mounts.DirEntry, []mounts.Attr, bool) {
 	if !ok || !c.fresh(d.at) {
 		return nil, nil, false
 	}
-	// Callers may keep or change what they get.
-	return append([]mounts.DirEntry(nil), d.ents...), append([]mounts.Attr(nil), d.attrs...), true
+	// Callers may keep or change what they get; an empty listing is an
+	// empty slice, as a fresh one is.
+	return append(make([]mounts.DirEntry, 0, len(d.ents)), d.ents...), append(make([]mounts.Attr, 0, len(d.attrs)), d.attrs...), true
 }
 
 func (c *cache) putDir(epoch uint64, name string, ents []mounts.DirEntry, attrs []mounts.Attr) {

@@ -25,8 +25,8 @@ TESTFLAGS   ?=
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/vfsmount
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vfsmount
+build: ## build bin/vfsmount (static: a remote mount installs this binary as its peer on another machine)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vfsmount
 
 test: ## run every test, FUSE integration tests included (VFSMOUNT_REQUIRE_FUSE=1 makes a missing /dev/fuse fail)
 	$(GO) test -count=1 -timeout $(TIMEOUT) ./...

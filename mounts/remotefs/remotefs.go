@@ -328,16 +328,8 @@ func (f *ReadOnlyFS) session(ctx context.Context) (*session, error) {
 	return nil, &linkError{what: "the link to " + f.opts.Source + " is down", cause: cause}
 }
 
-// call sends req on the live session and waits for its answer. The error
-// is the link's; the peer's own error is resp.Err.
-func (f *ReadOnlyFS) call(ctx context.Context, req *wire.Request) (*wire.Response, error) {
-	s, err := f.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return f.callOn(ctx, s, req)
-}
-
+// callOn sends req on s and waits for its answer. The error is the
+// link's; the peer's own error is resp.Err.
 func (f *ReadOnlyFS) callOn(ctx context.Context, s *session, req *wire.Request) (*wire.Response, error) {
 	ch, err := s.start(req)
 	if err != nil {

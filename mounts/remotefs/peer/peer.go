@@ -18,6 +18,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
@@ -207,8 +208,7 @@ func (s *server) call(req wire.Request) *wire.Response {
 		err = s.exec(req.ExecID, req.Exec)
 		resp.ExecID = req.ExecID
 	default:
-		err = mounts.PathErr(req.Op.String(), req.Name, errors.ErrUnsupported)
-		resp.Err = &wire.Error{Op: req.Op.String(), Path: req.Name, Errno: 38, Msg: "unknown request"} // ENOSYS
+		resp.Err = &wire.Error{Op: req.Op.String(), Path: req.Name, Errno: syscall.ENOSYS, Msg: "unknown request"}
 		return resp
 	}
 	resp.Err = wire.FromError(err)

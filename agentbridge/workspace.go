@@ -373,7 +373,7 @@ func (w *Workspace) BriefFor(dialect string) string {
 	if shell {
 		fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
 		for _, rs := range w.shell.opts.Remote {
-			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix)
+			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files and the rest of this workspace is not mounted; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix)
 		}
 		for _, p := range w.shell.opts.RemoteHere {
 			fmt.Fprintf(&b, "%s is on another machine, but commands in it run here (path rules bind it), seeing its files through this machine.\n", p)

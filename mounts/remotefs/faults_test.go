@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -254,4 +255,46 @@ func TestWriteSeenThroughAnyHandle(t *testing.T) {
 	assert.Equal(t, byte(63), b[0])
 	require.NoError(t, r.Close())
 	require.NoError(t, wf.Close())
+}
+
+// slowConn delivers what it reads delay late: a link with latency.
+// once slow is set.
+type slowConn struct {
+	io.ReadWriteCloser
+	delay time.Duration
+	slow  *atomic.Bool
+}
+
+func (c slowConn) Read(p []byte) (int, error) {
+	n, err := c.ReadWriteCloser.Read(p)
+	if c.slow.Load() {
+		time.Sleep(c.delay)
+	}
+	return n, err
+}
+
+// A link idle for longer than the timeout is not declared lost by the
+// first request after it, answered a little later than a monitor tick:
+// silence counts from when an answer was awaited, not from the last
+// message.
+func TestIdleThenSlowAnswer(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("a"), 0o644))
+	l := newLink(t, dir)
+	var slow atomic.Bool
+	fsys := openWith(t, func(ctx context.Context) (io.ReadWriteCloser, error) {
+		c, err := l.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// Later than a monitor tick (a quarter of the timeout).
+		return slowConn{c, faultTimeout / 4 * 3 / 2, &slow}, nil
+	})
+	ctx := context.Background()
+	slow.Store(true)
+	time.Sleep(3 * faultTimeout) // idle, nothing pending
+	_, err := fsys.Stat(ctx, "a")
+	require.NoError(t, err)
+	_, err = fsys.Stat(ctx, "a")
+	require.NoError(t, err)
 }

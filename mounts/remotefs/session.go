@@ -28,7 +28,10 @@ type session struct {
 	events  func([]wire.Event)
 	onFail  func() // run once, before anyone learns the session died
 
-	lastRecv atomic.Int64 // unix nanoseconds of the last message read
+	// lastRecv is the unix nanoseconds of the last message read, or of
+	// the request that ended an idle spell (nothing pending): the
+	// monitor's silence counts from when an answer was awaited.
+	lastRecv atomic.Int64
 }
 
 func newSession(rwc io.ReadWriteCloser, gen uint64, events func([]wire.Event), onFail func()) *session {
@@ -97,6 +100,9 @@ func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 	}
 	s.next++
 	req.ID = s.next
+	if len(s.pending) == 0 {
+		s.lastRecv.Store(time.Now().UnixNano())
+	}
 	s.pending[req.ID] = ch
 	s.mu.Unlock()
 	if err := s.codec.Send(req); err != nil {

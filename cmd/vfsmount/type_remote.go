@@ -102,8 +102,10 @@ func buildRemote(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 	return fsys, nil
 }
 
-// sshDialer keeps one ssh connection and opens a peer on it per dial,
-// connecting again when the connection is gone.
+// sshDialer makes one ssh connection per dial and runs the peer on it;
+// closing the stream closes the connection. A link declared lost may be
+// stalled rather than closed, and nothing more should wait on it (a new
+// session on a stalled connection never answers).
 type sshDialer struct {
 	cfg sshdial.Config
 	mu  sync.Mutex
@@ -111,21 +113,19 @@ type sshDialer struct {
 }
 
 func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.c != nil {
-		if rwc, err := d.c.Peer(); err == nil {
-			return rwc, nil
-		}
-		d.c.Close()
-		d.c = nil
-	}
 	c, err := sshdial.Connect(ctx, d.cfg)
 	if err != nil {
 		return nil, err
 	}
+	rwc, err := c.Peer()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	d.mu.Lock()
 	d.c = c
-	return c.Peer()
+	d.mu.Unlock()
+	return &closeBoth{ReadWriteCloser: rwc, c: c}, nil
 }
 
 func (d *sshDialer) close() error {
@@ -136,6 +136,18 @@ func (d *sshDialer) close() error {
 		d.c = nil
 	}
 	return nil
+}
+
+// closeBoth closes the peer's stream and its ssh connection.
+type closeBoth struct {
+	io.ReadWriteCloser
+	c *sshdial.Client
+}
+
+func (s *closeBoth) Close() error {
+	err := s.c.Close() // first: the connection may be stalled
+	s.ReadWriteCloser.Close()
+	return err
 }
 
 // commandDialer runs argv for each connection; its stdio is the stream.

@@ -182,12 +182,15 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, err
 	}
-	_ = conn.SetDeadline(time.Time{})
+	// Readying the peer may upload this binary: longer, but bounded, so
+	// that a link that stalls now does not hang the dial.
+	_ = conn.SetDeadline(time.Now().Add(6 * cfg.Timeout))
 	c := &Client{cfg: cfg, ssh: ssh.NewClient(sc, chans, reqs)}
 	if err := c.readyPeer(); err != nil {
 		c.Close()
 		return nil, err
 	}
+	_ = conn.SetDeadline(time.Time{})
 	return c, nil
 }
 
@@ -313,16 +316,9 @@ func (c *Client) readyPeer() error {
 		c.peer = "vfsmount peer"
 		return nil
 	}
-	out, err := c.run("uname -sm", nil)
-	if err != nil {
-		return fmt.Errorf("cannot tell the remote system: %v", err)
-	}
-	f := strings.Fields(out)
-	if len(f) != 2 || f[0] != "Linux" || goArch[f[1]] != runtime.GOARCH {
-		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", strings.TrimSpace(out), runtime.GOARCH)
-	}
 	self := c.cfg.Self
 	if self == "" {
+		var err error
 		if self, err = os.Executable(); err != nil {
 			return err
 		}
@@ -339,7 +335,17 @@ func (c *Client) readyPeer() error {
 	sum := hex.EncodeToString(h.Sum(nil))
 	dir := `"${XDG_CACHE_HOME:-$HOME/.cache}/vfsmount/peer/` + sum + `"`
 	path := dir + `/vfsmount`
-	if _, err := c.run("test -x "+path, nil); err == nil {
+	// One round trip: the system, and whether this build is there.
+	out, err := c.run("uname -sm; if test -x "+path+"; then echo installed; fi", nil)
+	if err != nil {
+		return fmt.Errorf("cannot tell the remote system: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	f := strings.Fields(lines[0])
+	if len(f) != 2 || f[0] != "Linux" || goArch[f[1]] != runtime.GOARCH {
+		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", lines[0], runtime.GOARCH)
+	}
+	if len(lines) > 1 && lines[1] == "installed" {
 		c.peer = path + " peer"
 		return nil
 	}

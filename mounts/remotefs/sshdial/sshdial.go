@@ -383,8 +383,8 @@ func (c *Client) Peer() (io.ReadWriteCloser, error) {
 		s.Close()
 		return nil, err
 	}
-	var errb strings.Builder
-	s.Stderr = &limited{w: &errb, n: 4096}
+	errb := &limited{w: &strings.Builder{}, n: 4096}
+	s.Stderr = errb
 	args := c.peer
 	if c.cfg.ReadOnly {
 		args += " --ro"
@@ -396,14 +396,14 @@ func (c *Client) Peer() (io.ReadWriteCloser, error) {
 		s.Close()
 		return nil, err
 	}
-	return &stream{r: r, w: w, s: s, errb: &errb}, nil
+	return &stream{r: r, w: w, s: s, errb: errb}, nil
 }
 
 type stream struct {
 	r    io.Reader
 	w    io.WriteCloser
 	s    *ssh.Session
-	errb *strings.Builder
+	errb *limited
 	once sync.Once
 }
 
@@ -427,6 +427,13 @@ func (s *stream) Close() error {
 		s.s.Close()
 	})
 	return nil
+}
+
+// String is what was kept.
+func (l *limited) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // limited keeps the first n bytes written.

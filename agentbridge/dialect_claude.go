@@ -15,7 +15,7 @@ import (
 )
 
 // claudeReference says what the claude dialect was matched to.
-const claudeReference = "@anthropic-ai/claude-code 2.1.197 (npm): schemas from sdk-tools.d.ts, " +
+const claudeReference = "@anthropic-ai/claude-code 2.1.332 (npm): schemas from sdk-tools.d.ts, " +
 
 	"tool texts and result shapes from the linux-x64 binary's embedded JavaScript"
 
@@ -34,7 +34,7 @@ const claudeReference = "@anthropic-ai/claude-code 2.1.197 (npm): schemas from s
 //
 // What the workspace cannot do is refused by name: Bash's
 // dangerouslyDisableSandbox (every command runs in the workspace
-// namespace, there is no outside to reach), Grep's -o.
+// namespace, there is no outside to reach).
 func claudeTools() []*dialectTool {
 	editRename := map[string]string{"file_path": "path", "old_string": "oldText", "new_string": "newText", "replace_all": "replaceAll"}
 	// The aliases Claude Code coerces before it validates an Edit.
@@ -51,9 +51,9 @@ func claudeTools() []*dialectTool {
 		return nil
 	}
 	return []*dialectTool{
-		{name: "Read", verb: VerbRead, run: (*Workspace).claudeRead, rename: map[string]string{"file_path": "path", "length": "limit"},
+		{name: "Read", verb: VerbRead, run: (*Workspace).claudeRead, rename: map[string]string{"file_path": "path", "path": "path", "length": "limit", "allow_large": "allowLarge"},
 			desc: "Reads a file from the workspace. The file_path parameter must be an absolute path (a relative one resolves against the session's directory).\n" +
-				"- By default, it reads up to 2000 lines starting from the beginning of the file\n" +
+				"- By default, it reads the whole file; a file over the size limit is refused unless allow_large is set\n" +
 				"- You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters\n" +
 				"- Results are returned using cat -n format, with line numbers starting at 1\n" +
 				"- This tool can read images (PNG, JPG, GIF, WebP): the image is returned as an image\n" +
@@ -65,8 +65,9 @@ func claudeTools() []*dialectTool {
 				prop{"offset", "number", "The line number to start reading from. Only provide if the file is too large to read at once", false},
 				prop{"limit", "number", "The number of lines to read. Only provide if the file is too large to read at once.", false},
 				prop{"pages", "string", "Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF files. Maximum 20 pages per request.", false},
+				prop{"allow_large", "boolean", "Set to true to read a text file, or a line range of one, that is over the usual size limits, up to what still fits in your context. Only use this when you genuinely need all of it or the user asked for the whole file; otherwise read it in parts with offset and limit, or search it.", false},
 			)},
-		{name: "Write", verb: VerbWrite, rename: map[string]string{"file_path": "path", "content": "fileText"},
+		{name: "Write", verb: VerbWrite, rename: map[string]string{"file_path": "path", "path": "path", "content": "fileText"},
 			desc: "Writes a file to the workspace.\n" +
 				"- This tool will overwrite the existing file if there is one at the provided path.\n" +
 				"- Missing parent directories are created.",
@@ -96,7 +97,11 @@ func claudeTools() []*dialectTool {
 			)},
 		{name: "Grep", verb: VerbGrep, run: (*Workspace).claudeGrep, reshape: claudeGrepArgs, rename: map[string]string{
 			"output_mode": "outputMode", "-i": "caseInsensitive", "-n": "lineNumbers", "-A": "after", "-B": "before",
-			"-C": "context", "head_limit": "headLimit",
+			"-C": "context", "head_limit": "headLimit", "-o": "onlyMatching",
+			// The aliases Claude Code coerces before it validates a Grep
+			// (its Grep input normaliser): file_path for path, -l and -c
+			// for output modes, -r ignored.
+			"file_path": "path", "-l": "-l", "-c": "-c", "-r": "-r",
 		},
 			desc: "A powerful search tool over the workspace's file contents, like ripgrep.\n" +
 				"- Supports regex syntax (RE2: \"log.*Error\", \"function\\\\s+\\\\w+\")\n" +
@@ -125,16 +130,18 @@ func claudeTools() []*dialectTool {
 				"The working directory persists between commands (cd carries to the next call), but shell state does not. " +
 				"The command runs in the workspace namespace: the same files at the same paths as the other tools.\n" +
 				"- Output is stdout and stderr merged; a command that exits non-zero is an error result that starts with \"Exit code N\".\n" +
-				"- You can specify an optional timeout in milliseconds (up to 600000ms / 10 minutes). By default, the command will timeout after 120000ms (2 minutes).\n" +
-				"- You can use the run_in_background parameter to run the command in the background; the result gives its task ID: read what it printed with TaskOutput and stop it with TaskStop.",
+				"- You can specify an optional timeout in milliseconds (up to 600000ms / 10 minutes). By default, the command will timeout after 120000ms (2 minutes). A command still running at its timeout is moved to the background and its task ID returned; it is not killed.\n" +
+				"- You can use the run_in_background parameter to run the command in the background; the result gives its task ID and its output file: read that file with Read, and stop the task with TaskStop.",
 			schema: schema(
 				prop{"command", "string", "The command to execute", true},
-				prop{"timeout", "number", "Optional timeout in milliseconds (max 600000)", false},
+				prop{"timeout", "number", "Optional timeout in milliseconds (max 600000 for a foreground command)", false},
 				prop{"description", "string", "Clear, concise description of what this command does in active voice.", false},
-				prop{"run_in_background", "boolean", "Set to true to run this command in the background.", false},
+				prop{"run_in_background", "boolean", "Set to true to run this command in the background. With it, `timeout` limits how long the command may run in the background before it is stopped (default 1800000 ms, max 7200000 ms).", false},
 				prop{"dangerouslyDisableSandbox", "boolean", "Set this to true to dangerously override sandbox mode and run commands without sandboxing.", false},
 			)},
-		{name: "TaskOutput", verb: VerbShell, run: (*Workspace).claudeTaskOutput, ann: &Annotations{ReadOnly: true},
+		// Claude Code 2.1.332 has no TaskOutput (a task's output is a
+		// file Read reads); served when called, for models trained on it.
+		{name: "TaskOutput", verb: VerbShell, run: (*Workspace).claudeTaskOutput, ann: &Annotations{ReadOnly: true}, hidden: true,
 			desc: "- Retrieves output from a running or completed background task (a Bash command run with run_in_background)\n" +
 				"- Takes a task_id parameter identifying the task\n" +
 				"- Returns the task output along with status information\n" +
@@ -170,10 +177,29 @@ func claudeTools() []*dialectTool {
 
 // claudeGrepArgs maps Claude Code's Grep onto the canonical grep: its
 // files_with_matches mode, its default of the current directory, its
-// "context" beside -C. -o is refused: the canonical grep prints lines.
+// "context" beside -C, and the aliases it coerces (-l, -c, -r).
 func claudeGrepArgs(a *args) error {
 	if !a.present("path") {
 		a.set("path", ".")
+	}
+	for _, f := range []struct{ flag, mode string }{{"-l", "files_with_matches"}, {"-c", "count"}} {
+		if !a.present(f.flag) {
+			continue
+		}
+		on, err := a.boolean(f.flag, false)
+		if err != nil {
+			return err
+		}
+		delete(a.m, f.flag)
+		if on && !a.present("outputMode") {
+			a.set("outputMode", f.mode)
+		}
+	}
+	if a.present("-r") {
+		if _, err := a.boolean("-r", false); err != nil {
+			return err
+		}
+		delete(a.m, "-r") // Grep always searches a directory recursively
 	}
 	if a.present("outputMode") {
 		var m string
@@ -187,16 +213,6 @@ func claudeGrepArgs(a *args) error {
 			}
 		}
 	}
-	if a.present("-o") {
-		on, err := a.boolean("-o", false)
-		if err != nil {
-			return err
-		}
-		if on {
-			return a.errf("argument %q (only the matched parts) is not supported here; search with output_mode \"content\" for whole lines", "-o")
-		}
-	}
-	delete(a.m, "-o")
 	return nil
 }
 
@@ -351,8 +367,10 @@ func (w *Workspace) claudeGrep(ctx context.Context, a *args) (string, error) {
 
 // Claude Code's Bash bounds.
 const (
-	claudeBashMaxResult = 30000 // maxResultSizeChars
-	claudeBashErrorCap  = 10000 // an error's text, head and tail kept
+	claudeBackgroundTimeout    = 1800000 // ms a background command may run by default
+	claudeBackgroundMaxTimeout = 7200000 // ms, the most it may be given
+	claudeBashMaxResult        = 30000   // maxResultSizeChars
+	claudeBashErrorCap         = 10000   // an error's text, head and tail kept
 )
 
 // claudeBash is Claude Code's Bash: stdout and stderr merged, leading
@@ -379,8 +397,13 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	maxMs := int(w.limits.MaxShellTimeout.Milliseconds())
-	timeout, err := a.integer("timeout", min(shellDefaultTimeout, maxMs), 1, maxMs)
+	// A foreground command waits up to the policy's longest call; a
+	// background one runs up to Claude Code's background maximum.
+	maxMs, defMs := int(w.limits.MaxShellTimeout.Milliseconds()), shellDefaultTimeout
+	if background {
+		maxMs, defMs = claudeBackgroundMaxTimeout, claudeBackgroundTimeout
+	}
+	timeout, err := a.integer("timeout", min(defMs, maxMs), 1, maxMs)
 	if err != nil {
 		return "", err
 	}
@@ -406,15 +429,38 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 			p.stop("the session keeps no processes")
 			return "", a.errf("%v", err)
 		}
-		w.bound(p)
-		msg := fmt.Sprintf("Command running in background with ID: %d. Read its output with TaskOutput (task_id %q; block: false answers at once) and stop it with TaskStop.", id, strconv.Itoa(id))
+		w.boundFor(p, time.Duration(timeout)*time.Millisecond)
+		msg := fmt.Sprintf("Command running in background with ID: %d. Output is being written to: %s. To check interim output, use Read on that file path.", id, claudeTaskPath(id))
 		if pruned != nil {
 			pruned.stop("the session had too many processes")
 			msg += fmt.Sprintf("\nTask %d (%s) was stopped: a session keeps at most %d.", pruned.id, clip(pruned.cmdline), w.maxSessionProcs)
 		}
 		return msg, nil
 	}
-	res := w.finishShell(ctx, run, p, time.Duration(timeout)*time.Millisecond)
+	wait := time.Duration(timeout) * time.Millisecond
+	if !p.wait(ctx, wait) && ctx.Err() == nil && a.sess != nil && a.sess.keeps() {
+		// Claude Code moves a foreground command still running at its
+		// timeout to the background and gives its task id; it is not
+		// killed.
+		p.log = out
+		if id, pruned, err := a.sess.add(p); err == nil {
+			w.boundFor(p, claudeBackgroundTimeout*time.Millisecond)
+			msg := fmt.Sprintf("Command did not complete within its %ds timeout and was moved to the background (ID: %d). Output is being written to: %s. "+
+				"If it is still running after 30m in the background, it will be stopped. "+
+				"It is running now: do not start a second copy while it runs. If it is no longer needed, stop it with TaskStop. ",
+				max(1, (timeout+500)/1000), id, claudeTaskPath(id))
+			if out.String() == "" {
+				msg += "No output had been read from it when it was moved. A program that buffers its output, or a pipe into one such as tail, can keep the output file empty until the command finishes. "
+			}
+			msg += "To check interim output, use Read on that file path."
+			if pruned != nil {
+				pruned.stop("the session had too many processes")
+				msg += fmt.Sprintf("\nTask %d (%s) was stopped: a session keeps at most %d.", pruned.id, clip(pruned.cmdline), w.maxSessionProcs)
+			}
+			return msg, nil
+		}
+	}
+	res := w.finishShell(ctx, run, p, wait)
 	text := strings.TrimRight(leadingBlankLines(out.String()), " \t\r\n")
 	if res.dirNote != "" {
 		text = strings.TrimPrefix(text+"\n("+res.dirNote+")", "\n")
@@ -607,4 +653,26 @@ func (w *Workspace) claudeTaskStop(ctx context.Context, a *args) (string, error)
 		return "", err
 	}
 	return string(b), nil
+}
+
+// claudeTaskDir is where Read finds a background task's output file:
+// /.vfsmount/tasks/ID.output, the task's merged output so far (head and
+// tail kept past the cap), read from the session that runs it.
+const claudeTaskDir = "/.vfsmount/tasks/"
+
+func claudeTaskPath(id int) string { return claudeTaskDir + strconv.Itoa(id) + ".output" }
+
+// claudeTaskOutputFile is the output of the task the path names, when it
+// names one of the session's tasks.
+func claudeTaskOutputFile(a *args, given string) (string, bool, error) {
+	if !strings.HasPrefix(given, claudeTaskDir) {
+		return "", false, nil
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(given, claudeTaskDir), ".output")
+	p, err := claudeTask(a, id)
+	if err != nil {
+		return "", true, err
+	}
+	p.touch()
+	return p.log.String(), true, nil
 }

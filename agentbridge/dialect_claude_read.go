@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +28,12 @@ func (w *Workspace) claudeRead(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if out, ok, err := claudeTaskOutputFile(a, p.abs()); ok {
+		if err != nil {
+			return "", err
+		}
+		return numberLines(out), nil
+	}
 	ext := strings.ToLower(path.Ext(p.name))
 	if a.present("pages") && ext != ".pdf" {
 		return "", a.errf("argument %q applies to PDF files only; %s is not one", "pages", p.abs())
@@ -38,6 +45,23 @@ func (w *Workspace) claudeRead(ctx context.Context, a *args) (string, error) {
 		return w.readPDF(ctx, a, p)
 	case ".ipynb":
 		return w.readNotebook(ctx, a, p)
+	}
+	allowLarge, err := a.boolean("allowLarge", false)
+	if err != nil {
+		return "", err
+	}
+	delete(a.m, "allowLarge")
+	if !a.present("limit") {
+		// Claude Code's Read has no line cut: without a limit it reads
+		// the whole file, and refuses one over its size limit unless
+		// allow_large says to read what fits.
+		if _, attr, _, err := w.resolve(ctx, p.name, true, false); err == nil && attr.Mode.IsRegular() &&
+			attr.Size > int64(w.limits.MaxReadBytes) && !allowLarge {
+			//lint:ignore ST1005 Claude Code's own words (its FileTooLargeError), which the model knows.
+			return "", fmt.Errorf("File content (%s) exceeds maximum allowed size (%s). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file. To read it anyway, up to what still fits in your context, call Read again with allow_large: true \u2014 only if you genuinely need all of it or the user asked for the whole file.",
+				humanSize(int(attr.Size)), humanSize(w.limits.MaxReadBytes))
+		}
+		a.set("limit", math.MaxInt32)
 	}
 	text, err := w.read(ctx, a)
 	if err != nil {
@@ -312,4 +336,16 @@ func (w *Workspace) readPDF(ctx context.Context, a *args, p wpath) (string, erro
 	text := fmt.Sprintf("PDF pages extracted: %d page(s) from %s (%s)", len(parts), p.abs(), humanSize(len(data)))
 	a.content = append([]Content{{Type: "text", Text: text}}, parts...)
 	return text, nil
+}
+
+// numberLines numbers text as Read shows a file: "N<tab>line".
+func numberLines(text string) string {
+	if strings.TrimSpace(text) == "" {
+		return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+	}
+	var b strings.Builder
+	for i, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		fmt.Fprintf(&b, "%d\t%s\n", i+1, l)
+	}
+	return b.String()
 }

@@ -30,8 +30,9 @@
 // verb names above, with @cursor/sdk 1.0.18's argument names: glob
 // globPattern, grep's content default and contextBefore/sort, shell
 // workingDirectory, ls as a tree within a budget of names); "claude",
-// @anthropic-ai/claude-code 2.1.197's Read, Write, Edit, Glob, Grep, Bash,
-// TaskOutput and TaskStop with its result shapes (dialect_claude.go); and
+// @anthropic-ai/claude-code 2.1.332's Read, Write, Edit, Glob, Grep, Bash
+// and TaskStop with its result shapes, a background task's output being a
+// file Read reads (dialect_claude.go); and
 // "codex", @openai/codex 0.171.0's tool set (dialect_codex.go says which
 // tools and why): its shell is exec_command, which keeps a command
 // running past yield_time_ms in the caller's session for write_stdin, and

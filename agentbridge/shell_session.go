@@ -127,9 +127,14 @@ func (s *Session) add(p *process) (id int, pruned *process, err error) {
 // bound stops p when it has run for the longest a shell call may
 // (Limits.MaxShellTimeout), so a session's processes end by themselves.
 func (w *Workspace) bound(p *process) {
-	left := w.limits.MaxShellTimeout - time.Since(p.started)
-	t := time.AfterFunc(left, func() {
-		p.stop(fmt.Sprintf("it ran for %s, the longest a command may", w.limits.MaxShellTimeout))
+	w.boundFor(p, w.limits.MaxShellTimeout-time.Since(p.started))
+}
+
+// boundFor stops p when it has run for d more.
+func (w *Workspace) boundFor(p *process, d time.Duration) {
+	total := time.Since(p.started) + d
+	t := time.AfterFunc(d, func() {
+		p.stop(fmt.Sprintf("it ran for %s, the longest it may", total.Round(time.Second)))
 	})
 	go func() {
 		<-p.done

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,9 +151,22 @@ func TestClaudeBash(t *testing.T) {
 		assert.True(t, bash(obj{"command": "grep x /nonexistent"}).IsError, "grep's 2 is a failure")
 	})
 	t.Run("timeout_ms alias and sandbox escape refused", func(t *testing.T) {
-		r := bash(obj{"command": "sleep 5", "timeout_ms": 200})
-		assert.True(t, r.IsError)
-		assert.Contains(t, r.Text, "timed out after 200 ms")
+		// Claude Code 2.1.332: a command still running at its timeout
+		// is moved to the background, not killed; its output file is
+		// Read's, and it goes on to the end the test lets it reach.
+		r := bash(obj{"command": "echo early; while [ ! -e /memory/go-on ]; do sleep 0.05; done; echo late", "timeout_ms": 200})
+		require.False(t, r.IsError, r.Text)
+		m := regexp.MustCompile(`^Command did not complete within its 1s timeout and was moved to the background \(ID: (\d+)\)\. Output is being written to: (\S+)\. `).FindStringSubmatch(r.Text)
+		require.NotNil(t, m, r.Text)
+		assert.Contains(t, r.Text, "stop it with TaskStop")
+		ok(t, w, "write", obj{"path": "/memory/go-on", "fileText": ""})
+		p, found := s.proc(mustAtoi(t, m[1]))
+		require.True(t, found)
+		require.True(t, p.wait(t.Context(), time.Minute), "the moved command ends by itself")
+		r = sessionCall(t, w, s, "claude", "Read", obj{"file_path": m[2]})
+		assert.Equal(t, Result{Text: "1\tearly\n2\tlate\n"}, r)
+		r = bash(obj{"command": "sleep 1", "run_in_background": true, "timeout": 7200001})
+		assert.Equal(t, `Bash: argument "timeout" must be between 1 and 7200000, got 7200001`, r.Text)
 		r = bash(obj{"command": "true", "dangerouslyDisableSandbox": true})
 		assert.True(t, r.IsError)
 		assert.Contains(t, r.Text, `Bash: argument "dangerouslyDisableSandbox" cannot be honoured here`)
@@ -166,6 +180,7 @@ func TestClaudeBash(t *testing.T) {
 		m := regexp.MustCompile(`^Command running in background with ID: (\d+)\. `).FindStringSubmatch(r.Text)
 		require.NotNil(t, m, r.Text)
 		id := m[1]
+		assert.Contains(t, r.Text, "Output is being written to: /.vfsmount/tasks/"+id+".output. To check interim output, use Read on that file path.")
 		out := func(args obj) Result { return sessionCall(t, w, s, "claude", "TaskOutput", args) }
 		r = out(obj{"task_id": id, "block": false, "timeout": 0})
 		assert.Contains(t, r.Text, "<retrieval_status>not_ready</retrieval_status>\n<task_id>"+id+"</task_id>\n<task_type>local_bash</task_type>\n<status>running</status>")
@@ -314,4 +329,11 @@ func TestBriefWithoutShellTool(t *testing.T) {
 	assert.Contains(t, full.BriefFor("claude"), "the shell (Bash) sees the same tree")
 	assert.Contains(t, full.BriefFor("codex"), "the shell (exec_command) sees the same tree")
 	assert.Contains(t, full.BriefFor("claude"), "Relative paths resolve against the session's directory (at first /memory); cd in the shell moves it.\n")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

@@ -74,6 +74,9 @@ type grepQuery struct {
 	before      int
 	after       int
 	multiline   bool
+	// onlyMatching prints each non-empty match of a line on a line of
+	// its own, as rg -o does (content mode; Claude Code's Grep -o).
+	onlyMatching bool
 }
 
 type grepFile struct {
@@ -200,6 +203,9 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 		return nil, err
 	}
 	if q.multiline, err = a.boolean("multiline", false); err != nil {
+		return nil, err
+	}
+	if q.onlyMatching, err = a.boolean("onlyMatching", false); err != nil {
 		return nil, err
 	}
 	head, err := a.integer("headLimit", grepDefaultHead, 0, maxInt)
@@ -623,6 +629,24 @@ func (q *grepQuery) search(shown string, data []byte) grepResult {
 	}
 	r := grepResult{count: len(matched)}
 	if q.mode != "content" || len(matched) == 0 {
+		return r
+	}
+	if q.onlyMatching {
+		// rg -o: each non-empty match on a line of its own, headed by
+		// the line it is on; no context lines.
+		for _, l := range matched {
+			text := strings.TrimSuffix(string(lineText(l)), "\r")
+			for _, m := range q.re.FindAllString(text, -1) {
+				if m == "" {
+					continue
+				}
+				if q.lineNumbers {
+					r.lines = append(r.lines, shown+":"+strconv.Itoa(l+1)+":"+truncateLine(m))
+				} else {
+					r.lines = append(r.lines, shown+":"+truncateLine(m))
+				}
+			}
+		}
 		return r
 	}
 	isMatch := make(map[int]bool, len(matched))

@@ -115,9 +115,15 @@ func TestGrep(t *testing.T) {
 		assert.Equal(t, "/repo/.hidden.go:1\n/repo/a.go:2\n/repo/sub/c.go:1\nFound 4 total occurrences across 3 files.", r.Text)
 		r = call(t, w, "claude", "Grep", obj{"pattern": "nothing-matches", "path": "/repo"})
 		assert.Equal(t, "No files found", r.Text)
-		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "path": "/repo", "-o": true})
-		assert.Equal(t, `Grep: argument "-o" (only the matched parts) is not supported here; search with output_mode "content" for whole lines`, r.Text)
-		assert.True(t, r.IsError)
+		// -o prints each match on a line of its own (rg -o -n).
+		r = call(t, w, "claude", "Grep", obj{"pattern": "F[oO]+", "path": "/repo/a.go", "-o": true, "output_mode": "content"})
+		assert.Equal(t, Result{Text: "/repo/a.go:3:Foo\n/repo/a.go:4:Foo"}, r)
+		// The aliases Claude Code coerces: file_path for path, -l and -c
+		// for output modes, -r ignored.
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "file_path": "/repo/sub", "-c": true, "-r": true})
+		assert.Equal(t, Result{Text: "/repo/sub/c.go:1\nFound 1 total occurrence across 1 file."}, r)
+		r = call(t, w, "claude", "Grep", obj{"pattern": "Foo", "file_path": "/repo/sub", "-l": true})
+		assert.Equal(t, Result{Text: "Found 1 file\n/repo/sub/c.go"}, r)
 		// codex's grep_files has no offset: the hint says what it can do.
 		r = call(t, w, "codex", "grep_files", obj{"pattern": "Foo", "path": "/repo", "include": "*.go", "limit": 2})
 		assert.Equal(t, "/repo/.hidden.go\n/repo/a.go\n… 1 more lines; narrow the pattern, path or glob\n", r.Text)

@@ -47,8 +47,22 @@ func TestRead(t *testing.T) {
 	}
 	t.Run("an unknown key is refused by name, not dropped", func(t *testing.T) {
 		assert.Equal(t, `read: unknown argument "shiny"; read takes limit, offset, path`, fail(t, w, "read", obj{"path": "/repo/a.txt", "limit": 1, "shiny": true}))
-		assert.Equal(t, `Read: unknown arguments "path", "shiny"; Read takes file_path, limit, offset, pages`,
-			call(t, w, "claude", "Read", obj{"file_path": "/repo/a.txt", "path": "/repo/a.txt", "shiny": true}).Text)
+		assert.Equal(t, `Read: unknown argument "shiny"; Read takes allow_large, file_path, limit, offset, pages`,
+			call(t, w, "claude", "Read", obj{"file_path": "/repo/a.txt", "shiny": true}).Text)
+	})
+	t.Run("Claude Code's Read and Write take path for file_path", func(t *testing.T) {
+		assert.Equal(t, Result{Text: "1\talpha\n2\tbeta\n3\tgamma\n"}, call(t, w, "claude", "Read", obj{"path": "/repo/a.txt"}))
+		r := call(t, w, "claude", "Write", obj{"path": "/memory/w.txt", "content": "hi"})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, Result{Text: "1\thi\n"}, call(t, w, "claude", "Read", obj{"path": "/memory/w.txt"}))
+	})
+	t.Run("Claude Code's Read has no 2000-line cut", func(t *testing.T) {
+		long := strings.Repeat("x\n", 2500)
+		require.False(t, call(t, w, "claude", "Write", obj{"file_path": "/memory/long.txt", "content": long}).IsError)
+		r := call(t, w, "claude", "Read", obj{"file_path": "/memory/long.txt"})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, 2500, strings.Count(r.Text, "\n"))
+		assert.True(t, strings.HasSuffix(r.Text, "2500\tx\n"), r.Text[len(r.Text)-40:])
 	})
 
 	t.Run("default limit pages at 2000 lines", func(t *testing.T) {

@@ -141,6 +141,7 @@ func (c *cache) dropLinks(name string) {
 		}
 		delete(c.multi, n)
 		delete(c.attrs, n)
+		c.changed[n] = c.now // an answer about it already on its way is stale too
 		if ce, had := c.content[n]; had {
 			c.bytes -= int64(len(ce.data))
 			delete(c.content, n)

@@ -184,7 +184,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	// Readying the peer may upload this binary: longer, but bounded, so
 	// that a link that stalls now does not hang the dial.
-	_ = conn.SetDeadline(time.Now().Add(6 * cfg.Timeout))
+	_ = conn.SetDeadline(time.Now().Add(max(6*cfg.Timeout, time.Minute)))
 	c := &Client{cfg: cfg, ssh: ssh.NewClient(sc, chans, reqs)}
 	if err := c.readyPeer(); err != nil {
 		c.Close()

@@ -104,9 +104,8 @@ func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 		p.stop("still running at the end of a call that keeps no session")
 		notes = append(notes, "the command was still running and was stopped: this call keeps no session (a JSON-RPC connection or an MCP session does), so nothing can be read from it later")
 	}
-	if n := w.followDir(a.sess, p); n != "" {
-		notes = append(notes, n)
-	}
+	// Codex starts every exec_command in the session's working
+	// directory: a cd inside one call does not carry to the next.
 	code := exitOf(p)
 	return codexExecText(time.Since(start), &code, 0, buf.drain(), tokens, notes), nil
 }
@@ -175,9 +174,6 @@ func (w *Workspace) writeStdin(ctx context.Context, a *args) (string, error) {
 	if why := p.whyKilled(); why != "" {
 		notes = append(notes, "the process was stopped: "+why)
 	}
-	if n := w.followDir(a.sess, p); n != "" {
-		notes = append(notes, n)
-	}
 	code := exitOf(p)
 	return codexExecText(time.Since(start), &code, 0, p.buf.drain(), tokens, notes), nil
 }
@@ -200,7 +196,7 @@ func (w *Workspace) shellCommand(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	run.shell = shell
+	run.shell, run.keepDir = shell, true
 	if w.dryRun {
 		return run.dryRun(command), nil
 	}

@@ -298,6 +298,18 @@ func TestSessionDir(t *testing.T) {
 	r = sessionCall(t, w, s, "codex", "exec_command", obj{"cmd": "pwd"})
 	_, out := execOut(t, r.Text)
 	assert.Equal(t, "/memory\n", out)
+	// Codex 0.171.0 starts every exec_command in the session's working
+	// directory: a cd in one call carries neither to the next nor to
+	// apply_patch's relative paths.
+	r = sessionCall(t, w, s, "codex", "exec_command", obj{"cmd": "mkdir -p /memory/cx && cd /memory/cx && pwd"})
+	_, out = execOut(t, r.Text)
+	assert.Equal(t, "/memory/cx\n", out)
+	assert.Equal(t, "/memory", s.Dir())
+	r = sessionCall(t, w, s, "codex", "exec_command", obj{"cmd": "pwd"})
+	_, out = execOut(t, r.Text)
+	assert.Equal(t, "/memory\n", out)
+	r = sessionCall(t, w, s, "codex", "apply_patch", obj{"input": "*** Begin Patch\n*** Add File: cx.txt\n+x\n*** End Patch"})
+	assert.Equal(t, "Success. Updated the following files:\nA /memory/cx.txt\n", r.Text)
 	// A directory removed under the session: the next call runs in the
 	// default one and says so.
 	shell("mkdir -p /memory/gone && cd /memory/gone")

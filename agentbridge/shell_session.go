@@ -134,7 +134,7 @@ func (w *Workspace) bound(p *process) {
 func (w *Workspace) boundFor(p *process, d time.Duration) {
 	total := time.Since(p.started) + d
 	t := time.AfterFunc(d, func() {
-		p.stop(fmt.Sprintf("it ran for %s, the longest it may", total.Round(time.Second)))
+		p.stop(fmt.Sprintf("it ran for %s, the longest a command may", total.Round(time.Second)))
 	})
 	go func() {
 		<-p.done

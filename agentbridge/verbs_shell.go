@@ -55,6 +55,9 @@ type shellRun struct {
 	names []string // top-level names to bind
 	shell []string // the shell and its flags; nil is the workspace's ["/bin/bash", "-c"]
 	tty   bool
+	// keepDir: the command's cd does not move the session (Codex starts
+	// every command in the session's working directory).
+	keepDir bool
 	// note is said in the result: the session's directory was gone and
 	// the call ran in the default one.
 	note string
@@ -196,7 +199,9 @@ func (w *Workspace) finishShell(ctx context.Context, run *shellRun, p *process, 
 		p.stop(why)
 	}
 	res := shellResult{exitCode: p.exitCode, elapsed: time.Since(p.started), killed: p.whyKilled()}
-	res.dirNote = w.followDir(run.sess, p)
+	if !run.keepDir {
+		res.dirNote = w.followDir(run.sess, p)
+	}
 	if run.note != "" {
 		res.dirNote = strings.TrimPrefix(run.note+"; "+res.dirNote, "; ")
 		res.dirNote = strings.TrimSuffix(res.dirNote, "; ")

@@ -417,7 +417,9 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 	if w.dryRun {
 		return run.dryRun(command), nil
 	}
-	out := &capWriter{}
+	// The output is kept up to the longest result (not the inline cap):
+	// a task's output file, and a long output saved whole for Read.
+	out := &capWriter{limit: max(w.limits.MaxOutputBytes, shellOutputCap)}
 	p, err := w.startShell(run, command, out, nil)
 	if err != nil {
 		return "", err
@@ -472,7 +474,42 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 		code := exitOf(p)
 		return "", &toolError{text: capMiddle(strings.TrimSpace(fmt.Sprintf("Exit code %d\n%s", code, text)), claudeBashErrorCap)}
 	}
+	if len(text) > claudeBashMaxResult && a.sess != nil && a.sess.keeps() {
+		// Claude Code saves an output over its cap whole to a file the
+		// model reads with Read, and shows its true size and a preview.
+		p.log = out
+		if id, pruned, err := a.sess.add(p); err == nil {
+			if pruned != nil {
+				pruned.stop("the session had too many processes")
+			}
+			return claudePersisted(text, out.size(), claudeTaskPath(id)), nil
+		}
+	}
 	return capMiddle(text, claudeBashMaxResult), nil
+}
+
+// claudePreviewBytes is how much of a saved output Claude Code previews.
+const claudePreviewBytes = 2000
+
+// claudePersisted is Claude Code's result for an output saved to a file:
+// its size, where it is, and its first 2000 bytes cut at a line's end.
+func claudePersisted(text string, size int, file string) string {
+	preview, more := text, false
+	if len(preview) > claudePreviewBytes {
+		preview, more = preview[:claudePreviewBytes], true
+		if i := strings.LastIndexByte(preview, '\n'); i > claudePreviewBytes/2 {
+			preview = preview[:i]
+		}
+	}
+	var b strings.Builder
+	b.WriteString("<persisted-output>\n")
+	fmt.Fprintf(&b, "Output too large (%s). Full output saved to: %s\n", humanSize(size), file)
+	fmt.Fprintf(&b, "Preview (first %s):\n%s\n", humanSize(claudePreviewBytes), preview)
+	if more {
+		b.WriteString("...\n")
+	}
+	b.WriteString("</persisted-output>")
+	return b.String()
 }
 
 // leadingBlankLines drops the blank lines output starts with.

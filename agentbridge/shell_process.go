@@ -365,6 +365,14 @@ type capWriter struct {
 	head  []byte
 	tail  []byte
 	total int
+	limit int // bytes kept; 0 is shellOutputCap
+}
+
+func (c *capWriter) max() int {
+	if c.limit > 0 {
+		return c.limit
+	}
+	return shellOutputCap
 }
 
 func (c *capWriter) Write(p []byte) (int, error) {
@@ -372,7 +380,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	n0 := len(p)
 	c.total += n0
-	half := shellOutputCap / 2
+	half := c.max() / 2
 	if room := half - len(c.head); room > 0 {
 		n := min(room, len(p))
 		c.head = append(c.head, p[:n]...)
@@ -388,13 +396,20 @@ func (c *capWriter) Write(p []byte) (int, error) {
 func (c *capWriter) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.total <= shellOutputCap {
+	if c.total <= c.max() {
 		return string(c.head) + string(c.tail)
 	}
 	tail := c.tail
-	if len(tail) > shellOutputCap/2 {
-		tail = tail[len(tail)-shellOutputCap/2:]
+	if len(tail) > c.max()/2 {
+		tail = tail[len(tail)-c.max()/2:]
 	}
 	cut := c.total - len(c.head) - len(tail)
-	return fmt.Sprintf("%s\n… [%d bytes truncated; output is capped at %d] …\n%s", c.head, cut, shellOutputCap, tail)
+	return fmt.Sprintf("%s\n… [%d bytes truncated; output is capped at %d] …\n%s", c.head, cut, c.max(), tail)
+}
+
+// size is how many bytes were written, kept or not.
+func (c *capWriter) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
 }

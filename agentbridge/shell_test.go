@@ -173,6 +173,17 @@ func TestClaudeBash(t *testing.T) {
 		r = bash(obj{"command": "true", "run_in_background": "yes"})
 		assert.Equal(t, `Bash: argument "run_in_background" must be true or false, got "yes"`, r.Text)
 	})
+	t.Run("an output over the cap is saved whole for Read, its true size said", func(t *testing.T) {
+		r := bash(obj{"command": "seq 1 20000"})
+		require.False(t, r.IsError, r.Text)
+		m := regexp.MustCompile(`^<persisted-output>\nOutput too large \(106\.3KB\)\. Full output saved to: (\S+)\nPreview \(first 2KB\):\n1\n2\n`).FindStringSubmatch(r.Text)
+		require.NotNil(t, m, r.Text)
+		assert.True(t, strings.HasSuffix(r.Text, "\n...\n</persisted-output>"), r.Text)
+		r = sessionCall(t, w, s, "claude", "Read", obj{"file_path": m[1]})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, 20000, strings.Count(r.Text, "\n"))
+		assert.True(t, strings.HasSuffix(r.Text, "\n20000\t20000\n"))
+	})
 	t.Run("background task, TaskOutput, TaskStop", func(t *testing.T) {
 		// The task waits for a file the test writes: a state, not a time.
 		r := bash(obj{"command": "cd /repo; echo started; while [ ! -e /memory/go ]; do sleep 0.05; done; echo finished; exit 4", "run_in_background": true})

@@ -61,6 +61,18 @@ func TestClaudeRead(t *testing.T) {
 		assert.True(t, r.IsError)
 		assert.Equal(t, "Read /memory/fake.png: not an image (text/plain; charset=utf-8), though its name says image/png", r.Text)
 	})
+	t.Run("codex's view_image is the image as content", func(t *testing.T) {
+		r := call(t, w, "codex", "view_image", obj{"path": "/memory/pic.png"})
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, []Content{{Type: "image", Data: pngData, MIMEType: "image/png"}}, r.Content)
+		r = call(t, w, "codex", "view_image", obj{"path": "/memory/pic.png", "detail": "original"})
+		assert.Equal(t, []Content{{Type: "image", Data: pngData, MIMEType: "image/png"}}, r.Content)
+		r = call(t, w, "codex", "view_image", obj{"path": "/memory/pic.png", "detail": "low"})
+		assert.Equal(t, Result{Text: "view_image.detail only supports `high` or `original`; omit `detail` for default high resized behavior, got `low`", IsError: true}, r)
+		r = call(t, w, "codex", "view_image", obj{"path": "/memory/fake.png"})
+		assert.True(t, r.IsError)
+		assert.Contains(t, r.Text, "not an image")
+	})
 	t.Run("a notebook is its cells", func(t *testing.T) {
 		r := call(t, w, "claude", "Read", obj{"file_path": "/memory/nb.ipynb"})
 		require.False(t, r.IsError, r.Text)

@@ -1,7 +1,9 @@
 package agentbridge
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -20,6 +22,18 @@ import (
 // grep_files are codex-rs's own file tools (experimental_supported_tools
 // of earlier model families; 0.171.0 no longer ships them), kept under
 // their names and schemas for the models trained on them.
+//
+// view_image is 0.171.0's: the image as an image content part (its
+// "high" detail is the original bytes here: the workspace does not
+// resize). Every exec_command starts in the session's directory: a cd in
+// one call does not carry to the next, as in Codex.
+//
+// Not offered: the code-mode surface 0.171.0 gives its default model (one
+// JavaScript exec tool whose script calls the other tools, run by its
+// codex-code-mode-host). MCP could carry it as one tool taking a string,
+// but honouring it means a JavaScript runtime in the workspace and the
+// other tools bound into it; a model without it uses these tools, which
+// are the ones code mode calls.
 //
 // Two legacy shells are served when called but not listed: shell (an argv,
 // the tool of older model families) and shell_command (a command string
@@ -92,6 +106,12 @@ func codexTools() []*dialectTool {
 				prop{"chars", "string", "Bytes to write to stdin. Defaults to empty, which polls without writing.", false},
 				prop{"yield_time_ms", "number", "Wait before yielding output. Non-empty writes default to 250 ms and cap at 30000 ms; empty polls wait 5000-300000 ms by default.", false},
 				maxTokens,
+			)},
+		{name: "view_image", verb: VerbRead, run: (*Workspace).codexViewImage,
+			desc: "View a local image file from the filesystem when visual inspection is needed. Use this for images already available on disk.",
+			schema: strictSchema(
+				prop{"path", "string", "Local filesystem path to an image file.", true},
+				prop{"detail", "string", "Image detail level. Defaults to `high`; use `original` to preserve exact resolution.", false},
 			)},
 		{name: "shell_command", verb: VerbShell, hidden: true, run: (*Workspace).shellCommand,
 			rename: map[string]string{"workdir": "cwd", "timeout_ms": "timeout"},
@@ -249,4 +269,22 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// codexViewImage is Codex's view_image: the image at path as an image
+// content part. Both detail levels send the file's own bytes: the
+// workspace does not resize, so "high" is the original resolution too.
+func (w *Workspace) codexViewImage(ctx context.Context, a *args) (string, error) {
+	p, err := a.path(a.tool, "path", true, "")
+	if err != nil {
+		return "", err
+	}
+	detail, err := a.str("detail", false)
+	if err != nil {
+		return "", err
+	}
+	if detail != "" && detail != "high" && detail != "original" {
+		return "", fmt.Errorf("view_image.detail only supports `high` or `original`; omit `detail` for default high resized behavior, got `%s`", detail)
+	}
+	return w.readImage(ctx, a, p)
 }

@@ -181,7 +181,7 @@ func TestExecCommand(t *testing.T) {
 		for _, d := range defs {
 			names = append(names, d.Name)
 		}
-		assert.Equal(t, []string{"read_file", "list_dir", "grep_files", "apply_patch", "exec_command", "write_stdin"}, names)
+		assert.Equal(t, []string{"read_file", "list_dir", "grep_files", "apply_patch", "exec_command", "write_stdin", "view_image"}, names)
 		assert.False(t, call(t, w, "codex", "shell_command", obj{"command": "true"}).IsError)
 		assert.False(t, call(t, w, "codex", "shell", obj{"command": []string{"true"}}).IsError)
 		assert.True(t, ShellTool("codex", "exec_command"))

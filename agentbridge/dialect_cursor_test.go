@@ -53,12 +53,12 @@ func TestCursorNames(t *testing.T) {
 func TestBriefFollowsDialectAndTools(t *testing.T) {
 	w := fixture(t, nil, Options{})
 	assert.Contains(t, w.BriefFor("claude"), "Tools: Read, Write, Edit, Glob, Grep.\n")
-	assert.Contains(t, w.BriefFor("codex"), "Tools: read_file, list_dir, grep_files, apply_patch.\n")
+	assert.Contains(t, w.BriefFor("codex"), "Tools: read_file, list_dir, grep_files, apply_patch, view_image.\n")
 	assert.Contains(t, w.BriefFor("cursor"), "Tools: read, ls, glob, grep, write, edit, delete.\n")
 	assert.Contains(t, w.BriefFor(""), "  /memory  memory, writable\n  /repo    git, git@1a2b3c4, read-only\n")
 	narrow := fixture(t, nil, Options{Tools: []string{"read", "write"}})
 	assert.Contains(t, narrow.BriefFor("claude"), "Tools: Read, Write.\n")
-	assert.Contains(t, narrow.BriefFor("codex"), "Tools: read_file.\n", "codex has no write tool")
+	assert.Contains(t, narrow.BriefFor("codex"), "Tools: read_file, view_image.\n", "codex has no write tool")
 	assert.NotContains(t, narrow.BriefFor(""), "shell")
 	for _, d := range Dialects {
 		defs, err := w.Tools(d)

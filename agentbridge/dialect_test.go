@@ -14,7 +14,7 @@ func TestDialectToolLists(t *testing.T) {
 		"":       {"read", "ls", "glob", "grep", "write", "edit", "delete"},
 		"cursor": {"read", "ls", "glob", "grep", "write", "edit", "delete"},
 		"claude": {"Read", "Write", "Edit", "Glob", "Grep"},
-		"codex":  {"read_file", "list_dir", "grep_files", "apply_patch"},
+		"codex":  {"read_file", "list_dir", "grep_files", "apply_patch", "view_image"},
 	}
 	for d, names := range want {
 		defs, err := w.Tools(d)

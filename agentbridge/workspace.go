@@ -371,7 +371,12 @@ func (w *Workspace) BriefFor(dialect string) string {
 		}
 	}
 	if shell {
-		fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
+		if d.name == DialectCodex {
+			// Codex starts every command in the session's directory.
+			fmt.Fprintf(&b, "Relative paths resolve against the session's directory (%s); every %s starts there, and a cd inside one does not carry to the next.\n", w.defaultDir(), toolNameIn(d, VerbShell))
+		} else {
+			fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
+		}
 		for _, rs := range w.shell.opts.Remote {
 			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files and the rest of this workspace is not mounted; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix)
 		}

@@ -97,7 +97,7 @@ func TestCodexOverJSONRPC(t *testing.T) {
 	one, two := dialCodex(t, sock), dialCodex(t, sock)
 	var brief BriefResult
 	require.NoError(t, one.c.Call(context.Background(), "workspace.brief", BriefParams{Dialect: "codex"}, &brief))
-	assert.Contains(t, brief.Brief, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin.\n", "item 9: the brief names codex's tools")
+	assert.Contains(t, brief.Brief, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin, view_image.\n", "item 9: the brief names codex's tools")
 	assert.Contains(t, one.call("read_file", map[string]any{"file_path": "/memory/old.txt", "limit": 0}).Text, `read_file: argument "limit"`, "item 6: codex's names")
 
 	t.Run("item 1: exec_command keeps a process for write_stdin of the same connection", func(t *testing.T) {
@@ -124,14 +124,14 @@ func TestCodexOverJSONRPC(t *testing.T) {
 		out, _ := outputOf(t, r.Text)
 		assert.Equal(t, "typed\n", out)
 	})
-	t.Run("item 3: cd carries within a connection, not to another", func(t *testing.T) {
+	t.Run("item 3: every exec_command starts in the session's directory; a cd does not carry", func(t *testing.T) {
 		one.call("exec_command", map[string]any{"cmd": "mkdir -p /memory/sub && cd /memory/sub"})
 		out, _ := outputOf(t, one.call("exec_command", map[string]any{"cmd": "pwd"}).Text)
-		assert.Equal(t, "/memory/sub\n", out)
+		assert.Equal(t, "/memory\n", out, "Codex 0.171.0: a cd does not carry to the next call")
 		out, _ = outputOf(t, two.call("exec_command", map[string]any{"cmd": "pwd"}).Text)
 		assert.Equal(t, "/memory\n", out)
 		r := one.call("apply_patch", map[string]any{"input": "*** Begin Patch\n*** Add File: rel.txt\n+r\n*** End Patch"})
-		assert.Equal(t, "Success. Updated the following files:\nA /memory/sub/rel.txt\n", r.Text, "patch paths resolve against the session too")
+		assert.Equal(t, "Success. Updated the following files:\nA /memory/rel.txt\n", r.Text, "nor to apply_patch's relative paths")
 		assert.Equal(t, "     1\tr\n", one.call("read_file", map[string]any{"file_path": "rel.txt"}).Text)
 	})
 	t.Run("item 6: errors name codex's arguments", func(t *testing.T) {

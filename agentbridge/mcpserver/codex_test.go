@@ -101,8 +101,8 @@ func TestCodexOverMCP(t *testing.T) {
 	for _, tool := range list.Tools {
 		names = append(names, tool.Name)
 	}
-	assert.ElementsMatch(t, []string{"read_file", "list_dir", "grep_files", "apply_patch", "exec_command", "write_stdin"}, names)
-	assert.Contains(t, one.InitializeResult().Instructions, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin.\n", "item 9: the brief names codex's tools")
+	assert.ElementsMatch(t, []string{"read_file", "list_dir", "grep_files", "apply_patch", "exec_command", "write_stdin", "view_image"}, names)
+	assert.Contains(t, one.InitializeResult().Instructions, "Tools: read_file, list_dir, grep_files, apply_patch, exec_command, write_stdin, view_image.\n", "item 9: the brief names codex's tools")
 
 	t.Run("item 1: exec_command keeps a process for write_stdin of the same MCP session", func(t *testing.T) {
 		text, isErr := callText(t, one, "exec_command", map[string]any{"cmd": "echo start; sleep 4; echo end", "yield_time_ms": 2000})
@@ -129,15 +129,15 @@ func TestCodexOverMCP(t *testing.T) {
 		require.False(t, isErr, text)
 		assert.Equal(t, "Wall time: 0.0000 seconds\nOutput:\nSuccess. Updated the following files:\nA /memory/typed.txt\n", text)
 	})
-	t.Run("item 3: cd carries within an MCP session, not to another", func(t *testing.T) {
+	t.Run("item 3: every exec_command starts in the session's directory; a cd does not carry", func(t *testing.T) {
 		callText(t, one, "exec_command", map[string]any{"cmd": "mkdir -p /memory/sub && cd /memory/sub"})
 		text, _ := callText(t, one, "exec_command", map[string]any{"cmd": "pwd"})
 		out, _ := outputOf(t, text)
-		assert.Equal(t, "/memory/sub\n", out)
+		assert.Equal(t, "/memory\n", out, "Codex 0.171.0: a cd does not carry to the next call")
 		text, _ = callText(t, two, "exec_command", map[string]any{"cmd": "pwd"})
 		out, _ = outputOf(t, text)
 		assert.Equal(t, "/memory\n", out)
-		text, _ = callText(t, one, "list_dir", map[string]any{"dir_path": "."})
+		text, _ = callText(t, one, "list_dir", map[string]any{"dir_path": "sub"})
 		assert.Equal(t, "(/memory/sub is empty)", text)
 	})
 	t.Run("item 6: errors name codex's arguments", func(t *testing.T) {

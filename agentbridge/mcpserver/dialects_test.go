@@ -33,7 +33,7 @@ func TestClaudeOverMCP(t *testing.T) {
 	one, two := mcpSession(t, srv), mcpSession(t, srv)
 
 	init := one.InitializeResult()
-	assert.Contains(t, init.Instructions, "Tools: Read, Write, Edit, Glob, Grep, Bash, TaskOutput, TaskStop.\n")
+	assert.Contains(t, init.Instructions, "Tools: Read, Write, Edit, Glob, Grep, Bash, TaskStop.\n")
 	assert.NotContains(t, init.Instructions, "memory, memory")
 	list, err := one.ListTools(context.Background(), nil)
 	require.NoError(t, err)
@@ -42,13 +42,11 @@ func TestClaudeOverMCP(t *testing.T) {
 		names = append(names, tool.Name)
 		assert.NotContains(t, tool.Description, "oldText", tool.Name)
 		switch tool.Name {
-		case "TaskOutput":
-			assert.True(t, tool.Annotations.ReadOnlyHint, "TaskOutput only reads (Claude Code: isReadOnly)")
 		case "Bash", "TaskStop":
 			assert.True(t, *tool.Annotations.DestructiveHint, tool.Name)
 		}
 	}
-	assert.ElementsMatch(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskOutput", "TaskStop"}, names)
+	assert.ElementsMatch(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskStop"}, names)
 
 	t.Run("item 5: Read of an image is MCP image content", func(t *testing.T) {
 		res := callContent(t, one, "Read", map[string]any{"file_path": "/memory/pic.png"})
@@ -67,13 +65,17 @@ func TestClaudeOverMCP(t *testing.T) {
 		text, isErr := callText(t, one, "Bash", map[string]any{"command": "echo up; sleep 600", "run_in_background": true})
 		require.False(t, isErr, text)
 		id := regexp.MustCompile(`ID: (\d+)`).FindStringSubmatch(text)[1]
+		file := regexp.MustCompile(`Output is being written to: (\S+)\.`).FindStringSubmatch(text)
+		require.NotNil(t, file, text)
 		text, isErr = callText(t, two, "TaskStop", map[string]any{"task_id": id})
 		assert.True(t, isErr)
 		assert.Contains(t, text, "No task found with ID: "+id)
 		require.Eventually(t, func() bool {
-			text, _ := callText(t, one, "TaskOutput", map[string]any{"task_id": id, "block": false, "timeout": 0})
-			return regexp.MustCompile(`<status>running</status>\n<output>\nup\n</output>`).MatchString(text)
-		}, 30*time.Second, 10*time.Millisecond)
+			text, _ := callText(t, one, "Read", map[string]any{"file_path": file[1]})
+			return text == "1\tup\n"
+		}, 30*time.Second, 10*time.Millisecond, "the task's output file, read with Read")
+		text, isErr = callText(t, two, "Read", map[string]any{"file_path": file[1]})
+		assert.True(t, isErr, "another session's task")
 		text, isErr = callText(t, one, "TaskStop", map[string]any{"task_id": id})
 		require.False(t, isErr, text)
 		text, isErr = callText(t, one, "Bash", map[string]any{"command": "false"})

@@ -147,3 +147,18 @@ func TestClaudeGlobAndEdit(t *testing.T) {
 	r = call(t, w, "", "edit", obj{"path": "/memory/a.go", "oldText": "nope", "newText": "x"})
 	assert.Equal(t, "edit /memory/a.go: oldText not found in the file; read the file and copy the text exactly", r.Text)
 }
+
+// TestClaudeReadSizeLimit: without a limit Claude Code's Read reads the
+// whole file, and refuses one over the read limit in its own words unless
+// allow_large is set.
+func TestClaudeReadSizeLimit(t *testing.T) {
+	big := strings.Repeat("line\n", 600) // 3000 bytes
+	w := fixture(t, map[string]string{"/memory/big.txt": big}, Options{Limits: Limits{MaxReadBytes: 2048}})
+	r := call(t, w, "claude", "Read", obj{"file_path": "/memory/big.txt"})
+	assert.Equal(t, Result{Text: "File content (2.9KB) exceeds maximum allowed size (2KB). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file. To read it anyway, up to what still fits in your context, call Read again with allow_large: true — only if you genuinely need all of it or the user asked for the whole file.", IsError: true}, r)
+	r = call(t, w, "claude", "Read", obj{"file_path": "/memory/big.txt", "allow_large": true})
+	require.False(t, r.IsError, r.Text)
+	assert.True(t, strings.HasPrefix(r.Text, "1\tline\n"), r.Text)
+	r = call(t, w, "claude", "Read", obj{"file_path": "/memory/big.txt", "offset": 599, "limit": 2})
+	assert.Equal(t, Result{Text: "599\tline\n600\tline\n"}, r)
+}

@@ -113,7 +113,15 @@ func (s *Session) add(p *process) (id int, pruned *process, err error) {
 		for id := range s.procs {
 			ids = append(ids, id)
 		}
-		sort.Slice(ids, func(i, j int) bool { return s.procs[ids[i]].lastUsed().Before(s.procs[ids[j]].lastUsed()) })
+		// An ended process (a saved output kept for Read) goes before a
+		// running one, then the least recently used.
+		sort.Slice(ids, func(i, j int) bool {
+			pi, pj := s.procs[ids[i]], s.procs[ids[j]]
+			if pi.exited() != pj.exited() {
+				return pi.exited()
+			}
+			return pi.lastUsed().Before(pj.lastUsed())
+		})
 		pruned = s.procs[ids[0]]
 		delete(s.procs, ids[0])
 	}

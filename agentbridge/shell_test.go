@@ -348,3 +348,23 @@ func mustAtoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestSavedOutputsGoFirst: a session full of saved outputs (ended
+// commands kept for Read) drops those before a running task.
+func TestSavedOutputsGoFirst(t *testing.T) {
+	w := kernelWorkspace(t, map[string]string{"README.md": "hello\n"})
+	w.maxSessionProcs = 2
+	s := w.NewSession()
+	t.Cleanup(func() { s.Close() })
+	r := sessionCall(t, w, s, "claude", "Bash", obj{"command": "sleep 600", "run_in_background": true})
+	require.False(t, r.IsError, r.Text)
+	running := mustAtoi(t, regexp.MustCompile(`ID: (\d+)`).FindStringSubmatch(r.Text)[1])
+	for range 3 {
+		r = sessionCall(t, w, s, "claude", "Bash", obj{"command": "seq 1 20000"})
+		require.True(t, strings.HasPrefix(r.Text, "<persisted-output>"), r.Text)
+	}
+	p, ok := s.proc(running)
+	require.True(t, ok, "the running task is kept")
+	assert.False(t, p.exited())
+	assert.Len(t, s.running(), 2)
+}

@@ -76,6 +76,7 @@ func TestClaudeOverMCP(t *testing.T) {
 		}, 30*time.Second, 10*time.Millisecond, "the task's output file, read with Read")
 		text, isErr = callText(t, two, "Read", map[string]any{"file_path": file[1]})
 		assert.True(t, isErr, "another session's task")
+		assert.Contains(t, text, "No task found with ID: "+id)
 		text, isErr = callText(t, one, "TaskStop", map[string]any{"task_id": id})
 		require.False(t, isErr, text)
 		text, isErr = callText(t, one, "Bash", map[string]any{"command": "false"})

@@ -18,9 +18,11 @@ SOAKCOUNT   ?= 10
 SOAKTIMEOUT ?= 3600s
 # Extra go test flags for soak and race-kernel, e.g. TESTFLAGS='-run ReadDir'.
 TESTFLAGS   ?=
+# make fidelity keeps the harness releases it downloads here.
+FIDELITY_DIR ?= $(HOME)/.cache/vfsmount-fidelity
 
 .DEFAULT_GOAL := help
-.PHONY: help build test race race-kernel soak bench lint run clean fuzz stress
+.PHONY: help build test race race-kernel soak bench bench-remote fidelity lint run clean fuzz stress
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,6 +45,12 @@ soak: ## run the tests that mount through the kernel SOAKCOUNT (10) times, to sh
 bench: ## run the Go benchmarks briefly, then the kernel benchmarks against /dev/shm (one table)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
 	$(GO) run ./bench
+
+bench-remote: ## the remote mount's table: a real sshd, 0 and 20 ms RTT, sshfs as the anchor (root; ~10 min)
+	$(GO) run ./bench -suites remote
+
+fidelity: ## compare each dialect with its pinned harness release from npm (~360 MB, kept in FIDELITY_DIR)
+	VFSMOUNT_FIDELITY=1 VFSMOUNT_FIDELITY_DIR=$(FIDELITY_DIR) $(GO) test -count=1 -run '^TestFidelity' ./agentbridge/
 
 # vet and staticcheck see ./stress's tests too: the stress tag adds them and
 # takes nothing away.

@@ -83,7 +83,7 @@ type way struct {
 // exempt are the dialect tools that neither reveal nor change a name by
 // themselves, and why.
 var exempt = map[string]string{
-	"claude/TaskOutput": "reads a background Bash job's output: what the job read is bound as the Bash rows show",
+	"claude/TaskOutput": "reads a background Bash job's output (served, no longer listed): what the job read is bound as the Bash rows show",
 	"claude/TaskStop":   "stops a background job",
 	"codex/write_stdin": "writes to a running exec_command session, whose reads and writes are bound as exec_command's",
 }
@@ -132,6 +132,20 @@ var ways = []way{
 	{name: "claude Bash cat", kind: reveals, tools: []string{"claude/Bash"}, do: shellCmd("claude", "Bash", `{"command":"cat PATH"}`)},
 	{name: "codex exec_command cat", kind: reveals, tools: []string{"codex/exec_command"}, do: shellCmd("codex", "exec_command", `{"cmd":"cat PATH"}`)},
 	{name: "codex shell_command cat", kind: reveals, tools: []string{"codex/shell_command"}, do: shellCmd("codex", "shell_command", `{"command":"cat PATH"}`)},
+	{name: "codex view_image", kind: reveals, tools: []string{"codex/view_image"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+		// An image whose bytes hold the secret: what the image part
+		// carries is what left the daemon.
+		s.operatorWrite(t, p, "\x89PNG\r\n\x1a\n"+s.content)
+		res := s.b.tools.Call(mounts.WithCaller(context.Background(), mounts.Caller{Face: "tool", CallID: "t-" + s.step}), "codex", "view_image", json.RawMessage(`{"path":"`+p+`"}`))
+		out := res.Text
+		for _, c := range res.Content {
+			out += c.Text + string(c.Data)
+		}
+		if res.IsError {
+			return "", errors.New(out)
+		}
+		return out, nil
+	}},
 	// In the name's own directory: a remote mount's commands would run on
 	// its machine, past the rules; with rules they run here.
 	{name: "cursor shell cat in its directory", kind: reveals, do: shellCmd("cursor", "shell", `{"command":"cat secret.txt","cwd":"DIR"}`)},

@@ -127,6 +127,13 @@ func TestClaudeCodeLoadsConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(project, ".claude"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(project, ".claude", "settings.local.json"), settings, 0o644))
+	// Claude Code 2.1.332 applies a project's settings.local.json only in
+	// a workspace the user trusted (its trust dialog, recorded in
+	// ~/.claude.json).
+	assert.Contains(t, list(), "⏸ Pending approval", "an untrusted workspace's settings are gated")
+	trust, err := json.Marshal(map[string]any{"projects": map[string]any{project: map[string]any{"hasTrustDialogAccepted": true}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".claude.json"), trust, 0o600))
 	assert.Contains(t, list(), "vfsmount: vfsmount mcp --config vfsmount.yaml --dialect claude - ✔ Connected")
 
 	old := strings.Replace(string(mcpJSON), `"vfsmount": {`, `"workspace": {`, 1)

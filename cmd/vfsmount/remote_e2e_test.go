@@ -303,3 +303,33 @@ func onRemote(t *testing.T, path, want string) {
 		return err == nil && string(b) == want
 	}, 5*time.Second, 10*time.Millisecond, "%s never reached the remote disk", path)
 }
+
+// A change made on the remote machine by another program reaches the
+// kernel face through the peer's change stream: the kernel caches a
+// remote mount as long as content only this daemon changes (30 s), so
+// without the stream the old content and listing would stay.
+func TestE2ERemoteChangesFromElsewhere(t *testing.T) {
+	dir := remoteDir(t)
+	cfg := rawConfig(t, fmt.Sprintf("mounts:\n  - {type: remote, dst: /workspace, command: [%s, peer, %s]}\n", binary(t), dir))
+	mp := t.TempDir()
+	c := startMount(t, mp, "--config", cfg)
+	ws := filepath.Join(mp, "workspace")
+	b, err := os.ReadFile(filepath.Join(ws, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "hello remote\n", string(b))
+	_, err = os.Stat(filepath.Join(ws, "later.txt"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("changed there\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "later.txt"), []byte("new\n"), 0o644))
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(ws, "a.txt"))
+		return err == nil && string(b) == "changed there\n"
+	}, 5*time.Second, 10*time.Millisecond, "the content changed elsewhere is read")
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(ws, "later.txt"))
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "a name created elsewhere is seen (no stale negative entry)")
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, c.exitCode(t, 10*time.Second), c.stderr.String())
+}

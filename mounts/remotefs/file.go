@@ -154,13 +154,11 @@ func (r *remoteFile) Close() error {
 // by Sync and Close, which wait for every answer.
 type writableFile struct {
 	remoteFile
-	fs *FS
 
 	wmu      sync.Mutex
 	cond     *sync.Cond
 	inFlight int64
 	werr     error
-	changed  bool
 }
 
 func (w *writableFile) pending() error {
@@ -178,7 +176,6 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 		w.cond.Wait()
 	}
 	w.inFlight += int64(len(p))
-	w.changed = true
 	w.wmu.Unlock()
 	w.f.wrote(int64(len(p)))
 	data := append([]byte(nil), p...)
@@ -242,9 +239,6 @@ func (w *writableFile) Truncate(size int64) error {
 	if err := w.pending(); err != nil {
 		return err
 	}
-	w.wmu.Lock()
-	w.changed = true
-	w.wmu.Unlock()
 	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpTruncateH, Size: size})
 	w.f.cache.invalidate(w.name)
 	return err
@@ -297,7 +291,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err != nil {
 		return nil, err
 	}
-	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}, fs: f}
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}}
 	w.cond = sync.NewCond(&w.wmu)
 	return w, nil
 }

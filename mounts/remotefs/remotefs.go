@@ -69,7 +69,6 @@ type ReadOnlyFS struct {
 
 	mu       sync.Mutex
 	sess     *session
-	gen      uint64
 	up       chan struct{} // closed when a session is up (replaced when it goes down)
 	lastErr  error
 	closed   bool
@@ -173,8 +172,7 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 		return ctx.Err()
 	}
 	f.mu.Lock()
-	f.gen++
-	s := newSession(rwc, f.gen, f.events, f.cache.flush) // nothing cached outlives its session
+	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session
 	f.sess = s
 	f.cache.flush() // nothing seen before this session can be trusted
 	close(f.up)

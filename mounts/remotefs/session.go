@@ -18,7 +18,6 @@ import (
 type session struct {
 	codec *wire.Codec
 	rwc   io.ReadWriteCloser
-	gen   uint64 // which connection of the mount's life this is
 
 	mu      sync.Mutex
 	pending map[uint64]chan *wire.Response
@@ -34,8 +33,8 @@ type session struct {
 	lastRecv atomic.Int64
 }
 
-func newSession(rwc io.ReadWriteCloser, gen uint64, events func([]wire.Event), onFail func()) *session {
-	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc, gen: gen,
+func newSession(rwc io.ReadWriteCloser, events func([]wire.Event), onFail func()) *session {
+	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc,
 		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail}
 	s.lastRecv.Store(time.Now().UnixNano())
 	go s.read()

@@ -123,7 +123,9 @@ func TestLinkCutAndRestored(t *testing.T) {
 	start := time.Now()
 	_, err = fsys.ReadDir(ctx, ".")
 	isLinkDown(t, err)
-	assert.Less(t, time.Since(start), 3*faultTimeout, "bounded by the timeout")
+	// Bounded by the timeout; the margin is for a slow machine, the
+	// point is that it returns at all.
+	assert.Less(t, time.Since(start), 4*faultTimeout+2*time.Second, "bounded by the timeout")
 	_, err = fsys.Stat(ctx, "a")
 	isLinkDown(t, err) // nothing served from before the cut
 
@@ -156,7 +158,7 @@ func TestSilentLinkUnconfirmedWrite(t *testing.T) {
 	start := time.Now()
 	err = wf.Close()
 	isLinkDown(t, err)
-	assert.Less(t, time.Since(start), 4*faultTimeout+time.Second, "no hang")
+	assert.Less(t, time.Since(start), 4*faultTimeout+2*time.Second, "no hang")
 	l.stallAll(false)
 }
 

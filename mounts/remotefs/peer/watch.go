@@ -37,23 +37,35 @@ func (s *server) startWatch() error {
 		return errors.ErrUnsupported
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.watch != nil {
+		s.mu.Unlock()
 		return nil
 	}
+	w, err := newWatcher(s)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.watch = w
+	s.mu.Unlock()
+	go w.loop()
+	// The walk (every directory of the tree) runs without the server's
+	// lock, which every request on an open file takes.
+	w.addTree(".")
+	return nil
+}
+
+func newWatcher(s *server) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
-		return os.NewSyscallError("inotify_init1", err)
+		return nil, os.NewSyscallError("inotify_init1", err)
 	}
 	w := &watcher{fd: fd, s: s, dirs: map[int32]string{}, done: make(chan struct{})}
 	if err := unix.Pipe2(w.stop[:], unix.O_CLOEXEC); err != nil {
 		unix.Close(fd)
-		return os.NewSyscallError("pipe2", err)
+		return nil, os.NewSyscallError("pipe2", err)
 	}
-	w.addTree(".")
-	s.watch = w
-	go w.loop()
-	return nil
+	return w, nil
 }
 
 // addTree watches dir and every directory below it. Symlinks are not

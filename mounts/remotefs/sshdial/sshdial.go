@@ -302,6 +302,51 @@ func (c *Client) run(cmd string, stdin io.Reader) (string, error) {
 	return out.String(), nil
 }
 
+// hashes remembers the hash of a binary by path, size and time: every
+// dial (each reconnection too) needs it, and hashing a 24 MB binary each
+// time was most of a mount's set-up.
+var hashes struct {
+	sync.Mutex
+	m map[string]hashed
+}
+
+type hashed struct {
+	size  int64
+	mtime time.Time
+	sum   string
+}
+
+// hashOf returns the hex SHA-256 of the file at path.
+func hashOf(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	hashes.Lock()
+	h, ok := hashes.m[path]
+	hashes.Unlock()
+	if ok && h.size == st.Size() && h.mtime.Equal(st.ModTime()) {
+		return h.sum, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	d := sha256.New()
+	if _, err := io.Copy(d, f); err != nil {
+		return "", err
+	}
+	h = hashed{size: st.Size(), mtime: st.ModTime(), sum: hex.EncodeToString(d.Sum(nil))}
+	hashes.Lock()
+	if hashes.m == nil {
+		hashes.m = map[string]hashed{}
+	}
+	hashes.m[path] = h
+	hashes.Unlock()
+	return h.sum, nil
+}
+
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -323,16 +368,10 @@ func (c *Client) readyPeer() error {
 			return err
 		}
 	}
-	bin, err := os.Open(self)
+	sum, err := hashOf(self)
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, bin); err != nil {
-		return err
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	dir := `"${XDG_CACHE_HOME:-$HOME/.cache}/vfsmount/peer/` + sum + `"`
 	path := dir + `/vfsmount`
 	// One round trip: the system, and whether this build is there.
@@ -349,9 +388,11 @@ func (c *Client) readyPeer() error {
 		c.peer = path + " peer"
 		return nil
 	}
-	if _, err := bin.Seek(0, io.SeekStart); err != nil {
+	bin, err := os.Open(self)
+	if err != nil {
 		return err
 	}
+	defer bin.Close()
 	// Content-addressed, verified, and never over another file: the
 	// upload goes to a new temporary name, is checked against the hash,
 	// and takes the final name by link(2), which fails if it exists.

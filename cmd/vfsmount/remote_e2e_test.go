@@ -333,3 +333,11 @@ func TestE2ERemoteChangesFromElsewhere(t *testing.T) {
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, c.exitCode(t, 10*time.Second), c.stderr.String())
 }
+
+// A peer asked to serve the whole machine refuses unless told to.
+func TestE2EPeerRefusesRoot(t *testing.T) {
+	code, _, stderr := runBinary(t, "peer", "/")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "refusing to serve /")
+	assert.Contains(t, stderr, "--allow-root")
+}

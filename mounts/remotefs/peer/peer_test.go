@@ -40,9 +40,17 @@ func startPeer(t *testing.T, dir string) *client {
 		<-done
 		host.(*hostfs.FS).Close()
 	})
-	go func() { _, _ = a.Write([]byte(wire.Hello("test"))) }()
+	// Our hello goes out while the peer's is read (a pipe has no
+	// buffer), and is all out before the first request: a request sent
+	// first would be read as the hello.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := a.Write([]byte(wire.Hello("test")))
+		wrote <- err
+	}()
 	_, err = wire.ReadHello(a)
 	require.NoError(t, err)
+	require.NoError(t, <-wrote)
 	return &client{t: t, codec: wire.NewCodec(a, a)}
 }
 

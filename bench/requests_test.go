@@ -93,7 +93,15 @@ func TestRequestCeilings(t *testing.T) {
 				continue
 			}
 			limit := uint64(math.Ceil(ceil[op]*float64(r.Files)-1e-9)) + reqSlack
-			if got := r.Req[op]; got > limit {
+			got := r.Req[op]
+			if op == fusefs.OpRelease {
+				// The kernel sends RELEASE after close(2) returned, and
+				// may still send one of the workload before this when
+				// this one starts: a workload's own releases are at most
+				// the files it opened or created.
+				got = min(got, r.Req[fusefs.OpOpen]+r.Req[fusefs.OpCreate])
+			}
+			if got > limit {
 				t.Errorf("%s on /%s: %d %s requests for %d files (%.2f a file), ceiling %.2f a file",
 					r.Workload, r.Kind, got, op, r.Files, r.perFile(op), ceil[op])
 			}

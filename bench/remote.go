@@ -955,6 +955,13 @@ func startBenchSSHD(dir string) (*benchSSHD, error) {
 	}
 	s.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	// The remote user's HOME is a fresh directory: bash sources
+	// ~/.bashrc for every ssh command, and a developer's (pyenv, nvm…)
+	// can cost a second a session, which would be what is measured.
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
@@ -965,12 +972,12 @@ KbdInteractiveAuthentication no
 UsePAM no
 PermitRootLogin prohibit-password
 StrictModes no
-SetEnv XDG_CACHE_HOME=%s
+SetEnv HOME=%s XDG_CACHE_HOME=%s
 Subsystem sftp internal-sftp
 LogLevel ERROR
 MaxSessions 64
 MaxStartups 64
-`, s.port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "cache"))
+`, s.port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), home, filepath.Join(dir, "cache"))
 	cfgPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err

@@ -92,6 +92,13 @@ func StartSSHD(tb testing.TB, env ...string) *SSHD {
 	if err := os.WriteFile(s.KnownHosts, []byte(s.HostKeyLine+"\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	// The remote user's HOME is a fresh directory: bash sources
+	// ~/.bashrc for every ssh command, and a developer's (pyenv, nvm…)
+	// can cost a second a session, which would be what is measured.
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		tb.Fatal(err)
+	}
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
@@ -102,12 +109,12 @@ KbdInteractiveAuthentication no
 UsePAM no
 PermitRootLogin prohibit-password
 StrictModes no
-SetEnv XDG_CACHE_HOME=%s %s
+SetEnv HOME=%s XDG_CACHE_HOME=%s %s
 Subsystem sftp internal-sftp
 LogLevel ERROR
 MaxSessions 64
 MaxStartups 64
-`, port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), s.Cache, strings.Join(env, " "))
+`, port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), home, s.Cache, strings.Join(env, " "))
 	cfgPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		tb.Fatal(err)

@@ -6,6 +6,7 @@
 package sshdial
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -132,8 +133,9 @@ func (e *HostKeyError) Error() string {
 // Client is an ssh connection to the remote machine.
 type Client struct {
 	cfg  Config
+	conn net.Conn
 	ssh  *ssh.Client
-	peer string // the remote command that runs the peer, args but for the directory
+	self func() (path, sum string, err error) // the binary to install, hashed while the handshake runs
 }
 
 func home() string {
@@ -141,8 +143,8 @@ func home() string {
 	return h
 }
 
-// Connect opens an ssh connection and readies the peer (installing it
-// when needed).
+// Connect opens an ssh connection, authenticated, with the host key
+// checked; [Client.Peer] then runs the peer on it.
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -157,6 +159,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 			user = "root"
 		}
 	}
+	self := selfHash(cfg)
 	auths, err := authMethods(cfg)
 	if err != nil {
 		return nil, err
@@ -182,16 +185,32 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, err
 	}
-	// Readying the peer may upload this binary: longer, but bounded, so
-	// that a link that stalls now does not hang the dial.
-	_ = conn.SetDeadline(time.Now().Add(max(6*cfg.Timeout, time.Minute)))
-	c := &Client{cfg: cfg, ssh: ssh.NewClient(sc, chans, reqs)}
-	if err := c.readyPeer(); err != nil {
-		c.Close()
-		return nil, err
+	return &Client{cfg: cfg, conn: conn, ssh: ssh.NewClient(sc, chans, reqs), self: self}, nil
+}
+
+// selfHash starts hashing the binary a peer would be installed from,
+// which a new daemon does once (24 MB: tens of milliseconds), beside the
+// handshake; the function it returns waits for the result.
+func selfHash(cfg Config) func() (string, string, error) {
+	if cfg.Install == "never" {
+		return nil
 	}
-	_ = conn.SetDeadline(time.Time{})
-	return c, nil
+	var path, sum string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if path = cfg.Self; path == "" {
+			if path, err = os.Executable(); err != nil {
+				return
+			}
+		}
+		sum, err = hashOf(path)
+	}()
+	return func() (string, string, error) {
+		<-done
+		return path, sum, err
+	}
 }
 
 // Close closes the connection.
@@ -353,40 +372,110 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // goArch maps `uname -m` to GOARCH.
 var goArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386", "armv7l": "arm"}
 
-// readyPeer decides what runs the peer: the binary of this build in the
-// remote user's cache (installed when missing), or the remote's own
-// vfsmount with Install "never".
-func (c *Client) readyPeer() error {
+// missing is what the start script prints, instead of the peer's hello,
+// when this build's peer is not in the remote cache: then the remote's
+// system (uname -sm). A hello starts with 'v', never '!'.
+const missing = "!missing"
+
+// Peer starts `vfsmount peer DIR` on the remote and returns its stdio as
+// one stream. Closing it ends the peer (its stdin closes).
+//
+// With Install "auto" the peer is this build's binary, in the remote
+// user's cache by its SHA-256. One session both looks for it and, when it
+// is there, runs it: no round trip is spent asking first. When it is not,
+// the remote's system is checked, the binary is installed, and the peer
+// started again. With Install "never" the remote's own vfsmount runs.
+//
+// The set-up is bounded (an upload included, longer), so that a link
+// that stalls now does not hang the dial; the bound ends when the peer
+// has said its first byte.
+func (c *Client) Peer() (io.ReadWriteCloser, error) {
+	_ = c.conn.SetDeadline(time.Now().Add(max(6*c.cfg.Timeout, time.Minute)))
+	args := ""
+	if c.cfg.ReadOnly {
+		args += " --ro"
+	}
+	for _, a := range c.cfg.PeerArgs {
+		args += " " + shellQuote(a)
+	}
+	args += " " + shellQuote(c.cfg.Target.Dir)
 	if c.cfg.Install == "never" {
-		c.peer = "vfsmount peer"
-		return nil
+		return c.startPeer("exec vfsmount peer" + args)
 	}
-	self := c.cfg.Self
-	if self == "" {
-		var err error
-		if self, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	sum, err := hashOf(self)
+	self, sum, err := c.self()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir := `"${XDG_CACHE_HOME:-$HOME/.cache}/vfsmount/peer/` + sum + `"`
 	path := dir + `/vfsmount`
-	// One round trip: the system, and whether this build is there.
-	out, err := c.run("uname -sm; if test -x "+path+"; then echo installed; fi", nil)
+	start := `if test -x ` + path + `; then exec ` + path + ` peer` + args + `; fi; echo ` + missing + `; uname -sm`
+	st, err := c.startPeer(start)
+	if err == nil || !errors.Is(err, errMissing) {
+		return st, err
+	}
+	if err := c.install(self, sum, dir, err.(*missingError).system); err != nil {
+		return nil, err
+	}
+	return c.startPeer(start)
+}
+
+var errMissing = errors.New("the peer is not installed")
+
+type missingError struct{ system string }
+
+func (e *missingError) Error() string     { return errMissing.Error() }
+func (e *missingError) Is(err error) bool { return err == errMissing }
+
+// startPeer runs cmd in a new session and waits for its first byte: the
+// peer's hello, or the missing mark of the start script.
+func (c *Client) startPeer(cmd string) (io.ReadWriteCloser, error) {
+	s, err := c.ssh.NewSession()
 	if err != nil {
-		return fmt.Errorf("cannot tell the remote system: %v", err)
+		return nil, err
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	f := strings.Fields(lines[0])
+	w, err := s.StdinPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	out, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	errb := &limited{w: &strings.Builder{}, n: 4096}
+	s.Stderr = errb
+	if err := s.Start(cmd); err != nil {
+		s.Close()
+		return nil, err
+	}
+	r := bufio.NewReader(out)
+	first, err := r.Peek(1)
+	if err != nil {
+		_ = s.Wait()
+		s.Close()
+		if msg := strings.TrimSpace(errb.String()); msg != "" {
+			return nil, fmt.Errorf("the peer did not start: %s", msg)
+		}
+		return nil, fmt.Errorf("the peer did not start: %v", err)
+	}
+	if first[0] == missing[0] {
+		rest, _ := io.ReadAll(r)
+		_ = s.Wait()
+		s.Close()
+		lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
+		return nil, &missingError{system: lines[len(lines)-1]}
+	}
+	_ = c.conn.SetDeadline(time.Time{})
+	return &stream{r: r, w: w, s: s, errb: errb}, nil
+}
+
+// install uploads self into dir on the remote, after checking that the
+// remote's system (uname -sm) can run it.
+func (c *Client) install(self, sum, dir, system string) error {
+	f := strings.Fields(system)
 	if len(f) != 2 || f[0] != "Linux" || goArch[f[1]] != runtime.GOARCH {
-		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", lines[0], runtime.GOARCH)
-	}
-	if len(lines) > 1 && lines[1] == "installed" {
-		c.peer = path + " peer"
-		return nil
+		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", system, runtime.GOARCH)
 	}
 	bin, err := os.Open(self)
 	if err != nil {
@@ -403,41 +492,7 @@ func (c *Client) readyPeer() error {
 	if _, err := c.run("sh -c "+shellQuote(script), bin); err != nil {
 		return fmt.Errorf("cannot install the peer in the remote cache: %v", err)
 	}
-	c.peer = path + " peer"
 	return nil
-}
-
-// Peer starts `vfsmount peer DIR` on the remote and returns its stdio as
-// one stream. Closing it ends the peer (its stdin closes).
-func (c *Client) Peer() (io.ReadWriteCloser, error) {
-	s, err := c.ssh.NewSession()
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.StdinPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	r, err := s.StdoutPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	errb := &limited{w: &strings.Builder{}, n: 4096}
-	s.Stderr = errb
-	args := c.peer
-	if c.cfg.ReadOnly {
-		args += " --ro"
-	}
-	for _, a := range c.cfg.PeerArgs {
-		args += " " + shellQuote(a)
-	}
-	if err := s.Start(args + " " + shellQuote(c.cfg.Target.Dir)); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return &stream{r: r, w: w, s: s, errb: errb}, nil
 }
 
 type stream struct {

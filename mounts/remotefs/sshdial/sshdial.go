@@ -416,7 +416,26 @@ func (c *Client) Peer() (io.ReadWriteCloser, error) {
 	if err := c.install(self, sum, dir, err.(*missingError).system); err != nil {
 		return nil, err
 	}
-	return c.startPeer(start)
+	st, err = c.startPeer(start)
+	if errors.Is(err, errMissing) {
+		return nil, &PeerUnavailableError{Reason: "the peer was installed in the remote cache but cannot run from there (mounted noexec?)"}
+	}
+	return st, err
+}
+
+// PeerUnavailableError says the peer cannot run on the remote machine:
+// another system or architecture, an install that failed (a noexec
+// cache, no write access), or no vfsmount there with install=never. A
+// mount may then fall back to SFTP.
+type PeerUnavailableError struct{ Reason string }
+
+func (e *PeerUnavailableError) Error() string { return e.Reason }
+
+// SSH hands the connection over for other channels on it (SFTP, exec):
+// the bound on its set-up is lifted.
+func (c *Client) SSH() *ssh.Client {
+	_ = c.conn.SetDeadline(time.Time{})
+	return c.ssh
 }
 
 var errMissing = errors.New("the peer is not installed")
@@ -452,8 +471,13 @@ func (c *Client) startPeer(cmd string) (io.ReadWriteCloser, error) {
 	r := bufio.NewReader(out)
 	first, err := r.Peek(1)
 	if err != nil {
-		_ = s.Wait()
+		werr := s.Wait()
 		s.Close()
+		var ee *ssh.ExitError
+		if errors.As(werr, &ee) && (ee.ExitStatus() == 127 || ee.ExitStatus() == 126) {
+			// The shell found no vfsmount to run, or could not run it.
+			return nil, &PeerUnavailableError{Reason: "no vfsmount the remote can run: " + strings.TrimSpace(errb.String())}
+		}
 		if msg := strings.TrimSpace(errb.String()); msg != "" {
 			return nil, fmt.Errorf("the peer did not start: %s", msg)
 		}
@@ -475,7 +499,7 @@ func (c *Client) startPeer(cmd string) (io.ReadWriteCloser, error) {
 func (c *Client) install(self, sum, dir, system string) error {
 	f := strings.Fields(system)
 	if len(f) != 2 || f[0] != "Linux" || goArch[f[1]] != runtime.GOARCH {
-		return fmt.Errorf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", system, runtime.GOARCH)
+		return &PeerUnavailableError{Reason: fmt.Sprintf("the remote is %q, this vfsmount is linux/%s: install a vfsmount for it and set install=never", system, runtime.GOARCH)}
 	}
 	bin, err := os.Open(self)
 	if err != nil {
@@ -490,7 +514,7 @@ func (c *Client) install(self, sum, dir, system string) error {
 		`if [ "$h" != ` + sum + ` ]; then echo "the uploaded peer's hash is $h, not ` + sum + `" >&2; exit 3; fi; ` +
 		`chmod 700 "$t"; ln "$t" "$d/vfsmount" 2>/dev/null || test -x "$d/vfsmount"; "$d/vfsmount" version >/dev/null`
 	if _, err := c.run("sh -c "+shellQuote(script), bin); err != nil {
-		return fmt.Errorf("cannot install the peer in the remote cache: %v", err)
+		return &PeerUnavailableError{Reason: fmt.Sprintf("cannot install the peer in the remote cache: %v", err)}
 	}
 	return nil
 }

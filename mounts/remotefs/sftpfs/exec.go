@@ -1,0 +1,250 @@
+package sftpfs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
+
+// StartCommand implements mounts.CommandFS over ssh exec: the command
+// runs on the remote machine, in the directory c.Dir of the mount (at
+// its own path there: nothing arranges for it to be seen at c.Root),
+// with c.Env added, its output streamed. Kill sends SIGKILL to its
+// process group (OpenSSH signals the session's group). With c.DirFD3,
+// fd 3 is a file in the remote user's temporary directory, read and
+// removed by a second exec once the command ended, and its final
+// directory is reported under c.Root.
+//
+// Unlike the peer's commands, one still running when the link is lost
+// is not killed on the remote side (an ssh session without a terminal
+// leaves its processes running); its caller learns of the loss at once.
+func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (mounts.Process, error) {
+	if err := mounts.CheckPath("exec", cmd.Dir); err != nil {
+		return nil, err
+	}
+	if len(cmd.Argv) == 0 {
+		return nil, mounts.PathErr("exec", cmd.Dir, errors.New("no command"))
+	}
+	var env []string
+	for _, e := range cmd.Env {
+		if !envName.MatchString(e) {
+			return nil, mounts.PathErr("exec", cmd.Dir, fmt.Errorf("bad environment entry %q", e))
+		}
+		env = append(env, e)
+	}
+	var tok [12]byte
+	_, _ = rand.Read(tok[:])
+	p := &process{f: f, root: cmd.Root, done: make(chan struct{})}
+	if cmd.DirFD3 {
+		p.side = `"${TMPDIR:-/tmp}/.vfsmount-cwd-` + hex.EncodeToString(tok[:]) + `"`
+	}
+	var mu sync.Mutex
+	out := &lockedWriter{w: cmd.Stdout, mu: &mu}
+	errw := out
+	if cmd.Stderr != nil {
+		errw = &lockedWriter{w: cmd.Stderr, mu: &mu}
+	}
+	err := f.do(ctx, "exec", cmd.Dir, func(c *conn) error {
+		dir, err := c.dirOf(cmd.Dir)
+		if err != nil {
+			return err
+		}
+		p.c, p.dir = c, c.root
+		s, err := c.ssh.NewSession()
+		if err != nil {
+			return err
+		}
+		s.Stdout, s.Stderr = out, errw
+		var b strings.Builder
+		if p.side != "" {
+			b.WriteString("(umask 077; : >" + p.side + ") || exit 126\n")
+		}
+		b.WriteString("cd " + shellQuote(dir) + " || exit 126\n")
+		for _, e := range env {
+			b.WriteString("export " + shellQuote(e) + "\n")
+		}
+		b.WriteString("exec")
+		for _, a := range cmd.Argv {
+			b.WriteString(" " + shellQuote(a))
+		}
+		if p.side != "" {
+			b.WriteString(" 3>" + p.side)
+		}
+		if err := s.Start("sh -c " + shellQuote(b.String())); err != nil {
+			s.Close()
+			return err
+		}
+		p.s = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	go p.wait()
+	return p, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// lockedWriter serialises the writes of the session's stdout and stderr
+// copiers (one writer may take both).
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	if l.w == nil {
+		return len(p), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.w.Write(p)
+	return len(p), nil
+}
+
+// process is a command started by StartCommand.
+type process struct {
+	f    *ReadOnlyFS
+	c    *conn
+	s    *ssh.Session
+	side string // the fd 3 file, as a shell word; "" without
+	dir  string // the served directory, resolved
+	root string
+
+	done     chan struct{}
+	status   int
+	finalDir string
+	err      error
+	killed   bool
+	mu       sync.Mutex
+}
+
+func (p *process) wait() {
+	defer close(p.done)
+	ended := make(chan error, 1)
+	go func() { ended <- p.s.Wait() }()
+	var err error
+	select {
+	case err = <-ended:
+	case <-p.c.dead:
+		p.s.Close()
+		p.status = -1
+		p.err = &linkError{what: "the link to " + p.f.opts.Source + " was lost while the command ran", cause: p.c.err}
+		return
+	}
+	var ee *ssh.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		p.status = ee.ExitStatus()
+		if ee.Signal() != "" && p.status < 128 {
+			p.status = 128 + 9
+		}
+	default:
+		p.mu.Lock()
+		killed := p.killed
+		p.mu.Unlock()
+		switch {
+		case !p.c.alive():
+			p.status = -1
+			p.err = &linkError{what: "the link to " + p.f.opts.Source + " was lost while the command ran", cause: p.c.err}
+			return
+		case killed:
+			p.status = 128 + 9
+		default:
+			p.status = -1
+			p.err = fmt.Errorf("the command's end was not reported: %w", err)
+			return
+		}
+	}
+	p.s.Close()
+	if p.side != "" {
+		p.finalDir = p.readSide()
+	}
+}
+
+// readSide reads the final directory the command left in its fd 3 file,
+// and removes the file, mapped to its path under Root.
+func (p *process) readSide() string {
+	var out strings.Builder
+	err := p.f.on(context.Background(), p.c, "exec", ".", func(c *conn) error {
+		s, err := c.ssh.NewSession()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		s.Stdout = &limitWriter{b: &out, n: 64 << 10}
+		return s.Run("sh -c " + shellQuote("cat "+p.side+" 2>/dev/null; rm -f "+p.side))
+	})
+	if err != nil {
+		return ""
+	}
+	d := out.String()
+	if !strings.HasSuffix(d, "\x00") {
+		return "" // only a complete report counts
+	}
+	d = strings.TrimSuffix(d, "\x00")
+	if i := strings.LastIndexByte(d, 0); i >= 0 {
+		d = d[i+1:]
+	}
+	if p.root == "" {
+		return ""
+	}
+	switch {
+	case d == p.dir:
+		return p.root
+	case strings.HasPrefix(d, p.dir+"/"):
+		return strings.TrimSuffix(p.root, "/") + d[len(p.dir):]
+	case p.dir == "/" && strings.HasPrefix(d, "/"):
+		return strings.TrimSuffix(p.root, "/") + d
+	}
+	return "" // outside the served directory
+}
+
+type limitWriter struct {
+	b *strings.Builder
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// Wait implements mounts.Process.
+func (p *process) Wait() (int, string, error) {
+	<-p.done
+	return p.status, p.finalDir, p.err
+}
+
+// Kill implements mounts.Process: SIGKILL to the command's process
+// group, through the session (OpenSSH killpg's the session's leader);
+// the session is closed too.
+func (p *process) Kill() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	err := p.s.Signal(ssh.SIGKILL)
+	return err
+}

@@ -10,15 +10,10 @@ import (
 // created with If-None-Match: *, a 412 meaning the same bytes are there
 // already. It returns the bytes it sent (0 when it sent none).
 func (s *Store) putChunk(ctx context.Context, h string, data []byte) (int64, error) {
-	_, err := s.put(ctx, s.key(chunkKeyPart(h)), data, cond{ifNoneMatch: true})
-	if errors.Is(err, ErrConflict) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return int64(len(data)), nil
+	return s.putChunkLike(ctx, s.key(chunkKeyPart(h)), data)
 }
+
+func isConflict(err error) bool { return errors.Is(err, ErrConflict) }
 
 // getChunk returns chunk h, from the cache when it holds it, checked
 // against its hash: a chunk whose bytes are not h's is ErrCorrupt, never

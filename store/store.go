@@ -210,17 +210,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w: %v", cfg.URL, ErrCredentials, err)
+		return nil, fmt.Errorf("store %s: the AWS configuration (environment, shared files): %w", cfg.URL, err)
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 			o.UsePathStyle = true

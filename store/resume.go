@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+)
+
+// Resumed is a checkpoint fetched from the store, to bring a workspace
+// back as it was at it.
+type Resumed struct {
+	s *Store
+	// Head and Ref are the workspace and the checkpoint.
+	Head     *Head
+	Ref      Ref
+	Manifest *Manifest
+}
+
+// Resume fetches the manifest of ref (NAME[@CKPT]; the newest checkpoint
+// without CKPT). A workspace or a checkpoint the store lacks is
+// ErrNotFound naming both.
+func (s *Store) Resume(ctx context.Context, ref string) (*Resumed, error) {
+	h, r, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Manifest(ctx, r.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	return &Resumed{s: s, Head: h, Ref: r, Manifest: m}, nil
+}
+
+// Mount is the manifest's mount at prefix, false when it has none.
+func (r *Resumed) Mount(prefix string) (MountManifest, bool) {
+	for _, m := range r.Manifest.Mounts {
+		if m.Prefix == prefix {
+			return m, true
+		}
+	}
+	return MountManifest{}, false
+}
+
+// CheckCommit checks that the writable git mount at prefix is resumed over
+// the commit its checkpoint was taken over: have is the commit the source
+// serves now. Another one is ErrOtherCommit, naming both.
+func (r *Resumed) CheckCommit(prefix, have string) error {
+	m, ok := r.Mount(prefix)
+	if !ok || m.Commit == "" || m.Commit == have {
+		return nil
+	}
+	return fmt.Errorf("store %s: workspace %q checkpoint %d: %s: %w: the checkpoint is over %s, the source serves %s",
+		r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, ErrOtherCommit, m.Commit, have)
+}
+
+// Tree rebuilds the writable layer of the mount at prefix as a memory tree
+// with opts: a memory mount's tree, or the upper layer of a writable git
+// mount (put it over its commit, overlayfs.New). Its chunks are fetched in
+// parallel (from the local cache when it has them), each checked by its
+// hash. A prefix whose mount the checkpoint does not hold is ErrNotFound.
+func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (*memfs.FS, error) {
+	m, ok := r.Mount(prefix)
+	if !ok || m.Tree == nil {
+		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d holds no tree at %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, ErrNotFound)
+	}
+	t := m.Tree
+	// Fetch every distinct chunk first, in parallel.
+	data := map[string][]byte{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.s.cfg.Parallel)
+	for _, in := range t.Inodes {
+		for _, h := range in.Chunks {
+			mu.Lock()
+			_, dup := data[h]
+			if !dup {
+				data[h] = nil
+			}
+			mu.Unlock()
+			if dup {
+				continue
+			}
+			g.Go(func() error {
+				b, err := r.s.getChunk(gctx, h)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				data[h] = b
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
+	}
+	img := memfs.Image{}
+	for _, in := range t.Inodes {
+		img.Inodes = append(img.Inodes, memfs.InodeRecord{
+			Ino: in.Ino, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Size: in.Size,
+			Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Target: in.Target, Rdev: in.Rdev, Xattrs: in.Xattrs,
+		})
+	}
+	for _, e := range t.Entries {
+		img.Entries = append(img.Entries, memfs.EntryRecord{Dir: e.Dir, Name: e.Name, Ino: e.Ino})
+	}
+	cs := r.Manifest.ChunkSize
+	img.Content = func(put func(memfs.WriteRecord) error) error {
+		for _, in := range t.Inodes {
+			for i, h := range in.Chunks {
+				b := data[h]
+				if want := min(cs, in.Size-int64(i)*cs); int64(len(b)) != want {
+					return fmt.Errorf("store %s: chunk %s of inode %d: %w: %d bytes, want %d", r.s.url, h, in.Ino, ErrCorrupt, len(b), want)
+				}
+				if err := put(memfs.WriteRecord{Ino: in.Ino, Off: int64(i) * cs, Data: b}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	f, err := memfs.Restore(opts, img)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d: %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, err)
+	}
+	return f, nil
+}

@@ -44,10 +44,13 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (moun
 	}
 	var tok [12]byte
 	_, _ = rand.Read(tok[:])
-	p := &process{f: f, root: cmd.Root, done: make(chan struct{})}
+	base := `"${TMPDIR:-/tmp}/.vfsmount-exec-` + hex.EncodeToString(tok[:])
+	p := &process{f: f, root: cmd.Root, done: make(chan struct{}), pidFile: base + `.pid"`, dirFD3: cmd.DirFD3}
+	side := "/dev/null"
 	if cmd.DirFD3 {
-		p.side = `"${TMPDIR:-/tmp}/.vfsmount-cwd-` + hex.EncodeToString(tok[:]) + `"`
+		side = base + `.cwd"`
 	}
+	p.side = side
 	var mu sync.Mutex
 	out := &lockedWriter{w: cmd.Stdout, mu: &mu}
 	errw := out
@@ -65,10 +68,11 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (moun
 			return err
 		}
 		s.Stdout, s.Stderr = out, errw
+		// The shell is the session's leader (sshd made the session),
+		// so its pid names the process group Kill ends; it execs the
+		// command, which keeps it.
 		var b strings.Builder
-		if p.side != "" {
-			b.WriteString("(umask 077; : >" + p.side + ") || exit 126\n")
-		}
+		b.WriteString("(umask 077; echo $$ >" + p.pidFile + "; : >" + p.side + ") || exit 126\n")
 		b.WriteString("cd " + shellQuote(dir) + " || exit 126\n")
 		for _, e := range env {
 			b.WriteString("export " + shellQuote(e) + "\n")
@@ -77,9 +81,7 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (moun
 		for _, a := range cmd.Argv {
 			b.WriteString(" " + shellQuote(a))
 		}
-		if p.side != "" {
-			b.WriteString(" 3>" + p.side)
-		}
+		b.WriteString(" 3>" + p.side)
 		if err := s.Start("sh -c " + shellQuote(b.String())); err != nil {
 			s.Close()
 			return err
@@ -118,12 +120,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // process is a command started by StartCommand.
 type process struct {
-	f    *ReadOnlyFS
-	c    *conn
-	s    *ssh.Session
-	side string // the fd 3 file, as a shell word; "" without
-	dir  string // the served directory, resolved
-	root string
+	f       *ReadOnlyFS
+	c       *conn
+	s       *ssh.Session
+	side    string // the fd 3 file, as a shell word (/dev/null without DirFD3)
+	pidFile string // where the shell left its pid, as a shell word
+	dirFD3  bool
+	dir     string // the served directory, resolved
+	root    string
 
 	done     chan struct{}
 	status   int
@@ -172,13 +176,11 @@ func (p *process) wait() {
 		}
 	}
 	p.s.Close()
-	if p.side != "" {
-		p.finalDir = p.readSide()
-	}
+	p.finalDir = p.readSide()
 }
 
 // readSide reads the final directory the command left in its fd 3 file,
-// and removes the file, mapped to its path under Root.
+// mapped to its path under Root, and removes the command's files.
 func (p *process) readSide() string {
 	var out strings.Builder
 	err := p.f.on(context.Background(), p.c, "exec", ".", func(c *conn) error {
@@ -188,9 +190,13 @@ func (p *process) readSide() string {
 		}
 		defer s.Close()
 		s.Stdout = &limitWriter{b: &out, n: 64 << 10}
-		return s.Run("sh -c " + shellQuote("cat "+p.side+" 2>/dev/null; rm -f "+p.side))
+		script := "rm -f " + p.pidFile
+		if p.dirFD3 {
+			script = "cat " + p.side + " 2>/dev/null; rm -f " + p.side + " " + p.pidFile
+		}
+		return s.Run("sh -c " + shellQuote(script))
 	})
-	if err != nil {
+	if err != nil || !p.dirFD3 {
 		return ""
 	}
 	d := out.String()
@@ -234,8 +240,7 @@ func (p *process) Wait() (int, string, error) {
 }
 
 // Kill implements mounts.Process: SIGKILL to the command's process
-// group, through the session (OpenSSH killpg's the session's leader);
-// the session is closed too.
+// group (the session's, whose leader left its pid), by a second exec.
 func (p *process) Kill() error {
 	select {
 	case <-p.done:
@@ -245,6 +250,14 @@ func (p *process) Kill() error {
 	p.mu.Lock()
 	p.killed = true
 	p.mu.Unlock()
-	err := p.s.Signal(ssh.SIGKILL)
-	return err
+	return p.f.on(context.Background(), p.c, "kill", ".", func(c *conn) error {
+		s, err := c.ssh.NewSession()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		// The shell may not have said its pid yet, just started.
+		return s.Run("sh -c " + shellQuote("i=0; while ! test -s "+p.pidFile+" && test $i -lt 100; do sleep 0.02; i=$((i+1)); done; "+
+			"pid=$(cat "+p.pidFile+") && { kill -s KILL -- -$pid 2>/dev/null || kill -s KILL $pid; }"))
+	})
 }

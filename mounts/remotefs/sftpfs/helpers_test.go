@@ -37,3 +37,5 @@ func open(t *testing.T, sshd *testutil.SSHD, dir string, ro bool) mounts.FS {
 	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
 	return fsys
 }
+
+func sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }

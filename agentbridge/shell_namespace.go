@@ -72,6 +72,12 @@ type RemoteShell struct {
 	Source string
 	// Runner starts the commands.
 	Runner mounts.CommandFS
+	// Note says how the mount is served when that changes what the
+	// model should expect ("served over SFTP …"); "" for a peer.
+	Note string
+	// Rest is set when the commands there see the rest of the workspace
+	// at its paths too (served back over the link).
+	Rest bool
 }
 
 // ShellBind is a host path bound at the same path in the shell's

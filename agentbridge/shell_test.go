@@ -368,3 +368,21 @@ func TestSavedOutputsGoFirst(t *testing.T) {
 	assert.False(t, p.exited())
 	assert.Len(t, s.running(), 2)
 }
+
+// TestBriefSaysWhatARemoteShellSees: a remote mount's commands run on its
+// machine, and the brief says whether the rest of the workspace is there.
+func TestBriefSaysWhatARemoteShellSees(t *testing.T) {
+	full := kernelWorkspace(t, nil)
+	for _, rest := range []bool{false, true} {
+		w, err := New(full.fsys, Options{Shell: &ShellOptions{Mountpoint: full.shell.opts.Mountpoint,
+			Remote: []RemoteShell{{Prefix: "/workspace", Source: "ssh://build-box", Rest: rest}}}})
+		require.NoError(t, err)
+		b := w.BriefFor("claude")
+		assert.Contains(t, b, "A command whose directory is in /workspace runs on ssh://build-box (its processes and tools)")
+		if rest {
+			assert.Contains(t, b, "the rest of this workspace is at its paths too")
+		} else {
+			assert.Contains(t, b, "the rest of this workspace is not mounted")
+		}
+	}
+}

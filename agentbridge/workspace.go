@@ -378,7 +378,16 @@ func (w *Workspace) BriefFor(dialect string) string {
 			fmt.Fprintf(&b, "Relative paths resolve against the session's directory (at first %s); cd in the shell moves it.\n", w.defaultDir())
 		}
 		for _, rs := range w.shell.opts.Remote {
-			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files and the rest of this workspace is not mounted; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix)
+			rest := "the rest of this workspace is not mounted"
+			if rs.Rest {
+				rest = "the rest of this workspace is at its paths too"
+			}
+			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files and %s; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix, rest)
+		}
+		for _, rs := range w.shell.opts.Remote {
+			if rs.Note != "" {
+				fmt.Fprintf(&b, "%s is %s.\n", rs.Prefix, rs.Note)
+			}
 		}
 		for _, p := range w.shell.opts.RemoteHere {
 			fmt.Fprintf(&b, "%s is on another machine, but commands in it run here (path rules bind it), seeing its files through this machine.\n", p)

@@ -58,3 +58,12 @@ type Process interface {
 type ChangeNotifier interface {
 	OnChange(fn func(names ...string))
 }
+
+// WorkspaceShower is implemented by a mount that runs commands on another
+// machine and can show them the rest of its workspace there (a remote
+// mount: /repo and /memory served back to the remote machine over its
+// link). ShowWorkspace gives it the workspace's tree as the faces see it,
+// under the same policy, and the mount's own prefix in it.
+type WorkspaceShower interface {
+	ShowWorkspace(fsys FS, self string)
+}

@@ -96,7 +96,14 @@ func (ws *Workspace) remoteShells() []agentbridge.RemoteShell {
 	var out []agentbridge.RemoteShell
 	for _, m := range ws.opts.Mounts {
 		if r, ok := m.FS.(mounts.CommandFS); ok {
-			out = append(out, agentbridge.RemoteShell{Prefix: m.Prefix, Source: mounts.Describe(m.FS).Source, Runner: r})
+			rs := agentbridge.RemoteShell{Prefix: m.Prefix, Source: mounts.Describe(m.FS).Source, Runner: r}
+			if s, ok := m.FS.(interface{ ShowsWorkspace() bool }); ok {
+				rs.Rest = s.ShowsWorkspace()
+			}
+			if n, ok := m.FS.(interface{ BriefNote() string }); ok {
+				rs.Note = n.BriefNote()
+			}
+			out = append(out, rs)
 		}
 	}
 	return out

@@ -156,6 +156,11 @@ func Open(ctx context.Context, opts Options) (_ *Workspace, err error) {
 		}
 	}
 	ws.stack()
+	for _, m := range opts.Mounts {
+		if s, ok := m.FS.(mounts.WorkspaceShower); ok {
+			s.ShowWorkspace(ws.FS, m.Prefix)
+		}
+	}
 	return ws, nil
 }
 

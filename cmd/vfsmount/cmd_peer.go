@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +22,7 @@ import (
 
 func peerCommand(a *app) *cobra.Command {
 	var readOnly, allowRoot bool
+	var backSock string
 	cmd := &cobra.Command{
 		Use:   "peer DIR",
 		Short: "serve DIR to a remote mount over stdin and stdout (run by the daemon, not by hand)",
@@ -42,6 +45,9 @@ The peer ends when its input ends, and kills the commands it started.`,
 			if dir == "/" && !allowRoot {
 				return usageErrorf("peer: refusing to serve / (the whole machine): give a directory, or --allow-root")
 			}
+			// A daemon gone mid-answer is an EPIPE that ends Serve, whose
+			// cleanup then runs, not a SIGPIPE that kills the peer.
+			signal.Ignore(syscall.SIGPIPE)
 			fsys, err := hostfs.Open(dir, hostfs.Options{ReadOnly: readOnly, Logger: a.logger})
 			if errors.Is(err, hostfs.ErrBadSource) {
 				return usageErrorf("peer: %v", err)
@@ -50,9 +56,19 @@ The peer ends when its input ends, and kills the commands it started.`,
 				return &exitError{code: exitFailure, err: err}
 			}
 			defer fsys.(interface{ Close() error }).Close()
+			shell := peer.HostShell{Dir: dir, Bwrap: peer.FindBwrap()}
+			if backSock != "" && shell.Bwrap != "" {
+				b, err := newBackMount(a, backSock)
+				if err != nil {
+					return &exitError{code: exitFailure, err: err}
+				}
+				if b != nil {
+					defer b.close()
+					shell.Back = b.binds
+				}
+			}
 			err = peer.Serve(cmd.Context(), os.Stdin, os.Stdout, fsys, peer.Options{
-				Dir: dir, Build: version, Logger: a.logger,
-				Shell: peer.HostShell{Dir: dir, Bwrap: peer.FindBwrap()},
+				Dir: dir, Build: version, Logger: a.logger, Shell: shell,
 			})
 			if err != nil {
 				return &exitError{code: exitFailure, err: err}
@@ -62,5 +78,7 @@ The peer ends when its input ends, and kills the commands it started.`,
 	}
 	cmd.Flags().BoolVar(&readOnly, "ro", false, "serve read-only: every change is refused (EROFS)")
 	cmd.Flags().BoolVar(&allowRoot, "allow-root", false, "allow serving / itself")
+	cmd.Flags().StringVar(&backSock, "back", "", "a Unix socket the daemon listens on here (its directory is made, 0700): commands see the rest of the workspace through it")
+	_ = cmd.Flags().MarkHidden("back")
 	return cmd
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,7 +82,7 @@ func buildRemote(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 	} else {
 		target, _ := sshdial.ParseTarget(spec.String("src"))
 		opts.Source = "ssh://" + target.Host
-		d := &sshDialer{cfg: sshdial.Config{Target: target, Identity: spec.String("identity"),
+		d := &sshDialer{log: env.Logger, cfg: sshdial.Config{Target: target, Identity: spec.String("identity"),
 			KnownHosts: spec.String("known_hosts"), AcceptNewHostKey: spec.Bool("accept_new_host_key"),
 			Install: spec.String("install"), Self: env.Self, Timeout: 2 * timeout, ReadOnly: spec.Bool("ro")}}
 		opts.Dial = d.dial
@@ -108,12 +111,16 @@ func buildRemote(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 // session on a stalled connection never answers).
 type sshDialer struct {
 	cfg sshdial.Config
+	log *slog.Logger
 	mu  sync.Mutex
 	c   *sshdial.Client
 }
 
 func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
-	c, err := sshdial.Connect(ctx, d.cfg)
+	cfg := d.cfg
+	sock := sshdial.BackSocket()
+	cfg.PeerArgs = append(slices.Clip(cfg.PeerArgs), "--back", sock)
+	c, err := sshdial.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +129,16 @@ func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 		c.Close()
 		return nil, err
 	}
+	// The rest of the workspace, for the peer's commands, comes back
+	// over this connection; a server that forbids it leaves /workspace.
+	l, err := c.ListenBack(sock)
+	if err != nil {
+		d.log.Info("remote: the server forwards no Unix socket: commands there see /workspace only", "err", err)
+	}
 	d.mu.Lock()
 	d.c = c
 	d.mu.Unlock()
-	return &closeBoth{ReadWriteCloser: rwc, c: c}, nil
+	return &closeBoth{ReadWriteCloser: rwc, c: c, back: l}, nil
 }
 
 func (d *sshDialer) close() error {
@@ -141,8 +154,12 @@ func (d *sshDialer) close() error {
 // closeBoth closes the peer's stream and its ssh connection.
 type closeBoth struct {
 	io.ReadWriteCloser
-	c *sshdial.Client
+	c    *sshdial.Client
+	back net.Listener // nil: none
 }
+
+// BackListener implements remotefs.BackLink.
+func (s *closeBoth) BackListener() net.Listener { return s.back }
 
 func (s *closeBoth) Close() error {
 	err := s.c.Close() // first: the connection may be stalled

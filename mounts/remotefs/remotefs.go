@@ -25,7 +25,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -90,6 +92,9 @@ type ReadOnlyFS struct {
 	wmu    sync.Mutex
 	wcond  *sync.Cond
 	writes int64
+
+	back   atomic.Pointer[back] // what the peer's commands are shown (ShowWorkspace)
+	backUp atomic.Bool          // the last link carries it (ShowsWorkspace)
 }
 
 // barrier waits until every write sent has been answered.
@@ -170,6 +175,14 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	case <-ctx.Done():
 		rwc.Close()
 		return ctx.Err()
+	}
+	var l net.Listener
+	if bl, ok := rwc.(BackLink); ok {
+		l = bl.BackListener()
+	}
+	f.backUp.Store(l != nil)
+	if l != nil {
+		go f.serveBack(l)
 	}
 	f.mu.Lock()
 	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -142,6 +144,10 @@ type HostShell struct {
 	// Bwrap is the bwrap binary; empty: commands see the directory only
 	// at its own path.
 	Bwrap string
+	// Back, when set, gives the rest of the workspace for a rooted
+	// command: directories (the daemon's tree, mounted here) to bind at
+	// /NAME, by NAME. An error leaves them out; the command still runs.
+	Back func() (map[string]string, error)
 }
 
 // FindBwrap returns the bwrap on PATH, or "".
@@ -158,7 +164,11 @@ func (h HostShell) Start(ctx context.Context, x *wire.Exec, stdin io.Reader, std
 	dir := filepath.Join(h.Dir, filepath.FromSlash(x.Dir))
 	argv := x.Argv
 	if h.Bwrap != "" && x.Root != "" && filepath.IsAbs(x.Root) && x.Root != "/" {
-		if b, err := rootedArgs(h.Dir, x.Root, filepath.Join(x.Root, filepath.FromSlash(x.Dir))); err == nil {
+		var binds map[string]string
+		if h.Back != nil {
+			binds, _ = h.Back()
+		}
+		if b, err := rootedArgs(h.Dir, x.Root, filepath.Join(x.Root, filepath.FromSlash(x.Dir)), binds); err == nil {
 			argv = append(append([]string{h.Bwrap}, b...), argv...)
 		}
 	}
@@ -199,9 +209,11 @@ func (h HostShell) Start(ctx context.Context, x *wire.Exec, stdin io.Reader, std
 
 // rootedArgs are bwrap's arguments for a namespace that is this machine's
 // root with dir also at root: each top-level entry of / bound at its
-// place (the one root would shadow left out), dir bound at root.
-// Nothing is created on this machine's file systems.
-func rootedArgs(dir, root, chdir string) ([]string, error) {
+// place (the one root would shadow left out), then the workspace's other
+// top-level directories (binds, by name: they shadow this machine's of
+// the same name), dir bound at root. Nothing is created on this
+// machine's file systems.
+func rootedArgs(dir, root, chdir string, binds map[string]string) ([]string, error) {
 	ents, err := os.ReadDir("/")
 	if err != nil {
 		return nil, err
@@ -211,7 +223,7 @@ func rootedArgs(dir, root, chdir string) ([]string, error) {
 	for _, e := range ents {
 		p := "/" + e.Name()
 		switch {
-		case e.Name() == top:
+		case e.Name() == top, binds[e.Name()] != "":
 		case e.Type()&os.ModeSymlink != 0:
 			t, err := os.Readlink(p)
 			if err != nil {
@@ -220,6 +232,11 @@ func rootedArgs(dir, root, chdir string) ([]string, error) {
 			a = append(a, "--symlink", t, p)
 		case e.IsDir():
 			a = append(a, "--dev-bind", p, p)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(binds)) {
+		if name != top {
+			a = append(a, "--bind", binds[name], "/"+name)
 		}
 	}
 	return append(a, "--bind", dir, root, "--chdir", chdir, "--die-with-parent", "--"), nil

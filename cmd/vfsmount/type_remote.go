@@ -35,6 +35,7 @@ func remoteType() mountType {
 			"accept_new_host_key": {Kind: kindBool, Doc: "accept and record the key of a host known_hosts does not know (a changed key is always refused)"},
 			"install":             {Kind: kindString, Doc: "auto (default): install this binary as the peer in the remote user's cache when missing; never: run the remote's vfsmount"},
 			"timeout":             {Kind: kindString, Doc: "how long an operation waits for a link that is down before EIO (default 5s)"},
+			"mode":                {Kind: kindString, Doc: "auto (default): a peer on the remote side, or its ssh server's SFTP and exec where no peer can run there; peer: a peer or nothing; sftp: SFTP and exec only"},
 		},
 		Check: checkRemote,
 		Build: buildRemote,
@@ -62,6 +63,15 @@ func checkRemote(spec *mountSpec) error {
 	default:
 		return specErrorf(spec.Origin, "install: want auto or never, got %q", spec.String("install"))
 	}
+	switch spec.String("mode") {
+	case "", modeAuto, modePeer:
+	case modeSFTP:
+		if hasCmd {
+			return specErrorf(spec.Origin, "mode=sftp applies to ssh (src) only, not to a command")
+		}
+	default:
+		return specErrorf(spec.Origin, "mode: want auto, peer or sftp, got %q", spec.String("mode"))
+	}
 	if t := spec.String("timeout"); t != "" {
 		if d, err := time.ParseDuration(t); err != nil || d <= 0 {
 			return specErrorf(spec.Origin, "timeout: want a duration such as 5s, got %q", t)
@@ -87,8 +97,18 @@ func buildRemote(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 			Install: spec.String("install"), Self: env.Self, Timeout: 2 * timeout, ReadOnly: spec.Bool("ro")}}
 		opts.Dial = d.dial
 		env.OnClose(d.close)
+		if spec.String("mode") == modeSFTP {
+			return openSFTP(ctx, spec, env, d.cfg, "")
+		}
 	}
 	fsys, err := remotefs.Open(ctx, opts)
+	if why, ok := peerUnavailable(err); ok && spec.String("mode") != modePeer && !spec.Has("command") {
+		env.Logger.Warn("remote: the peer cannot run there; serving over SFTP", "source", opts.Source, "reason", why)
+		target, _ := sshdial.ParseTarget(spec.String("src"))
+		return openSFTP(ctx, spec, env, sshdial.Config{Target: target, Identity: spec.String("identity"),
+			KnownHosts: spec.String("known_hosts"), AcceptNewHostKey: spec.Bool("accept_new_host_key"),
+			Timeout: 2 * timeout, ReadOnly: spec.Bool("ro")}, why)
+	}
 	if err != nil {
 		var hk *sshdial.HostKeyError
 		var ver *wire.ErrVersion

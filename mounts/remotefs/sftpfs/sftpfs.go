@@ -112,7 +112,8 @@ type Options struct {
 	// Source describes the mount for the mount table and the model
 	// ("ssh://dev-box (SFTP)"). It never holds a secret.
 	Source string
-	// Why says why the mount is not served by a peer, for the brief.
+	// Why says why the mount is not served by a peer, for the brief:
+	// "no peer: …", "mode=sftp".
 	Why string
 	// ReadOnly offers no write capability at all (EROFS).
 	ReadOnly bool
@@ -528,13 +529,15 @@ func (f *ReadOnlyFS) Describe() mounts.Description {
 // Mode says how the mount is served: "sftp".
 func (f *ReadOnlyFS) Mode() string { return "sftp" }
 
-// BriefNote is what the tool face's brief says of the mount.
+// BriefNote is what the tool face's brief says of the mount, after
+// its workspace path ("/workspace is …").
 func (f *ReadOnlyFS) BriefNote() string {
 	why := ""
 	if f.opts.Why != "" {
-		why = " (no peer: " + f.opts.Why + ")"
+		why = " (" + f.opts.Why + ")"
 	}
-	return "served over SFTP" + why + ": each stat, listing and read is a round trip, so grep and walks of big trees are slower, and a command there sees the files at their own path on that machine"
+	return "served over SFTP, not by a vfsmount peer" + why + ": each stat, listing and read is a round trip, " +
+		"so grep and walks of big trees are slower, and a command run there sees these files at their own path on that machine"
 }
 
 // lexical is name's path on the server, without resolving anything.

@@ -114,6 +114,12 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 			if u, ok := mnt.Tree.(upperViewer); ok {
 				e.Layer = LayerUpper
 				view, err = u.UpperCheckpointView(ctx, id)
+			} else if mnt.Export != nil {
+				// A writable git mount whose upper this build cannot
+				// see alone: never its merged tree (every file of the
+				// commit).
+				up.g.Wait()
+				return res, fmt.Errorf("push of %s: the mount's upper layer cannot be read alone", mnt.Prefix)
 			} else {
 				e.Layer = LayerMemory
 				view, err = mnt.Tree.CheckpointView(ctx, id)

@@ -223,6 +223,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		// A server other than AWS (an endpoint given here, or by
+		// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL): its buckets are
+		// addressed by path, not by host name.
+		if o.BaseEndpoint != nil {
 			o.UsePathStyle = true
 		}
 		// Checksums only where the API requires them: S3-compatible

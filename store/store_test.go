@@ -124,3 +124,31 @@ func TestCorruptChunk(t *testing.T) {
 		t.Fatalf("corrupt chunk: %q, %v; want ErrCorrupt naming the chunk, no bytes", got, err)
 	}
 }
+
+func TestParseWorkspaceURL(t *testing.T) {
+	for _, tc := range []struct{ in, store, name, ckpt string }{
+		{"s3://b/ws", "s3://b", "ws", ""},
+		{"s3://b/p/q/ws@3", "s3://b/p/q", "ws", "3"},
+		{"s3://b/p/ws@c7", "s3://b/p", "ws", "c7"},
+	} {
+		s, n, c, err := ParseWorkspaceURL(tc.in)
+		if err != nil || s != tc.store || n != tc.name || c != tc.ckpt {
+			t.Errorf("ParseWorkspaceURL(%q) = %q %q %q %v; want %q %q %q", tc.in, s, n, c, err, tc.store, tc.name, tc.ckpt)
+		}
+	}
+	for _, bad := range []string{"s3://b", "s3://b/", "s3://b/p/bad name", "gs://b/ws"} {
+		if _, _, _, err := ParseWorkspaceURL(bad); !errors.Is(err, ErrBadURL) {
+			t.Errorf("ParseWorkspaceURL(%q) = %v; want ErrBadURL", bad, err)
+		}
+	}
+}
+
+// TestEndpointFromEnvironment: AWS_ENDPOINT_URL names the server (path
+// style) when the config does not.
+func TestEndpointFromEnvironment(t *testing.T) {
+	srv := testutil.StartS3(t, testBucket)
+	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
+	if _, err := Open(context.Background(), Config{URL: "s3://" + testBucket + "/p", MaxAttempts: 1}); err != nil {
+		t.Fatalf("open with AWS_ENDPOINT_URL: %v", err)
+	}
+}

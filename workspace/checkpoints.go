@@ -39,6 +39,9 @@ type Checkpoints struct {
 	// change (nil: no log).
 	rules *policy.RuleSet
 	audit *policy.AuditLog
+	// store is the object store checkpoints are pushed to (nil: none;
+	// store.go).
+	store *storeSync
 }
 
 var _ jsonrpc.Checkpointer = (*Checkpoints)(nil)

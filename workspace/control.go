@@ -25,6 +25,9 @@ func (ws *Workspace) ServeOperator(srv *jsonrpc.Server) {
 	}
 	if ws.Checkpoints != nil {
 		srv.SetCheckpointer(ws.Checkpoints)
+		if ws.Checkpoints.store != nil {
+			srv.SetStorePusher(ws.Checkpoints)
+		}
 	}
 }
 

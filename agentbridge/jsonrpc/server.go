@@ -105,6 +105,8 @@ type Server struct {
 	export Exporter
 	// ckpt serves the checkpoint methods (nil: none).
 	ckpt Checkpointer
+	// store serves store.push (nil: none).
+	store StorePusher
 	// maxMessage bounds one request: the package's maxMessage, less in
 	// tests.
 	maxMessage int
@@ -299,6 +301,9 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 		return res, e
 	}
 	if res, e, ok := s.dispatchCheckpoint(ctx, method, decode); ok {
+		return res, e
+	}
+	if res, e, ok := s.dispatchStore(ctx, method, decode); ok {
 		return res, e
 	}
 	if s.ws == nil {

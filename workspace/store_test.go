@@ -1,0 +1,67 @@
+package workspace_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/internal/testutil"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/store"
+	"github.com/vfsmount/vfsmount/workspace"
+)
+
+// TestStorePushAndSync: a workspace attached to a store pushes on demand
+// (store.push) and, with a sync interval, by itself and at a clean close;
+// another client resumes what was written last.
+func TestStorePushAndSync(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, "vfsm")
+	s, err := store.Open(ctx, store.Config{URL: "s3://vfsm/p", Endpoint: srv.Endpoint, MaxAttempts: 2})
+	require.NoError(t, err)
+	mem := memfs.New(memfs.Options{})
+	ws, err := workspace.Open(ctx, workspace.Options{Mounts: []workspace.Mount{{Prefix: "/memory", FS: mem}}})
+	require.NoError(t, err)
+	ss, err := s.Acquire(ctx, "w", store.AcquireOptions{Holder: "test"})
+	require.NoError(t, err)
+	require.NoError(t, ws.AttachStore(workspace.StoreOptions{Session: ss, URL: "s3://vfsm/p/w", Sync: 100 * time.Millisecond}))
+
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("one"), 0o644))
+	res, err := ws.Checkpoints.StorePush(ctx, jsonrpc.StorePushParams{})
+	require.NoError(t, err)
+	assert.Equal(t, "s3://vfsm/p/w@"+itoa(res.Seq), res.URL)
+	_, err = ws.Checkpoints.StorePush(ctx, jsonrpc.StorePushParams{ID: "c99"})
+	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+
+	// The sync loop pushes a change by itself.
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("two"), 0o644))
+	require.Eventually(t, func() bool {
+		return readStore(t, s, "w", "a") == "two"
+	}, 10*time.Second, 50*time.Millisecond, "pushed by the sync loop")
+
+	// A clean close pushes the last change and lets the lease go.
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("three"), 0o644))
+	require.NoError(t, ws.Close())
+	assert.Equal(t, "three", readStore(t, s, "w", "a"))
+	_, err = s.Acquire(ctx, "w", store.AcquireOptions{Holder: "another"})
+	require.NoError(t, err, "the lease was let go at close")
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+func readStore(t *testing.T, s *store.Store, name, file string) string {
+	t.Helper()
+	ctx := context.Background()
+	r, err := s.Resume(ctx, name)
+	require.NoError(t, err)
+	m, err := r.Tree(ctx, "/memory", memfs.Options{})
+	require.NoError(t, err)
+	b, err := mounts.ReadFile(ctx, m, file)
+	require.NoError(t, err)
+	return string(b)
+}

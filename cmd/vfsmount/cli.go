@@ -86,6 +86,8 @@ func (a *app) commands() []*cobra.Command {
 		commitCommand(a),
 		resetCommand(a),
 		checkpointCommand(a),
+		storeCommand(a),
+		forkCommand(a),
 		fsmonitorCommand(a),
 		peerCommand(a),
 		completionCommand(a),

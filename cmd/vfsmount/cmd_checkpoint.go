@@ -25,7 +25,7 @@ vfsmount serving the mount.`
 
 func checkpointCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "checkpoint create|list|diff|restore|delete MOUNTPOINT ...",
+		Use:   "checkpoint create|list|diff|restore|delete|push MOUNTPOINT ...",
 		Short: "take, list, diff, restore and delete checkpoints of a running workspace",
 		Long: `Checkpoints of the whole workspace, instant and restorable: whatever changed
 it, the tools or a shell on the mount.` + checkpointLong,
@@ -35,14 +35,14 @@ it, the tools or a shell on the mount.` + checkpointLong,
   $ vfsmount checkpoint restore mnt c1`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErrorf("checkpoint: a subcommand is required: create, list, diff, restore or delete")
+				return usageErrorf("checkpoint: a subcommand is required: create, list, diff, restore, delete or push")
 			}
-			return usageErrorf("checkpoint: unknown subcommand %q: want create, list, diff, restore or delete", args[0])
+			return usageErrorf("checkpoint: unknown subcommand %q: want create, list, diff, restore, delete or push", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return nil },
 	}
 	cmd.AddCommand(checkpointCreateCommand(), checkpointListCommand(), checkpointDiffCommand(),
-		checkpointRestoreCommand(), checkpointDeleteCommand())
+		checkpointRestoreCommand(), checkpointDeleteCommand(), checkpointPushCommand())
 	return cmd
 }
 

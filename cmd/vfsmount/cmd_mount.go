@@ -77,6 +77,7 @@ The config file says the same in YAML (unknown keys are errors):
 		},
 	}
 	wf.register(cmd.Flags())
+	wf.Store.register(cmd.Flags())
 	registerNoPassthrough(cmd.Flags(), &noPassthrough)
 	return cmd
 }
@@ -108,8 +109,21 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 		return &exitError{code: exitFailure, err: fmt.Errorf(
 			"mountpoint %s: a live FUSE mount missing a stacked connection is there (stop it, or run: vfsmount umount %s)", mountpoint, mountpoint)}
 	}
+	// The store: its lease is taken, and the checkpoint to resume
+	// fetched, before any mount is built (a workspace another daemon
+	// holds mounts nothing).
+	var run *storeRun
+	if cfg.Store != nil {
+		if run, err = startStore(ctx, cfg.Store, log); err != nil {
+			return err
+		}
+		cfg.resume = run.resume
+	}
 	ws, err := buildWorkspace(ctx, cfg, log)
 	if err != nil {
+		if run != nil {
+			run.release()
+		}
 		return err
 	}
 	defer func() {
@@ -117,6 +131,12 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 			log.Warn("closing the workspace", "err", err)
 		}
 	}()
+	if run != nil {
+		if err := run.attach(ws, log); err != nil {
+			run.release()
+			return err
+		}
+	}
 	if state == fusefs.StateStale {
 		if err := fusefs.ForceUnmount(abs); err != nil {
 			return fmt.Errorf("mountpoint %s: clearing a stale mount: %w", mountpoint, err)

@@ -35,6 +35,8 @@ type configFile struct {
 	// Checkpoint turns on automatic checkpoints and the checkpoint tools
 	// (checkpoint_config.go).
 	Checkpoint *configCheckpoint `yaml:"checkpoint"`
+	// Store is where checkpoints are pushed (store_config.go).
+	Store *configStore `yaml:"store"`
 
 	// baseDir resolves relative host paths of the policy sections.
 	baseDir string

@@ -59,7 +59,10 @@ type buildEnv struct {
 	HookProgram string
 	// Self is this program's binary, what a remote mount installs as its
 	// peer ("" when it cannot be told: a test binary).
-	Self    string
+	Self string
+	// Resume is the checkpoint of a store the writable layers come back
+	// from (nil: they start empty, or from their persist files).
+	Resume  *resumeState
 	onClose []func() error
 }
 

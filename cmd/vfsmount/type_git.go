@@ -18,6 +18,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/hostfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/overlayfs"
+	"github.com/vfsmount/vfsmount/store"
 	"github.com/vfsmount/vfsmount/workspace"
 )
 
@@ -186,6 +187,21 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		upper, what = h, "upper directory "+dir
 	default:
 		upper = memfs.New(mopts)
+		t, err := env.Resume.tree(ctx, spec.Dst, store.LayerUpper, mopts)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil {
+			if err := env.Resume.r.CheckCommit(spec.Dst, f.Commit()); err != nil {
+				return nil, storeError(err)
+			}
+			upper, what = t, "resumed from the store"
+		}
+	}
+	if env.Resume != nil && (spec.Has("persist") || spec.Has("upper")) {
+		if m, ok := env.Resume.r.Mount(spec.Dst); ok && m.Tree != nil {
+			return nil, specErrorf(spec.Origin, "keys \"persist\" and \"upper\" exclude --resume: a resumed upper layer comes from the store")
+		}
 	}
 	w, err := workspace.NewWritableGit(ctx, f, upper, workspace.WritableGitOptions{
 		Overlay:     overlayfs.Options{Logger: env.Logger},

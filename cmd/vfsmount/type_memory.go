@@ -11,6 +11,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/mounts/memfs/boltstore"
+	"github.com/vfsmount/vfsmount/store"
 )
 
 // memoryType is the in-memory tree. It starts empty and lives as long as
@@ -40,6 +41,12 @@ func buildMemory(ctx context.Context, spec *mountSpec, env *buildEnv) (mounts.FS
 		return nil, err
 	}
 	path := spec.String("persist")
+	if env.Resume != nil && path != "" {
+		return nil, specErrorf(spec.Origin, "key \"persist\" and --resume exclude each other: a resumed tree comes from the store")
+	}
+	if t, err := env.Resume.tree(ctx, spec.Dst, store.LayerMemory, opts); t != nil || err != nil {
+		return t, err
+	}
 	if path == "" {
 		return memfs.New(opts), nil
 	}

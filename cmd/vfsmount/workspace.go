@@ -26,6 +26,8 @@ type workspaceFlags struct {
 	// Self is this program's path when the process is the vfsmount binary
 	// (app.self): git's fsmonitor hook for writable git mounts.
 	Self string
+	// Store are the store flags (vfsmount mount registers them).
+	Store storeFlags
 }
 
 // gitSettings apply to every git mount of a workspace.
@@ -71,6 +73,10 @@ type workspaceConfig struct {
 	// writable git mount (this binary; "" for none): set by the process's
 	// entry point, which knows what binary it is.
 	HookProgram string
+	// Store is where checkpoints are pushed (nil: nowhere); resume is the
+	// checkpoint the mounts are brought back from (nil: none).
+	Store  *storeSettings
+	resume *resumeState
 }
 
 // load reads the config file, parses the flags, falls back to
@@ -119,6 +125,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 		return nil, err
 	}
 	if cfg.Checkpoint, err = loadCheckpointConfig(cfg.File); err != nil {
+		return nil, err
+	}
+	if cfg.Store, err = loadStoreConfig(cfg.File, &w.Store); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -232,6 +241,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			Git:         cfg.Git,
 			HookProgram: cfg.HookProgram,
 			Self:        cfg.HookProgram,
+			Resume:      cfg.resume,
 		}
 		fsys, err := mt.Build(ctx, spec, env)
 		closers = append(closers, env.onClose...)

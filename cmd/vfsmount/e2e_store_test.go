@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/internal/testutil"
+)
+
+// storeConfig writes a config file whose store: section names the
+// endpoint and a chunk cache of its own (each daemon its own, as on
+// another machine).
+func storeConfig(t *testing.T, endpoint, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "vfsmount.yaml")
+	body := "store:\n  endpoint: " + endpoint + "\n  cache: " + filepath.Join(dir, "chunks") + "\n" + extra
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestE2EStoreMoveSession moves a session between two daemons through a
+// real S3 server (versitygw), as a pod rescheduled on another node: daemon
+// A pushes; daemon B is refused while A holds the workspace, takes it over,
+// and A's next push fails (fenced); A is killed -9; B, in another
+// directory with an empty chunk cache, serves the workspace as it was
+// pushed: the writable git mount's changes over its commit, the memory
+// mount. Then forks, the store's listing and gc.
+func TestE2EStoreMoveSession(t *testing.T) {
+	srv := testutil.StartS3(t, "vfsm")
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "dir/b.txt": "bee\n", "gone.txt": "bye\n"})
+	mounts := []string{"--mount", "type=git,src=" + repo + ",dst=/repo,writable", "--mount", "type=memory,dst=/memory"}
+	mntA, mntB := t.TempDir(), t.TempDir()
+
+	a := startMount(t, mntA, append([]string{"--config", storeConfig(t, srv.Endpoint, ""), "--store", "s3://vfsm/p/sess"}, mounts...)...)
+	sh(t, mntA, `
+		echo notes > memory/notes
+		printf 'edited\n' > repo/a.txt
+		rm repo/gone.txt
+		mkdir -p memory/deep/er && echo x > memory/deep/er/f
+	`)
+	code, stdout, stderr := runBinary(t, "checkpoint", "push", mntA)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "s3://vfsm/p/sess@1", lastLine(stdout))
+	assert.Contains(t, stdout, "pushed c1:")
+
+	// B is refused while A holds the workspace: exit 1, naming A.
+	cfgB := storeConfig(t, srv.Endpoint, "")
+	code, _, stderr = runBinary(t, append([]string{"mount", "--config", cfgB, "--resume", "s3://vfsm/p/sess"}, append(mounts, mntB)...)...)
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "held by another writer")
+	assert.Contains(t, stderr, ":"+strconv.Itoa(a.cmd.Process.Pid), "names the holder")
+	st, _ := fusefs.Probe(mntB)
+	assert.Equal(t, fusefs.StateNone, st, "nothing mounted")
+
+	// B takes it over; A is fenced at its next push.
+	start := time.Now()
+	startMount(t, mntB, append([]string{"--config", cfgB, "--resume", "s3://vfsm/p/sess", "--take-over"}, mounts...)...)
+	t.Logf("resume on an empty cache to a live mount: %v", time.Since(start))
+	sh(t, mntA, `echo "after the take-over" > memory/notes`)
+	code, _, stderr = runBinary(t, "checkpoint", "push", mntA)
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "taken over by another writer")
+	assert.Contains(t, a.stderr.String(), "pushes stop", "A's log says it stopped writing to the store")
+
+	// A dies; B serves what A pushed.
+	require.NoError(t, a.cmd.Process.Kill())
+	a.exitCode(t, 10*time.Second)
+	_ = fusefs.ForceUnmount(mntA)
+	assert.Equal(t, "notes\n", readFile(t, filepath.Join(mntB, "memory/notes")))
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(mntB, "memory/deep/er/f")))
+	assert.Equal(t, "edited\n", readFile(t, filepath.Join(mntB, "repo/a.txt")))
+	assert.Equal(t, "bee\n", readFile(t, filepath.Join(mntB, "repo/dir/b.txt")), "untouched files come from the commit")
+	_, err := os.Stat(filepath.Join(mntB, "repo/gone.txt"))
+	assert.True(t, os.IsNotExist(err), "the deletion came along: %v", err)
+	out := sh(t, filepath.Join(mntB, "repo"), `git status --porcelain`)
+	assert.Equal(t, " M a.txt\n D gone.txt\n", out, "git sees the same changes on B")
+
+	// B pushes on.
+	sh(t, mntB, `echo from-b > memory/b`)
+	code, stdout, stderr = runBinary(t, "checkpoint", "push", mntB)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "s3://vfsm/p/sess@2", lastLine(stdout))
+
+	// Forks, listing, gc.
+	code, stdout, stderr = runBinary(t, "fork", "--endpoint", srv.Endpoint, "s3://vfsm/p/sess@1", "agent-1")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "as s3://vfsm/p/agent-1@1")
+	code, _, stderr = runBinary(t, "fork", "--endpoint", srv.Endpoint, "s3://vfsm/p/sess@1", "agent-1")
+	assert.Equal(t, exitFailure, code, "a fork over an existing name: %s", stderr)
+	code, stdout, stderr = runBinary(t, "store", "ls", "--endpoint", srv.Endpoint, "s3://vfsm/p")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^agent-1\s+1\s+c1\s`, stdout)
+	assert.Regexp(t, `(?m)^sess\s+2\s+c1\s`, stdout, "B numbers its own checkpoints from c1")
+	code, stdout, stderr = runBinary(t, "store", "gc", "--endpoint", srv.Endpoint, "--grace", "0", "s3://vfsm/p")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "2 workspaces; deleted 1 of 3 manifests", "A's fenced push left a manifest no head names")
+
+	// A checkpoint over another commit than the source now has: exit 1
+	// naming both, nothing mounted.
+	old := strings.TrimSpace(sh(t, repo, "git rev-parse HEAD"))
+	newer := testutil.GitCommit(t, repo, map[string]string{"c.txt": "see\n"}, "another")
+	mntC := t.TempDir()
+	code, _, stderr = runBinary(t, append([]string{"mount", "--config", storeConfig(t, srv.Endpoint, ""), "--resume", "s3://vfsm/p/agent-1"}, append(mounts, mntC)...)...)
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "checkpoint is of another commit")
+	assert.Contains(t, stderr, old)
+	assert.Contains(t, stderr, newer)
+	st, _ = fusefs.Probe(mntC)
+	assert.Equal(t, fusefs.StateNone, st, "nothing mounted")
+}
+
+// TestE2EStoreBadInput: a bad URL exits 2, a missing bucket or workspace
+// exits 1 naming it; nothing is mounted.
+func TestE2EStoreBadInput(t *testing.T) {
+	srv := testutil.StartS3(t, "vfsm")
+	mnt := t.TempDir()
+	mem := []string{"--mount", "type=memory,dst=/memory"}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--resume", "gs://vfsm/p/x"}, exitUsage, "unknown scheme"},
+		{[]string{"--store", "s3://vfsm/p/x@3"}, exitUsage, "not a checkpoint"},
+		{[]string{"--store-endpoint", srv.Endpoint, "--resume", "s3://vfsm/p/nosuch"}, exitFailure, `workspace "nosuch"`},
+		{[]string{"--store-endpoint", srv.Endpoint, "--store", "s3://nobucket/p/x"}, exitFailure, "no such bucket"},
+		{[]string{"--store-endpoint", "http://127.0.0.1:1", "--store", "s3://vfsm/p/x"}, exitFailure, "unreachable"},
+		{[]string{"--sync", "30s"}, exitUsage, "need a store"},
+	} {
+		code, _, stderr := runBinary(t, append(append([]string{"mount"}, tc.args...), append(mem, mnt)...)...)
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+		st, _ := fusefs.Probe(mnt)
+		assert.Equal(t, fusefs.StateNone, st, "%v: nothing mounted", tc.args)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	code, _, stderr := runBinary(t, "store", "ls", "--endpoint", srv.Endpoint, "s3://vfsm/p")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, stderr, "refused the credentials")
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,4 +184,54 @@ func TestThrottledAndFailing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, faults.Load(), int32(3), "the server answered 503/500 several times")
 	checkInvariant(t, s)
+}
+
+// TestCorruptChunkAtResume: a chunk altered in the bucket fails the
+// resume with an error naming it; no tree with wrong bytes comes back.
+func TestCorruptChunkAtResume(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, testBucket)
+	s := openSmall(t, srv, "p")
+	e := newWS(t)
+	fill(t, e.mem)
+	c1, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	_, err = acquire(t, s, "w", "a").Push(ctx, e.ws, c1.ID, PushOptions{})
+	require.NoError(t, err)
+	h := sum([]byte("# notes\n"))
+	require.NoError(t, os.WriteFile(srv.ObjectPath(testBucket, "p/chunks/"+h), []byte("# NOTES\n"), 0o644))
+	s2 := openSmall(t, srv, "p") // an empty cache
+	r, err := s2.Resume(ctx, "w")
+	require.NoError(t, err)
+	got, err := r.Tree(ctx, "/memory", memfs.Options{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "p/chunks/"+h)
+	assert.Nil(t, got)
+}
+
+// TestCacheBounded: the chunk cache keeps within its bound, dropping the
+// least recently used; a cached chunk altered on disk is not believed.
+func TestCacheBounded(t *testing.T) {
+	dir := t.TempDir()
+	c, err := newCache(dir, 3000)
+	require.NoError(t, err)
+	var hs []string
+	for i := range 5 {
+		b := bytes.Repeat([]byte{byte(i)}, 1000)
+		h := sum(b)
+		hs = append(hs, h)
+		c.put(h, b)
+		if i == 1 {
+			_, ok := c.get(hs[0]) // used: kept over hs[1]
+			require.True(t, ok)
+		}
+	}
+	assert.LessOrEqual(t, c.bytes(), int64(3000))
+	_, ok := c.get(hs[1])
+	assert.False(t, ok, "the least recently used went first")
+	_, ok = c.get(hs[4])
+	assert.True(t, ok)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, hs[4]), []byte("altered"), 0o600))
+	_, ok = c.get(hs[4])
+	assert.False(t, ok, "an altered cache file is not believed")
 }

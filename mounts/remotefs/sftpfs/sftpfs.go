@@ -174,8 +174,10 @@ func (c *conn) fail(err error) {
 	c.once.Do(func() {
 		c.err = err
 		close(c.dead)
-		c.sc.Close()
+		// The connection first: the SFTP client's Close waits for its
+		// reader, which a stalled link never wakes.
 		c.ssh.Close()
+		go c.sc.Close()
 	})
 }
 
@@ -256,8 +258,8 @@ func (f *ReadOnlyFS) connectNow(ctx context.Context) (*conn, error) {
 		}
 	}
 	if err != nil {
-		sc.Close()
 		sshc.Close()
+		go sc.Close()
 		return nil, fmt.Errorf("the remote directory %s: %w", f.opts.Dir, plainErr(err))
 	}
 	c.root = root

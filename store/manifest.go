@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"time"
 )
@@ -119,10 +122,21 @@ func (s *Store) checkFormat(key string, data []byte) error {
 // its hash and size.
 func (s *Store) putManifest(ctx context.Context, m *Manifest) (string, int64, error) {
 	m.Format = Format
-	data, err := json.Marshal(m)
+	raw, err := json.Marshal(m)
 	if err != nil {
 		return "", 0, err
 	}
+	// Stored gzip-compressed: a manifest lists every inode of the
+	// memory trees, and repeats itself (names, times, hashes' hex).
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(raw); err != nil {
+		return "", 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return "", 0, err
+	}
+	data := buf.Bytes()
 	h := sum(data)
 	n, err := s.putChunkLike(ctx, s.key(manifestKeyPart(h)), data)
 	return h, n, err
@@ -151,11 +165,21 @@ func (s *Store) Manifest(ctx context.Context, h string) (*Manifest, error) {
 		s.log.Error("store: corrupt manifest", "store", s.url, "manifest", key)
 		return nil, fmt.Errorf("store %s: manifest %s: %w: its bytes hash to %s", s.url, key, ErrCorrupt, sum(o.data))
 	}
-	if err := s.checkFormat(key, o.data); err != nil {
+	data := o.data
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err == nil {
+			data, err = io.ReadAll(io.LimitReader(zr, 1<<30))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store %s: manifest %s: %w: %v", s.url, key, ErrCorrupt, err)
+		}
+	}
+	if err := s.checkFormat(key, data); err != nil {
 		return nil, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(o.data, &m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("store %s: manifest %s: %w: %v", s.url, key, ErrCorrupt, err)
 	}
 	return &m, nil

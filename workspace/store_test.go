@@ -2,6 +2,8 @@ package workspace_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,42 @@ func readStore(t *testing.T, s *store.Store, name, file string) string {
 	b, err := mounts.ReadFile(ctx, m, file)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestStoreSyncWhileUnreachable: the store down, the workspace works on
+// locally and the sync loop's pushes fail; once it is back, the next tick
+// pushes what changed meanwhile.
+func TestStoreSyncWhileUnreachable(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, "vfsm")
+	s, err := store.Open(ctx, store.Config{URL: "s3://vfsm/p", Endpoint: srv.Endpoint, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	mem := memfs.New(memfs.Options{})
+	ws, err := workspace.Open(ctx, workspace.Options{Mounts: []workspace.Mount{{Prefix: "/memory", FS: mem}}})
+	require.NoError(t, err)
+	ss, err := s.Acquire(ctx, "w", store.AcquireOptions{Holder: "test"})
+	require.NoError(t, err)
+	log := &testutil.Buffer{}
+	require.NoError(t, ws.AttachStore(workspace.StoreOptions{Session: ss, URL: "s3://vfsm/p/w", Sync: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(log, nil))}))
+	srv.Stop()
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("while down"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "the store is behind") }, 10*time.Second, 20*time.Millisecond)
+	b, err := mounts.ReadFile(ctx, mem, "a")
+	require.NoError(t, err)
+	assert.Equal(t, "while down", string(b), "the workspace works on locally")
+	srv.Start()
+	require.Eventually(t, func() bool {
+		r, err := s.Resume(ctx, "w")
+		if err != nil {
+			return false
+		}
+		m, err := r.Tree(ctx, "/memory", memfs.Options{})
+		if err != nil {
+			return false
+		}
+		b, err := mounts.ReadFile(ctx, m, "a")
+		return err == nil && string(b) == "while down"
+	}, 20*time.Second, 100*time.Millisecond, "pushed once the store is back")
+	require.NoError(t, ws.Close())
 }

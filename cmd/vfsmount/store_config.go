@@ -211,6 +211,11 @@ func startStore(ctx context.Context, s *storeSettings, log *slog.Logger) (*store
 		}
 		run.resume = &resumeState{r: r, used: map[string]bool{}}
 		log.Info("store: resuming", "workspace", s.workspaceURL(), "checkpoint", r.Ref.Seq, "id", r.Ref.ID, "time", r.Ref.Time)
+	} else if h := run.session.Head(); h != nil {
+		if r, ok := h.Latest(); ok {
+			log.Warn("store: the workspace has checkpoints this mount does not start from; its pushes follow them (--resume starts from the newest)",
+				"workspace", s.workspaceURL(), "newest", r.Seq)
+		}
 	}
 	return run, nil
 }

@@ -162,6 +162,7 @@ func (f *FS) find(id string) (int, error) {
 // Checkpoint takes a checkpoint named id (unique in the tree); see
 // [FS.checkpointHeld].
 func (f *FS) Checkpoint(id string) (CheckpointInfo, error) {
+	_ = f.LoadAll(context.Background(), 8)
 	release := f.hold()
 	info, err := f.checkpointHeld(id, "")
 	release()
@@ -182,6 +183,9 @@ func (f *FS) checkpointHeld(id, name string) (CheckpointInfo, error) {
 	}
 	if _, err := f.find(id); err == nil {
 		return CheckpointInfo{}, fmt.Errorf("checkpoint %q: %w", id, fs.ErrExist)
+	}
+	if err := f.lazyErr(); err != nil {
+		return CheckpointInfo{}, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	c := &checkpoint{id: id, name: name, at: f.now(), delta: map[uint64]*frozen{}}
 	if f.gen.Load() == 0 {

@@ -1,6 +1,7 @@
 package memfs
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -172,6 +173,9 @@ func (f *FS) decidedHeld(id string) bool {
 // released: the freezing capability ([mounts.FreezeFS]) a workspace's
 // checkpoints use to hold all their trees at one instant.
 func (f *FS) Freeze() mounts.Frozen {
+	// A lazily restored tree fetches what it has left first: a
+	// checkpoint shares the tree's content (lazy.go).
+	_ = f.LoadAll(context.Background(), 8)
 	return &frozenTree{f: f, release: f.hold()}
 }
 

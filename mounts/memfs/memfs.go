@@ -56,6 +56,10 @@ type FS struct {
 	usedFiles atomic.Int64
 
 	ckptState
+
+	// lz is the content a lazily restored tree has not fetched yet
+	// (lazy.go); nil for any other tree.
+	lz *lazyState
 }
 
 var (

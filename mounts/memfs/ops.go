@@ -62,6 +62,9 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	case n.isSpecial():
 		return nil, pathErr(op, name, mounts.ErrSpecial)
 	}
+	if err := f.load(ctx, n); err != nil {
+		return nil, pathErr(op, name, err)
+	}
 	if flag&os.O_TRUNC != 0 {
 		// Linux truncates even when the access mode is O_RDONLY.
 		if err := f.truncate(n, name, 0); err != nil {
@@ -104,6 +107,9 @@ func (f *FS) Truncate(ctx context.Context, name string, size int64) error {
 	case n.isSpecial():
 		// truncate(2) of anything but a regular file is EINVAL.
 		return pathErr(op, name, fs.ErrInvalid)
+	}
+	if err := f.load(ctx, n); err != nil {
+		return pathErr(op, name, err)
 	}
 	return f.truncate(n, name, size)
 }

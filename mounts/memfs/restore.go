@@ -31,6 +31,10 @@ type Image struct {
 	// is given, so Data may be reused once put returns; an error from put
 	// must be returned unchanged.
 	Content func(put func(WriteRecord) error) error
+	// Fetch, when set instead of Content, feeds one regular file's
+	// content when it is first needed (lazy.go): the tree is whole at
+	// once, and its files' content comes on demand.
+	Fetch Fetcher
 	// Checkpoints are the tree's checkpoints, oldest first, as a store
 	// saved them ([Mutation.Checkpoint]).
 	Checkpoints []CheckpointImage
@@ -160,6 +164,17 @@ func Restore(opts Options, img Image) (*FS, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+	}
+	if img.Fetch != nil {
+		if img.Content != nil || len(img.Checkpoints) > 0 {
+			return nil, fmt.Errorf("%w: lazy content with content or checkpoints", ErrBadImage)
+		}
+		f.lz = &lazyState{fetch: img.Fetch, left: map[uint64]*node{}, loading: map[uint64]chan struct{}{}}
+		for _, n := range nodes {
+			if n.typ == 0 && n.data.size > 0 {
+				f.lz.left[n.ino] = n
+			}
 		}
 	}
 	f.usedBytes.Store(usedBytes)

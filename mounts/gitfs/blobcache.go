@@ -38,6 +38,10 @@ type blobCache struct {
 	// onSpillError is told, once, why content could not spill to disk.
 	onSpillError func(error)
 	spillOnce    sync.Once
+	// store, when set, is the shared file-backed store (blobstore.go):
+	// content is read from it before it is decoded, and what is decoded
+	// is stored in it.
+	store *blobStore
 
 	// loads counts decodes, so tests can tell a hit from a miss; shed
 	// counts the entries dropped because the kernel keeps their pages.
@@ -59,8 +63,9 @@ type blob struct {
 	size int64
 	mem  []byte
 	file *os.File
-	refs int  // open files using it; pinned in entries while > 0
-	gone bool // out of entries (evicted, or the cache closed)
+	off  int64 // where the content starts in file
+	refs int   // open files using it; pinned in entries while > 0
+	gone bool  // out of entries (evicted, or the cache closed)
 	// held says a reader the kernel's page cache does not serve used
 	// it: it stays when the kernel's files close (releaseKept).
 	held bool
@@ -170,6 +175,9 @@ func isContextErr(err error) bool {
 
 // fill decodes the blob into memory or a spill file.
 func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
+	if c.store != nil && c.store.get(b, c.spillAt) {
+		return nil
+	}
 	c.loads.Add(1)
 	r, size, err := load(ctx)
 	if err != nil {
@@ -177,6 +185,23 @@ func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
 	}
 	defer r.Close()
 	b.size = size
+	if size >= c.spillAt && c.store != nil {
+		w, err := c.store.writerFor(b.hash)
+		if err == nil {
+			if err := copyExact(ctx, w, r, size); err != nil {
+				w.abort()
+				return err
+			}
+			if err := w.commit(); err != nil {
+				// Not in the store, still whole in the file.
+				os.Remove(w.f.Name())
+				c.store.fail(err)
+			}
+			b.file, b.off = w.f, storeHeader
+			return nil
+		}
+		c.store.fail(err)
+	}
 	if size >= c.spillAt && c.dir != "" {
 		f, err := c.spillFile()
 		if err == nil {
@@ -198,6 +223,9 @@ func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
 		return err
 	}
 	b.mem = buf
+	if c.store != nil {
+		c.store.put(b.hash, buf)
+	}
 	return nil
 }
 
@@ -354,7 +382,7 @@ func (b *blob) readAt(p []byte, off int64) (int, error) {
 	var n int
 	if b.file != nil {
 		var err error
-		if n, err = b.file.ReadAt(want, off); err != nil && err != io.EOF {
+		if n, err = b.file.ReadAt(want, b.off+off); err != nil && err != io.EOF {
 			return n, err
 		}
 	} else {
@@ -370,7 +398,10 @@ func (b *blob) readAt(p []byte, off int64) (int, error) {
 // dropped when their files close.
 func (c *blobCache) close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
 	c.entries.Clear()
+	c.mu.Unlock()
+	if c.store != nil {
+		c.store.close()
+	}
 }

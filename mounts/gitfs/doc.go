@@ -67,6 +67,19 @@
 // (the tool face, a search) used it; spilled content stays. If the kernel
 // drops those pages, the next read decodes again.
 //
+// With a cache directory (the default), what is decoded is also written
+// to its blob store, CacheDir/blobs/ab/cdef… by blob id (blobstore.go),
+// as EdenFS keeps its local store: small content behind the read that
+// decoded it, large content straight into its entry, which the open file
+// then reads. Every mount checks the store before decoding, so a second
+// daemon's mount of a commit whose blobs were read before decodes
+// nothing, and the kernel's page cache (which can reclaim it) holds the
+// content rather than the daemon's heap: the heap cache keeps 8 MiB of
+// it at most. Entries are written to a temporary file and renamed into
+// place (two daemons at once are harmless) and checked whole on every
+// read (header, blob id, size, CRC-32C): an entry cut short or corrupt
+// is removed and the blob decoded again. The store is not pruned.
+//
 // # Search
 //
 // The mount names the files a content search may match

@@ -29,6 +29,10 @@ const (
 	// spillAt is the blob size from which decoded content goes to disk
 	// rather than memory (or CacheSize/8 when that is smaller).
 	spillAt = 4 << 20
+	// storeMemSize bounds the decoded content kept on the heap when the
+	// mount has the blob store of a cache directory (blobstore.go): the
+	// store keeps the rest, in the kernel's reclaimable page cache.
+	storeMemSize = 8 << 20
 	// treeCacheSize bounds the decoded trees kept for lookups.
 	treeCacheSize = 32 << 20
 )
@@ -43,7 +47,8 @@ type Options struct {
 	Rev string
 	// Subdir serves a subtree of the commit ("" or "." for all of it).
 	Subdir string
-	// CacheDir holds URL clones (and spilled blob content). Default
+	// CacheDir holds URL clones, search indexes and the blob store of
+	// decoded content (blobstore.go). Default
 	// $XDG_CACHE_HOME/vfsmount, or ~/.cache/vfsmount.
 	CacheDir string
 	// Offline never fetches: a URL must already be in the cache, with
@@ -51,7 +56,10 @@ type Options struct {
 	// from its promisor remote (reading it fails with EIO naming it).
 	Offline bool
 	// CacheSize bounds the decoded blob cache, in bytes, memory and
-	// spilled content together. Default DefaultCacheSize.
+	// spilled content together. Default DefaultCacheSize. With a cache
+	// directory, decoded content is kept in its blob store
+	// (CacheDir/blobs, shared by every mount and daemon using it) and the
+	// cache on the heap holds at most storeMemSize (8 MiB) of it.
 	CacheSize int64
 	// Progress receives clone and fetch progress when non-nil.
 	Progress io.Writer
@@ -228,12 +236,20 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		size = DefaultCacheSize
 	}
 	spillDir := "" // without a cache directory, decoded content stays in memory
+	var store *blobStore
 	if cacheDir != "" {
 		spillDir = filepath.Join(cacheDir, "spill")
+		// The shared store keeps what is decoded, in files the kernel
+		// caches and can reclaim: the heap keeps only a little of it.
+		size = min(size, storeMemSize)
+		store = newBlobStore(filepath.Join(cacheDir, "blobs"), func(err error) {
+			f.log.Warn("gitfs: decoded content not kept in the blob store", "err", unwrapPath(err))
+		})
 	}
 	f.blobs = newBlobCache(size, min(spillAt, max(size/8, 1)), spillDir, func(err error) {
 		f.log.Warn("gitfs: decoded content stays in memory: cannot spill to disk", "err", unwrapPath(err))
 	})
+	f.blobs.store = store
 
 	f.root = node{kind: kindDir, hash: c.TreeHash, path: "."}
 	f.commitTree = c.TreeHash

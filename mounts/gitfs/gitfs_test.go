@@ -885,11 +885,13 @@ func TestFilesWhosePagesTheKernelKeepsAreNotKeptDecoded(t *testing.T) {
 		}
 		require.NoError(t, fl.Close())
 	}
-	loads := func() int64 { return f.blobs.loads.Load() }
+	// Content fetched into the cache: decoded, or read from the blob
+	// store (where the writer behind a decode may have put it already).
+	loads := func() int64 { return f.blobs.loads.Load() + f.blobs.store.hits.Load() }
 
 	read(kernel, "a", 64)
 	read(kernel, "a", 64)
-	assert.Equal(t, int64(2), loads(), "read whole with its pages kept: decoded on each open")
+	assert.Equal(t, int64(2), loads(), "read whole with its pages kept: fetched on each open")
 	assert.Equal(t, int64(2), f.blobs.shed.Load())
 
 	read(kernel, "b", 2)

@@ -467,6 +467,12 @@ func (w *Workspace) loadGitignore(ctx context.Context, dir string, domain []stri
 	return out
 }
 
+// grepKeepBuf is the largest read buffer a grep worker keeps for the
+// next file: a few large files read on every worker at once would
+// otherwise stay on the heap, as many times over, for the rest of the
+// search.
+const grepKeepBuf = 1 << 20
+
 // searchAll searches files in parallel and returns the files that match,
 // in the order of files.
 func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuery) ([]grepHit, error) {
@@ -499,12 +505,15 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 					mu.Unlock()
 					return
 				}
-				data, err := readInto(ctx, w.fsys, files[i].name, buf[:0])
+				data, err := readInto(ctx, w.fsys, files[i].name, buf[:0], true)
 				if err != nil {
 					continue // vanished or unreadable: skipped, as rg does
 				}
 				results[i] = q.search(files[i].shown, data)
 				buf = data
+				if cap(buf) > grepKeepBuf {
+					buf = nil // a large file's: not kept for the next
+				}
 			}
 		}()
 	}
@@ -521,7 +530,10 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 // readInto reads a whole file into buf's storage, growing it as needed.
 // mounts.ReadFile allocates a fresh 64 KiB chunk per file, which over tens
 // of thousands of small files costs more than searching them.
-func readInto(ctx context.Context, fsys mounts.FS, name string, buf []byte) ([]byte, error) {
+//
+// With sniff set, a file over sniffLen bytes whose first sniffLen bytes
+// hold a NUL (binary: search skips it) is read that far only.
+func readInto(ctx context.Context, fsys mounts.FS, name string, buf []byte, sniff bool) ([]byte, error) {
 	f, err := fsys.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -532,6 +544,18 @@ func readInto(ctx context.Context, fsys mounts.FS, name string, buf []byte) ([]b
 		return nil, err
 	}
 	size := int(a.Size) + 1 // one more, to see EOF without a second call
+	if sniff && size > sniffLen+1 {
+		if cap(buf) < sniffLen {
+			buf = make([]byte, 0, min(size, 2*sniffLen))
+		}
+		n, err := f.ReadAt(buf[:sniffLen], 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if bytes.IndexByte(buf[:n], 0) >= 0 {
+			return buf[:n], nil
+		}
+	}
 	if cap(buf) < size {
 		buf = make([]byte, 0, size)
 	}

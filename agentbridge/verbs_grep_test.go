@@ -297,3 +297,27 @@ func TestIndexFold(t *testing.T) {
 		assert.Equal(t, c.want, indexFold([]byte(c.data), []byte(c.lit)), "%q in %q", c.lit, c.data)
 	}
 }
+
+// A large file is searched whole, unless its first sniffLen bytes say it
+// is binary: then grep skips it, whatever the rest holds, and (readInto)
+// reads no more than those bytes.
+func TestGrepLargeFilesBinaryOrNot(t *testing.T) {
+	pad := strings.Repeat("filler line\n", 3*sniffLen/12)
+	w := fixtureWithMounts(t, map[string]string{
+		"/repo/big.txt":      pad + "needle\n",
+		"/repo/big.bin":      "\x00" + pad + "needle\n",
+		"/repo/late-nul.txt": pad + "\x00needle\n",
+	}, []mounts.MountInfo{{Prefix: "/repo", Description: mounts.Description{Type: "git", Source: "git@1a2b3c4"}}}, Options{})
+	got := ok(t, w, "grep", obj{"pattern": "needle", "path": "/repo", "outputMode": "files_with_matches"})
+	assert.ElementsMatch(t, []string{"/repo/big.txt", "/repo/late-nul.txt"}, strings.Fields(got))
+
+	data, err := readInto(context.Background(), w.fsys, "repo/big.bin", nil, true)
+	require.NoError(t, err)
+	assert.Len(t, data, sniffLen, "binary: its head only")
+	data, err = readInto(context.Background(), w.fsys, "repo/big.bin", nil, false)
+	require.NoError(t, err)
+	assert.Len(t, data, 1+len(pad)+len("needle\n"), "whole without sniff")
+	data, err = readInto(context.Background(), w.fsys, "repo/big.txt", nil, true)
+	require.NoError(t, err)
+	assert.Equal(t, pad+"needle\n", string(data))
+}

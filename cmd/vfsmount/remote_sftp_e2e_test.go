@@ -119,3 +119,22 @@ func TestE2ERemoteSFTPKernel(t *testing.T) {
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, c.exitCode(t, 10*time.Second), c.stderr.String())
 }
+
+// A remote of another architecture (its uname says so): the peer is not
+// installed, the mount is served over SFTP, and the log says why.
+func TestE2ERemoteSFTPOtherArch(t *testing.T) {
+	fusetest.Need(t)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho Linux riscv64\n"), 0o755))
+	sshd := testutil.StartSSHD(t, "PATH="+bin+":/usr/bin:/bin")
+	dir := remoteDir(t)
+	src := fmt.Sprintf("type=remote,src=ssh://root@127.0.0.1:%d%s,dst=/workspace,identity=%s,known_hosts=%s",
+		sshd.Port, dir, sshd.UserKey, sshd.KnownHosts)
+	code, out, stderr := runBinary(t, "call", "--mount", src, "shell", `{"command":"cat sub/b.go; uname -m","cwd":"/workspace"}`)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "package sub\nLinux riscv64\n", "the command ran there, with its PATH")
+	assert.Contains(t, stderr, "mode=sftp")
+	assert.Contains(t, stderr, `Linux riscv64`)
+	_, err := os.Stat(filepath.Join(sshd.Cache, "vfsmount"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was installed")
+}

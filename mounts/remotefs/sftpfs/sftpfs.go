@@ -52,7 +52,7 @@
 //     says), and the operation acts on the resolved parent and the last
 //     component;
 //   - a last component that is a symlink is served as one (Stat,
-//     ReadLink, Unlink, Rename, Link) and never followed: Open, OpenFile,
+//     ReadLink, Unlink, Rename) and never followed: Open, OpenFile,
 //     Truncate and ReadDir of it fail with ELOOP (ENOTDIR for ReadDir) and
 //     Chmod with ENOTSUP, as on a host mount; a create through a dangling
 //     symlink fails with ELOOP.
@@ -62,8 +62,10 @@
 // that swaps a directory of the path, or the last component, for a
 // symlink makes that one operation act where the link points. A host
 // mount holds directories open (openat) and has no such window; the peer
-// has none either. Only programs on the remote machine can race it,
-// and a shell command there runs as the same user anyway.
+// has none either. (Likewise a name checked to be no directory and then
+// replaced by an empty one may be removed by Unlink: pkg/sftp's remove
+// tries rmdir when unlink fails.) Only programs on the remote machine
+// can race it, and a shell command there runs as the same user anyway.
 //
 // Symlinks whose target is absolute but inside DIR are followed in the
 // middle of a name (the host mount refuses every absolute one).

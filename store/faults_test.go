@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,6 +208,17 @@ func TestCorruptChunkAtResume(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.ErrorContains(t, err, "p/chunks/"+h)
 	assert.Nil(t, got)
+
+	// Lazily: the tree comes back; reading that file is EIO naming the
+	// chunk, never its wrong bytes; the other files read.
+	lazy, err := r.LazyTree("/memory", memfs.Options{})
+	require.NoError(t, err)
+	b, err := mounts.ReadFile(ctx, lazy, "notes.md")
+	require.ErrorIs(t, err, syscall.EIO)
+	assert.ErrorContains(t, err, "p/chunks/"+h)
+	assert.Nil(t, b)
+	_, err = mounts.ReadFile(ctx, lazy, "a/big.bin")
+	assert.NoError(t, err)
 }
 
 // TestCacheBounded: the chunk cache keeps within its bound, dropping the

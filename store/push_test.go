@@ -220,6 +220,25 @@ func TestPushResume(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	// The resumed mount is writable and diverges.
 	require.NoError(t, mounts.WriteFile(ctx, repo2, "src/d4/f4.txt", []byte("resumed\n"), 0o644))
+
+	// Lazily, with a third client: listable before any chunk is
+	// fetched, the same tree once read.
+	s3 := openSmall(t, srv, "p")
+	r3, err := s3.Resume(ctx, "ws1")
+	require.NoError(t, err)
+	lazyMem, err := r3.LazyTree("/memory", memfs.Options{})
+	require.NoError(t, err)
+	ents, err := lazyMem.ReadDir(ctx, "a")
+	require.NoError(t, err)
+	assert.NotEmpty(t, ents)
+	assert.Equal(t, 2, lazyMem.Pending(), "a/big.bin and notes.md (and its hard link) wait for their first read")
+	assert.Zero(t, s3.cache.bytes(), "no chunk fetched yet")
+	assert.Equal(t, describeTree(t, want), describeTree(t, lazyMem))
+	lazyUp, err := r3.LazyTree("/repo", memfs.Options{})
+	require.NoError(t, err)
+	_, lazyRepo := openGitOver(t, e.src, lazyUp)
+	require.NoError(t, lazyUp.LoadAll(ctx, 4))
+	assert.Equal(t, describeTree(t, wantRepo), describeTree(t, lazyRepo))
 }
 
 // TestPushIncremental: a second push sends the changed files' chunks, the

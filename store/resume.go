@@ -99,16 +99,7 @@ func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
 	}
-	img := memfs.Image{}
-	for _, in := range t.Inodes {
-		img.Inodes = append(img.Inodes, memfs.InodeRecord{
-			Ino: in.Ino, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Size: in.Size,
-			Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Target: in.Target, Rdev: in.Rdev, Xattrs: in.Xattrs,
-		})
-	}
-	for _, e := range t.Entries {
-		img.Entries = append(img.Entries, memfs.EntryRecord{Dir: e.Dir, Name: e.Name, Ino: e.Ino})
-	}
+	img := r.image(t)
 	cs := r.Manifest.ChunkSize
 	img.Content = func(put func(memfs.WriteRecord) error) error {
 		for _, in := range t.Inodes {
@@ -129,4 +120,74 @@ func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (
 		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d: %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, err)
 	}
 	return f, nil
+}
+
+// LazyTree is [Resumed.Tree] with the content left in the store: the tree
+// is whole at once (names, attributes, sizes), and a file's chunks are
+// fetched (from the local cache when it has them, each checked by its
+// hash) when the file is first opened; f.LoadAll(ctx, n) fetches the rest,
+// in the background say. A chunk that cannot be fetched, or is corrupt,
+// fails that open with EIO, and the store's log names it.
+func (r *Resumed) LazyTree(prefix string, opts memfs.Options) (*memfs.FS, error) {
+	m, ok := r.Mount(prefix)
+	if !ok || m.Tree == nil {
+		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d holds no tree at %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, ErrNotFound)
+	}
+	img := r.image(m.Tree)
+	byIno := make(map[uint64]*Inode, len(m.Tree.Inodes))
+	for i := range m.Tree.Inodes {
+		byIno[m.Tree.Inodes[i].Ino] = &m.Tree.Inodes[i]
+	}
+	cs := r.Manifest.ChunkSize
+	img.Fetch = func(ctx context.Context, ino uint64, put func(memfs.WriteRecord) error) error {
+		in := byIno[ino]
+		if in == nil {
+			return fmt.Errorf("store %s: no inode %d at %s", r.s.url, ino, prefix)
+		}
+		data := make([][]byte, len(in.Chunks))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(4)
+		for i, h := range in.Chunks {
+			g.Go(func() error {
+				b, err := r.s.getChunk(gctx, h)
+				if err != nil {
+					return err
+				}
+				if want := min(cs, in.Size-int64(i)*cs); int64(len(b)) != want {
+					return fmt.Errorf("store %s: chunk %s of inode %d: %w: %d bytes, want %d", r.s.url, h, in.Ino, ErrCorrupt, len(b), want)
+				}
+				data[i] = b
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for i, b := range data {
+			if err := put(memfs.WriteRecord{Ino: ino, Off: int64(i) * cs, Data: b}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f, err := memfs.Restore(opts, img)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d: %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, err)
+	}
+	return f, nil
+}
+
+// image is t's inodes and entries for memfs.Restore, without content.
+func (r *Resumed) image(t *Tree) memfs.Image {
+	img := memfs.Image{}
+	for _, in := range t.Inodes {
+		img.Inodes = append(img.Inodes, memfs.InodeRecord{
+			Ino: in.Ino, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Size: in.Size,
+			Atime: in.Atime, Mtime: in.Mtime, Ctime: in.Ctime, Target: in.Target, Rdev: in.Rdev, Xattrs: in.Xattrs,
+		})
+	}
+	for _, e := range t.Entries {
+		img.Entries = append(img.Entries, memfs.EntryRecord{Dir: e.Dir, Name: e.Name, Ino: e.Ino})
+	}
+	return img
 }

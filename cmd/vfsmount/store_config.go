@@ -181,6 +181,8 @@ type storeRun struct {
 type resumeState struct {
 	r    *store.Resumed
 	used map[string]bool
+	// trees are the lazily restored trees, to prefetch.
+	trees []*memfs.FS
 }
 
 // startStore opens the store, takes the workspace's lease (a daemon that
@@ -244,6 +246,7 @@ func (run *storeRun) attach(ws *workspace.Workspace, log *slog.Logger) error {
 			}
 		}
 	}
+	run.resume.prefetch(ws, log)
 	err := ws.AttachStore(workspace.StoreOptions{Session: run.session, URL: run.set.workspaceURL(), Sync: run.set.Sync, Keep: run.set.Keep, Logger: log})
 	if errors.Is(err, workspace.ErrNoCheckpoints) {
 		return usageErrorf("store %s: %v", run.set.workspaceURL(), err)
@@ -265,6 +268,40 @@ func (rs *resumeState) tree(ctx context.Context, prefix, layer string, opts memf
 		return nil, usageErrorf("--resume: the checkpoint's %s is a %s layer (%s), the config's mount there is not", prefix, m.Layer, m.Source)
 	}
 	rs.used[prefix] = true
-	f, err := rs.r.Tree(ctx, prefix, opts)
-	return f, storeError(err)
+	f, err := rs.r.LazyTree(prefix, opts)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	rs.trees = append(rs.trees, f)
+	return f, nil
+}
+
+// prefetch fetches the content the resumed trees have left, in the
+// background, until the workspace closes.
+func (rs *resumeState) prefetch(ws *workspace.Workspace, log *slog.Logger) {
+	if rs == nil || len(rs.trees) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	ws.OnClose(func() error {
+		cancel()
+		<-done
+		return nil
+	})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		var errs []error
+		for _, t := range rs.trees {
+			errs = append(errs, t.LoadAll(ctx, 8))
+		}
+		if err := errors.Join(errs...); err != nil {
+			if ctx.Err() == nil {
+				log.Error("store: prefetch failed; those files fail to open (EIO) until the store serves them", "err", err)
+			}
+			return
+		}
+		log.Info("store: every file's content fetched", "took", time.Since(start).Round(time.Millisecond))
+	}()
 }

@@ -65,6 +65,11 @@ func TestE2ERemoteSFTPFallback(t *testing.T) {
 	for _, n := range []string{"a.txt", "new.txt", "sub"} {
 		assert.Contains(t, out, n)
 	}
+	code, out, stderr = runBinary(t, "call", "--mount", never, "grep", `{"pattern":"hello|sftp","path":"/workspace"}`)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "/workspace/a.txt:1:hello remote")
+	assert.Contains(t, out, "/workspace/new.txt:1:over sftp")
+	assert.NotContains(t, out, "b.go")
 
 	// mode=peer does not fall back: the mount fails, naming it.
 	code, _, stderr = runBinary(t, "call", "--mount", never+",mode=peer", "ls", `{"path":"/workspace"}`)

@@ -12,9 +12,9 @@ import (
 
 // What an SFTP mount offers against OpenSSH's server: no chtimes (SFTP
 // v3 has whole seconds), no hard links (it reports neither inode numbers
-// nor link counts), no chown, xattrs, mknod or search.
+// nor link counts), no chown, xattrs or mknod.
 const caps = mounts.CapWrite | mounts.CapTruncate | mounts.CapMkdir | mounts.CapRemove |
-	mounts.CapRename | mounts.CapSymlink | mounts.CapChmod | mounts.CapStatFS
+	mounts.CapRename | mounts.CapSymlink | mounts.CapChmod | mounts.CapStatFS | mounts.CapSearch
 
 // The SFTP mount passes the suite every mount passes, over a real
 // OpenSSH server's SFTP subsystem; what it lacks is declared absent, and
@@ -45,6 +45,6 @@ func TestConformanceReadOnly(t *testing.T) {
 	}
 	mountstest.Run(t, func(t *testing.T) mounts.FS {
 		return open(t, sshd, src, true)
-	}, mountstest.Caps(mounts.CapStatFS), mountstest.Expect(files),
+	}, mountstest.Caps(mounts.CapStatFS|mounts.CapSearch), mountstest.Expect(files),
 		mountstest.ExpectSymlinks(map[string]string{"link": "dir/b.txt"}), mountstest.ExpectDirs("emptydir"))
 }

@@ -97,7 +97,10 @@ func (x *file) Stat() (mounts.Attr, error) {
 		}
 		return err
 	})
-	return a, err
+	if err != nil {
+		return mounts.Attr{}, err // a timed-out call may still write a
+	}
+	return a, nil
 }
 
 // Close implements mounts.File.

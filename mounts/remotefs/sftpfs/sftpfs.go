@@ -5,10 +5,11 @@
 // its shell over ssh exec, on one ssh connection.
 //
 // It is the fallback, not the way: SFTP is one request per system call,
-// so a listing, a stat and a read each cost a round trip, grep reads
-// every file across the link, and there is no change stream, so the
-// mount says its content changes behind its back (Description.External)
-// and the kernel face keeps its caches short.
+// so a listing, a stat and a read each cost a round trip (a search runs
+// grep there, over ssh exec, when the pattern holds a literal, and
+// reads every file across the link when not), and there is no change
+// stream, so the mount says its content changes behind its back
+// (Description.External) and the kernel face keeps its caches short.
 //
 // # What SFTP cannot honour, it does not offer
 //
@@ -18,10 +19,9 @@
 // read back as set), no LinkFS (hard links without inode numbers or link
 // counts would be names the kernel face cannot tell are one file), no
 // XattrFS or SetXattrFS, no MknodFS, no ChownFS (OpenSSH's setstat
-// follows a final symlink, and there is no lchown), no SearchFS (a
-// search reads the files through the mount). Attr.Ino is 0 (the kernel
-// face numbers entries itself), Nlink 0, times have whole seconds. The
-// OpenSSH extensions are used where the server has them:
+// follows a final symlink, and there is no lchown). Attr.Ino is 0 (the
+// kernel face numbers entries itself), Nlink 0, times have whole
+// seconds. The OpenSSH extensions are used where the server has them:
 // posix-rename@openssh.com (rename that replaces; without it Rename with
 // no flags is ENOTSUP, while RenameNoReplace uses the protocol's own
 // rename, which never replaces), fsync@openssh.com (Sync, and Sync of a
@@ -391,7 +391,8 @@ func (f *ReadOnlyFS) redial(done chan struct{}) {
 
 // do runs fn on the live connection within Timeout. An fn that has no
 // answer by then declares the connection lost. The error is a
-// *fs.PathError naming name.
+// *fs.PathError naming name. fn may still run after do returned an
+// error: what it writes is read only after a nil error.
 func (f *ReadOnlyFS) do(ctx context.Context, op, name string, fn func(c *conn) error) error {
 	c, err := f.conn(ctx)
 	if err != nil {
@@ -541,7 +542,8 @@ func (f *ReadOnlyFS) BriefNote() string {
 		why = " (" + f.opts.Why + ")"
 	}
 	return "served over SFTP, not by a vfsmount peer" + why + ": each stat, listing and read is a round trip, " +
-		"so grep and walks of big trees are slower, and a command run there sees these files at their own path on that machine"
+		"so walks of big trees, and greps for a pattern without a literal, are slower; " +
+		"a command run there sees these files at their own path on that machine"
 }
 
 // lexical is name's path on the server, without resolving anything.
@@ -718,7 +720,10 @@ func (f *ReadOnlyFS) Stat(ctx context.Context, name string) (mounts.Attr, error)
 		_, a, err = c.resolveStat(name)
 		return err
 	})
-	return a, err
+	if err != nil {
+		return mounts.Attr{}, err // a timed-out call may still write a
+	}
+	return a, nil
 }
 
 // dirOf resolves name as a directory to list: its last component is not
@@ -789,7 +794,10 @@ func (f *ReadOnlyFS) ReadLink(ctx context.Context, name string) (string, error) 
 		target, err = c.sc.ReadLink(w.abs)
 		return err
 	})
-	return target, err
+	if err != nil {
+		return "", err
+	}
+	return target, nil
 }
 
 // StatFS implements mounts.StatFSer, with statvfs@openssh.com.
@@ -811,5 +819,8 @@ func (f *ReadOnlyFS) StatFS(ctx context.Context) (mounts.FSStat, error) {
 			Files: v.Files, Ffree: v.Ffree, NameLen: uint32(v.Namemax)}
 		return nil
 	})
-	return st, err
+	if err != nil {
+		return mounts.FSStat{}, err
+	}
+	return st, nil
 }

@@ -39,7 +39,8 @@ type Session struct {
 	holder string
 	ttl    time.Duration
 
-	mu       sync.Mutex
+	pushMu   sync.Mutex // one push at a time
+	mu       sync.Mutex // the fields below
 	leaseTag string
 	headTag  string // "" while the workspace has no head
 	head     *Head  // nil while it has none
@@ -158,6 +159,13 @@ func (ss *Session) Fenced() error {
 	return ss.fenced
 }
 
+func (ss *Session) fenceLocking(why string) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.fence(why)
+}
+
+// fence stops the session writing; the caller holds ss.mu.
 func (ss *Session) fence(why string) error {
 	if ss.fenced == nil {
 		ss.fenced = fmt.Errorf("store %s: workspace %q: %w (%s)", ss.s.url, ss.name, ErrFenced, why)

@@ -146,3 +146,36 @@ func TestFork(t *testing.T) {
 }
 
 func memOpts() memfs.Options { return memfs.Options{} }
+
+// TestLeaseRenewedDuringPush: a push longer than the lease does not let it
+// lapse: the session renews while it pushes.
+func TestLeaseRenewedDuringPush(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, testBucket)
+	sa, sb := openSmall(t, srv, "p"), openSmall(t, srv, "p")
+	e := newWS(t)
+	require.NoError(t, mounts.WriteFile(ctx, e.mem, "x", []byte("x"), 0o644))
+	c1, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	a, err := sa.Acquire(ctx, "long", AcquireOptions{Holder: "node-a", TTL: 600 * time.Millisecond})
+	require.NoError(t, err)
+	a.KeepRenewing()
+	defer a.Release(ctx)
+	inPush := make(chan struct{})
+	sa.hooks = func(p string) {
+		if p == "push:chunks" {
+			close(inPush)
+			time.Sleep(1500 * time.Millisecond) // longer than the lease
+		}
+	}
+	done := make(chan error)
+	go func() {
+		_, err := a.Push(ctx, e.ws, c1.ID, PushOptions{})
+		done <- err
+	}()
+	<-inPush
+	time.Sleep(1000 * time.Millisecond)
+	_, err = sb.Acquire(ctx, "long", AcquireOptions{Holder: "node-b"})
+	assert.ErrorIs(t, err, ErrLeaseHeld, "renewed during the push")
+	require.NoError(t, <-done)
+}

@@ -60,12 +60,17 @@ type upperViewer interface {
 // If-None-Match). A failed push leaves the head as it was; pushing again
 // completes it.
 func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string, opts PushOptions) (PushResult, error) {
+	// Pushes run one at a time; the session's state is locked only
+	// briefly, so the lease is renewed during a long push.
+	ss.pushMu.Lock()
+	defer ss.pushMu.Unlock()
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	fenced, head, headTag := ss.fenced, ss.head, ss.headTag
+	ss.mu.Unlock()
 	s := ss.s
 	res := PushResult{Workspace: ss.name}
-	if ss.fenced != nil {
-		return res, ss.fenced
+	if fenced != nil {
+		return res, fenced
 	}
 	info, err := ws.Get(id)
 	if err != nil {
@@ -80,8 +85,8 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 
 	var prev *Manifest
 	m := &Manifest{Workspace: ss.name, Checkpoint: info.ID, Name: info.Name, Time: info.Time, ChunkSize: s.cfg.ChunkSize}
-	if ss.head != nil {
-		if r, ok := ss.head.Latest(); ok {
+	if head != nil {
+		if r, ok := head.Latest(); ok {
 			if prev, err = s.Manifest(ctx, r.Manifest); err != nil {
 				return res, err
 			}
@@ -165,8 +170,8 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 	res.Sent += n
 	s.hook("push:manifest")
 	h := &Head{Workspace: ss.name}
-	if ss.head != nil {
-		c := *ss.head
+	if head != nil {
+		c := *head
 		c.Checkpoints = append([]Ref(nil), c.Checkpoints...)
 		h = &c
 	}
@@ -180,14 +185,14 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 	if opts.Keep > 0 && len(h.Checkpoints) > opts.Keep {
 		h.Checkpoints = h.Checkpoints[len(h.Checkpoints)-opts.Keep:]
 	}
-	tag, n, err := s.casHead(ctx, h, ss.headTag)
+	tag, n, err := s.casHead(ctx, h, headTag)
 	if isConflict(err) {
 		cur, _, rerr := s.readHead(ctx, ss.name)
 		switch {
 		case rerr == nil && cur.Writer != ss.holder:
-			return res, ss.fence("the head names " + cur.Writer + " as its writer")
-		case errors.Is(rerr, ErrNotFound) && ss.head != nil:
-			return res, ss.fence("the workspace was deleted")
+			return res, ss.fenceLocking("the head names " + cur.Writer + " as its writer")
+		case errors.Is(rerr, ErrNotFound) && head != nil:
+			return res, ss.fenceLocking("the workspace was deleted")
 		}
 		return res, fmt.Errorf("store %s: head of %q: %w", s.url, ss.name, err)
 	}
@@ -195,7 +200,9 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 		return res, err
 	}
 	res.Sent += n
+	ss.mu.Lock()
 	ss.head, ss.headTag = h, tag
+	ss.mu.Unlock()
 	res.Ref = ref
 	return res, nil
 }

@@ -53,7 +53,7 @@ func TestE2ERemoteSFTPFallback(t *testing.T) {
 
 	// install=never, and no vfsmount on the remote PATH.
 	never := src + ",install=never"
-	code, out, stderr = runBinary(t, "call", "--mount", never, "write", `{"path":"/workspace/new.txt","fileText":"over sftp\n"}`)
+	code, _, stderr = runBinary(t, "call", "--mount", never, "write", `{"path":"/workspace/new.txt","fileText":"over sftp\n"}`)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "mode=sftp")
 	assert.Contains(t, stderr, "no vfsmount")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,7 @@ func TestConfinement(t *testing.T) {
 		escapes("open for writing "+n, err)
 		escapes("unlink "+n, mounts.Unlink(ctx, fsys, n))
 		escapes("chmod "+n, mounts.Chmod(ctx, fsys, n, 0o666))
+		escapes("chown "+n, mounts.Chown(ctx, fsys, n, 4242, 4242))
 		escapes("truncate "+n, mounts.Truncate(ctx, fsys, n, 0))
 		escapes("rename from "+n, mounts.Rename(ctx, fsys, n, "sub/stolen.txt", 0))
 		escapes("rename to "+n, mounts.Rename(ctx, fsys, "sub/f.txt", n, 0))
@@ -86,6 +88,7 @@ func TestConfinement(t *testing.T) {
 	assert.ErrorIs(t, err, mounts.ErrLoop)
 	assert.ErrorIs(t, mounts.Truncate(ctx, fsys, "outfile", 0), mounts.ErrLoop)
 	assert.ErrorIs(t, mounts.Chmod(ctx, fsys, "outfile", 0o666), mounts.ErrNotSupported)
+	require.NoError(t, mounts.Chown(ctx, fsys, "outfile", 4242, 4343), "chown of a symlink changes the link")
 	_, err = mounts.OpenFile(ctx, fsys, "dangle", os.O_WRONLY|os.O_CREATE, 0o644)
 	assert.ErrorIs(t, err, mounts.ErrLoop, "a create through a dangling symlink")
 	_, err = fsys.(mounts.CommandFS).StartCommand(ctx, mounts.Command{Argv: []string{"true"}, Dir: "out"})
@@ -98,6 +101,10 @@ func TestConfinement(t *testing.T) {
 	st, err := os.Stat(filepath.Join(outside, "secret.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
+	assert.Equal(t, uint32(0), st.Sys().(*syscall.Stat_t).Uid, "the target's owner is unchanged")
+	lst, err := os.Lstat(filepath.Join(dir, "outfile"))
+	require.NoError(t, err)
+	assert.Equal(t, uint32(4242), lst.Sys().(*syscall.Stat_t).Uid, "the link's owner changed")
 	ents, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	assert.Len(t, ents, 1, "nothing made outside")

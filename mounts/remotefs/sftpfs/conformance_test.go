@@ -12,9 +12,9 @@ import (
 
 // What an SFTP mount offers against OpenSSH's server: no chtimes (SFTP
 // v3 has whole seconds), no hard links (it reports neither inode numbers
-// nor link counts), no chown, xattrs or mknod.
+// nor link counts), no xattrs or mknod.
 const caps = mounts.CapWrite | mounts.CapTruncate | mounts.CapMkdir | mounts.CapRemove |
-	mounts.CapRename | mounts.CapSymlink | mounts.CapChmod | mounts.CapStatFS | mounts.CapSearch
+	mounts.CapRename | mounts.CapSymlink | mounts.CapChmod | mounts.CapChown | mounts.CapStatFS | mounts.CapSearch
 
 // The SFTP mount passes the suite every mount passes, over a real
 // OpenSSH server's SFTP subsystem; what it lacks is declared absent, and

@@ -18,10 +18,10 @@
 // special files. So the mount has no ChtimesFS (a time set could not be
 // read back as set), no LinkFS (hard links without inode numbers or link
 // counts would be names the kernel face cannot tell are one file), no
-// XattrFS or SetXattrFS, no MknodFS, no ChownFS (OpenSSH's setstat
-// follows a final symlink, and there is no lchown). Attr.Ino is 0 (the
-// kernel face numbers entries itself), Nlink 0, times have whole
-// seconds. The OpenSSH extensions are used where the server has them:
+// XattrFS or SetXattrFS, no MknodFS. Attr.Ino is 0 (the kernel face
+// numbers entries itself), Nlink 0, times have whole seconds. Chown of a
+// symlink, which the server's setstat would follow, runs chown -h over
+// ssh exec. The OpenSSH extensions are used where the server has them:
 // posix-rename@openssh.com (rename that replaces; without it Rename with
 // no flags is ENOTSUP, while RenameNoReplace uses the protocol's own
 // rename, which never replaces), fsync@openssh.com (Sync, and Sync of a
@@ -156,6 +156,7 @@ var (
 	_ mounts.RenameFS   = (*FS)(nil)
 	_ mounts.SymlinkFS  = (*FS)(nil)
 	_ mounts.ChmodFS    = (*FS)(nil)
+	_ mounts.ChownFS    = (*FS)(nil)
 	_ mounts.SyncFS     = (*FS)(nil)
 )
 

@@ -3,9 +3,11 @@ package sftpfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/vfsmount/vfsmount/mounts"
 )
@@ -260,5 +262,48 @@ func (f *FS) Sync(ctx context.Context, name string) error {
 		}
 		defer h.Close()
 		return h.Sync()
+	})
+}
+
+// Chown implements mounts.ChownFS. A -1 keeps that id. The server's
+// setstat follows a final symlink, so a symlink's owner is changed by
+// chown -h over ssh exec instead.
+func (f *FS) Chown(ctx context.Context, name string, uid, gid int) error {
+	if err := mounts.CheckPath("chown", name); err != nil {
+		return err
+	}
+	if uid < -1 || gid < -1 {
+		return mounts.PathErr("chown", name, fs.ErrInvalid)
+	}
+	return f.do(ctx, "chown", name, func(c *conn) error {
+		w, a, err := c.resolveStat(name)
+		if err != nil {
+			return err
+		}
+		u, g := a.Uid, a.Gid
+		if uid >= 0 {
+			u = uint32(uid)
+		}
+		if gid >= 0 {
+			g = uint32(gid)
+		}
+		if a.Mode.Type() != fs.ModeSymlink {
+			return c.sc.Chown(w.abs, int(u), int(g))
+		}
+		s, err := c.ssh.NewSession()
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		var errb limitWriter
+		errb.b, errb.n = &strings.Builder{}, 4096
+		s.Stderr = &errb
+		if err := s.Run(fmt.Sprintf("chown -h %d:%d -- %s", u, g, shellQuote(w.abs))); err != nil {
+			if strings.Contains(errb.b.String(), "not permitted") {
+				return fs.ErrPermission
+			}
+			return fmt.Errorf("%w (chown -h: %s)", syscall.EIO, strings.TrimSpace(errb.b.String()))
+		}
+		return nil
 	})
 }

@@ -143,3 +143,15 @@ func TestE2ERemoteSFTPOtherArch(t *testing.T) {
 	_, err := os.Stat(filepath.Join(sshd.Cache, "vfsmount"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was installed")
 }
+
+// A bad mode, or mode=sftp for a command: channel, is a configuration
+// error (exit 2) naming the key.
+func TestE2ERemoteModeBadInput(t *testing.T) {
+	code, _, stderr := runBinary(t, "call", "--mount", "type=remote,dst=/w,src=ssh://127.0.0.1/x,mode=fast", "ls", `{"path":"/"}`)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "mode: want auto, peer or sftp")
+	cfg := rawConfig(t, "mounts:\n  - {type: remote, dst: /w, mode: sftp, command: [true]}\n")
+	code, _, stderr = runBinary(t, "call", "--config", cfg, "ls", `{"path":"/"}`)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "mode=sftp applies to ssh")
+}

@@ -78,7 +78,6 @@ The peer ends when its input ends, and kills the commands it started.`,
 	}
 	cmd.Flags().BoolVar(&readOnly, "ro", false, "serve read-only: every change is refused (EROFS)")
 	cmd.Flags().BoolVar(&allowRoot, "allow-root", false, "allow serving / itself")
-	cmd.Flags().StringVar(&backSock, "back", "", "a Unix socket the daemon listens on here (its directory is made, 0700): commands see the rest of the workspace through it")
-	_ = cmd.Flags().MarkHidden("back")
+	cmd.Flags().StringVar(&backSock, "back", "", "(set by the daemon) a Unix socket it listens on here, in a new directory the peer makes (0700): commands see the rest of the workspace through it")
 	return cmd
 }

@@ -26,6 +26,7 @@ type cache struct {
 	bytes    int64
 	max      int64
 	watching bool
+	walked   map[string]bool // directories a read-ahead walked, still as it saw them
 }
 
 type attrEntry struct {
@@ -52,7 +53,8 @@ const unwatchedTTL = time.Second
 
 func newCache(max int64) *cache {
 	return &cache{changed: map[string]uint64{}, attrs: map[string]attrEntry{},
-		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, max: max}
+		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, max: max,
+		walked: map[string]bool{}}
 }
 
 func (c *cache) setWatching(w bool) {
@@ -93,6 +95,7 @@ func (c *cache) invalidate(name string) {
 		c.changed[n] = c.now
 		delete(c.attrs, n)
 		delete(c.dirs, n)
+		delete(c.walked, n)
 		if e, ok := c.content[n]; ok {
 			c.bytes -= int64(len(e.data))
 			delete(c.content, n)
@@ -112,6 +115,11 @@ func (c *cache) invalidate(name string) {
 		for n := range c.dirs {
 			if strings.HasPrefix(n, prefix) {
 				delete(c.dirs, n)
+			}
+		}
+		for n := range c.walked {
+			if strings.HasPrefix(n, prefix) {
+				delete(c.walked, n)
 			}
 		}
 		for n, e := range c.content {
@@ -225,7 +233,49 @@ func (c *cache) flush() {
 	c.dirs = map[string]dirEntry{}
 	c.content = map[string]contentEntry{}
 	c.multi = map[string]uint64{}
+	c.walked = map[string]bool{}
 	c.bytes = 0
+}
+
+// walk marks dir as walked by a read-ahead, and reports whether it was
+// not already: a read-ahead starts only where none has been since the
+// last change there. Without a change stream, none starts at all: what
+// it fetched would be stale in a second.
+func (c *cache) walk(dir string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.watching || c.walked[dir] {
+		return false
+	}
+	c.walked[dir] = true
+	return true
+}
+
+// aheadRoot is where a read-ahead for a file of dir starts: the highest
+// directory from dir up whose ancestors on the way were all listed here
+// (a program walking a tree lists each directory on its way down: tar
+// from ".", a build from its package) and none walked yet.
+func (c *cache) aheadRoot(dir string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	root := dir
+	for d := dir; d != "."; {
+		p, _ := mounts.Split(d)
+		if _, listed := c.dirs[p]; !listed || c.walked[p] {
+			break
+		}
+		root, d = p, p
+	}
+	return root
+}
+
+// walkedAt marks what a read-ahead answered, asked at epoch.
+func (c *cache) walkedAt(epoch uint64, dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keep(epoch, dir) {
+		c.walked[dir] = true
+	}
 }
 
 // stat answers from the cache: the name's own attributes, or its

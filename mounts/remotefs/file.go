@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/peer"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
 
@@ -28,12 +29,21 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 	if e, ok := f.cache.file(name); ok {
 		return &memFile{a: e.a, data: e.data}, nil
 	}
+	parent, _ := mounts.Split(name)
+	small := false
+	if a, err, ok := f.cache.stat(name); ok && err == nil && a.Mode.IsRegular() && a.Size <= peer.WholeFile {
+		small = true
+		f.readAhead(f.cache.aheadRoot(parent)) // beside this open, not after it
+	}
 	epoch := f.cache.epoch()
 	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_RDONLY})
 	if err != nil {
 		return nil, err
 	}
 	a := resp.Attr.Mounts()
+	if resp.EOF && !small {
+		f.readAhead(f.cache.aheadRoot(parent))
+	}
 	if resp.EOF {
 		// Whole: the peer's handle is not needed.
 		f.closeHandle(s, resp.Handle)

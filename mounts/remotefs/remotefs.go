@@ -93,6 +93,11 @@ type ReadOnlyFS struct {
 	wcond  *sync.Cond
 	writes int64
 
+	pmu         sync.Mutex
+	prefetching bool         // a read-ahead runs (readAhead)
+	nextAhead   string       // the one to run after it
+	prefetches  atomic.Int64 // read-ahead requests answered, for tests
+
 	back   atomic.Pointer[back] // what the peer's commands are shown (ShowWorkspace)
 	backUp atomic.Bool          // the last link carries it (ShowsWorkspace)
 }

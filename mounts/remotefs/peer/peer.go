@@ -204,6 +204,8 @@ func (s *server) call(req wire.Request) *wire.Response {
 		err = s.startWatch()
 	case wire.OpGrep:
 		err = s.grep(req.Grep, resp)
+	case wire.OpPrefetch:
+		err = s.prefetch(req, resp)
 	case wire.OpExec:
 		err = s.exec(req.ExecID, req.Exec)
 		resp.ExecID = req.ExecID

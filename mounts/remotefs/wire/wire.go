@@ -35,7 +35,7 @@ import (
 // Version is the protocol version. A change to the meaning of any field,
 // or a new Op a peer must understand, increments it; both sides refuse a
 // hello of another version.
-const Version = 1
+const Version = 2
 
 // Op names a request.
 type Op uint8
@@ -75,6 +75,7 @@ const (
 	OpExec                      // Exec → ExecID; output arrives as ID-0 responses
 	OpExecInput                 // ExecID, Data, EOF: the command's stdin
 	OpExecSignal                // ExecID, Signal
+	OpPrefetch                  // Names, Size → Tree, Files, Names: read-ahead of subtrees (see Prefetch)
 	opMax
 )
 
@@ -87,7 +88,7 @@ var opNames = [...]string{
 	OpChtimes: "chtimes", OpGetXattr: "getxattr", OpListXattr: "listxattr",
 	OpSetXattr: "setxattr", OpRemoveXattr: "removexattr", OpStatFS: "statfs",
 	OpSync: "sync", OpWatch: "watch", OpGrep: "grep", OpExec: "exec",
-	OpExecInput: "exec-input", OpExecSignal: "exec-signal",
+	OpExecInput: "exec-input", OpExecSignal: "exec-signal", OpPrefetch: "prefetch",
 }
 
 func (o Op) String() string {
@@ -125,6 +126,8 @@ type Request struct {
 	ExecID uint64
 	EOF    bool
 	Signal int
+	// Names are OpPrefetch's directories to walk, in order.
+	Names []string
 }
 
 // Response answers the request of the same ID (or, with ID 0, carries
@@ -145,7 +148,33 @@ type Response struct {
 	More    bool // Grep: the result was cut at Grep.Limit
 	ExecID  uint64
 	Events  []Event
+	// Tree and Files answer OpPrefetch (Names then holds the
+	// directories it did not reach, in order, for the next request).
+	Tree  []Dir
+	Files []File
 }
+
+// Dir is a directory's listing, with every entry's attributes.
+type Dir struct {
+	Name    string
+	Entries []Entry
+}
+
+// File is a small regular file's whole content, as of Attr.
+type File struct {
+	Name string
+	Attr Attr
+	Data []byte
+}
+
+// Prefetch is OpPrefetch's walk: each directory of Names in turn, depth
+// first, in listing order (the order a program walking the tree reads
+// it: tar, cp -r, grep -r): its listing, then the content of its regular
+// files small enough for an open to answer whole, then its subdirectories. It stops once
+// Size bytes of content or PrefetchEntries names are in the answer, and
+// says where it stopped. What it answers is what a stat, a listing and
+// an open would have: the daemon caches it under the same rules.
+const PrefetchEntries = 4096
 
 // Attr is mounts.Attr on the wire.
 type Attr struct {

@@ -1,0 +1,74 @@
+package peer
+
+import (
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
+)
+
+// prefetch answers OpPrefetch: the walk wire.Prefetch describes, from
+// req.Names, until req.Size bytes of content or wire.PrefetchEntries
+// names are in resp; resp.Names is what it did not reach. A directory
+// that cannot be listed (gone since) is skipped; a file that cannot be
+// read is left for its open to say why.
+func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
+	stack := slices.Clone(req.Names)
+	slices.Reverse(stack) // popped from the end: the first name first
+	budget, entries := req.Size, 0
+	for len(stack) > 0 && budget > 0 && entries < wire.PrefetchEntries {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if err := mounts.CheckPath("prefetch", dir); err != nil {
+			return err
+		}
+		ents, attrs, err := mounts.StatDir(s.ctx, s.fsys, dir)
+		if err != nil {
+			continue
+		}
+		d := wire.Dir{Name: dir, Entries: make([]wire.Entry, len(ents))}
+		var subdirs []string
+		for i := range ents {
+			d.Entries[i] = wire.Entry{Name: ents[i].Name, Attr: wire.FromAttr(attrs[i])}
+			name := mounts.Join(dir, ents[i].Name)
+			switch {
+			case attrs[i].Mode.IsDir():
+				subdirs = append(subdirs, name)
+			case attrs[i].Mode.IsRegular() && attrs[i].Size <= WholeFile && budget > 0:
+				if f, ok := s.whole(name); ok {
+					resp.Files = append(resp.Files, f)
+					budget -= int64(len(f.Data))
+				}
+			}
+		}
+		resp.Tree = append(resp.Tree, d)
+		entries += len(ents)
+		slices.Reverse(subdirs)
+		stack = append(stack, subdirs...)
+	}
+	slices.Reverse(stack)
+	resp.Names = stack
+	return nil
+}
+
+// whole reads a small regular file whole, with the attributes it has as
+// it is read; false when it is not (any more) a small regular file.
+func (s *server) whole(name string) (wire.File, bool) {
+	f, err := s.fsys.Open(s.ctx, name)
+	if err != nil {
+		return wire.File{}, false
+	}
+	defer f.Close()
+	a, err := f.Stat()
+	if err != nil || !a.Mode.IsRegular() || a.Size > WholeFile {
+		return wire.File{}, false
+	}
+	buf := make([]byte, a.Size+1) // one more: a file that grew shows it
+	n, err := f.ReadAt(buf, 0)
+	if (err != nil && !errors.Is(err, io.EOF)) || n != int(a.Size) {
+		return wire.File{}, false
+	}
+	return wire.File{Name: name, Attr: wire.FromAttr(a), Data: buf[:n]}, true
+}

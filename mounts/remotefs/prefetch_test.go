@@ -1,0 +1,113 @@
+package remotefs_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/mounts/remotefs"
+)
+
+// countOpens counts the opens the peer's mount is asked for.
+type countOpens struct {
+	mounts.FS
+	n atomic.Int64
+}
+
+func (c *countOpens) Open(ctx context.Context, name string) (mounts.File, error) {
+	c.n.Add(1)
+	return c.FS.Open(ctx, name)
+}
+
+func readAll(t *testing.T, fsys mounts.FS, name string) string {
+	t.Helper()
+	f, err := fsys.Open(context.Background(), name)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// Reading a small file of a directory reads the directory's subtree ahead,
+// in one chain of requests: the files after it are then opened and read
+// with no round trip, and a change made on the remote machine afterwards
+// is still seen (the change stream drops what was read ahead).
+func TestReadAhead(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for d := range 4 {
+		for i := range 40 {
+			files[fmt.Sprintf("d%d/f%02d.txt", d, i)] = fmt.Sprintf("file %d of d%d\n", i, d)
+			files[fmt.Sprintf("d%d/sub/g%02d.txt", d, i)] = fmt.Sprintf("nested %d of d%d\n", i, d)
+		}
+	}
+	for name, data := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &countOpens{FS: host}
+	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	ctx := context.Background()
+
+	_, err = fsys.ReadDir(ctx, "d1")
+	require.NoError(t, err)
+	assert.Equal(t, files["d1/f00.txt"], readAll(t, fsys, "d1/f00.txt"))
+	require.Eventually(t, func() bool {
+		done, n := remotefs.ReadAheadDone(fsys)
+		return done && n > 0
+	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	_, requests := remotefs.ReadAheadDone(fsys)
+	assert.EqualValues(t, 1, requests, "80 small files: one request")
+
+	before := peerFS.n.Load()
+	for i := range 40 {
+		for _, name := range []string{fmt.Sprintf("d1/f%02d.txt", i), fmt.Sprintf("d1/sub/g%02d.txt", i)} {
+			ents, err := fsys.ReadDir(ctx, filepath.Dir(name))
+			require.NoError(t, err)
+			require.Len(t, ents, map[bool]int{true: 41, false: 40}[filepath.Dir(name) == "d1"])
+			assert.Equal(t, files[name], readAll(t, fsys, name))
+		}
+	}
+	assert.Equal(t, before, peerFS.n.Load(), "the subtree read ahead is read with no open on the peer")
+
+	// d0 was not read ahead: its files are still asked for.
+	assert.Equal(t, files["d0/f05.txt"], readAll(t, fsys, "d0/f05.txt"))
+	assert.Greater(t, peerFS.n.Load(), before)
+
+	// A program walking down from the top (tar: ".", then "d2", then
+	// "d2/sub") has its read-ahead start at the top: d3, never asked
+	// for, comes too.
+	for _, d := range []string{".", "d2", "d2/sub"} {
+		_, err := fsys.ReadDir(ctx, d)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, files["d2/sub/g00.txt"], readAll(t, fsys, "d2/sub/g00.txt"))
+	require.Eventually(t, func() bool {
+		done, n := remotefs.ReadAheadDone(fsys)
+		return done && n > requests
+	}, 10*time.Second, 5*time.Millisecond, "a second read-ahead ran and ended")
+	before = peerFS.n.Load()
+	for i := range 40 {
+		assert.Equal(t, files[fmt.Sprintf("d3/sub/g%02d.txt", i)], readAll(t, fsys, fmt.Sprintf("d3/sub/g%02d.txt", i)))
+	}
+	assert.Equal(t, before, peerFS.n.Load(), "d3, beside the walk's start, was read ahead too")
+
+	// A change on the remote machine after the read-ahead is seen.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d1/f07.txt"), []byte("changed there\n"), 0o644))
+	require.Eventually(t, func() bool { return readAll(t, fsys, "d1/f07.txt") == "changed there\n" },
+		5*time.Second, 10*time.Millisecond, "a file read ahead, changed on the remote machine")
+}

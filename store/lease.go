@@ -40,6 +40,7 @@ type Session struct {
 	ttl    time.Duration
 
 	pushMu   sync.Mutex // one push at a time
+	renewMu  sync.Mutex // one lease write at a time (renewals, the release)
 	mu       sync.Mutex // the fields below
 	leaseTag string
 	headTag  string // "" while the workspace has no head
@@ -175,18 +176,21 @@ func (ss *Session) fence(why string) error {
 }
 
 // Renew extends the lease by its TTL. A lease another holder took is
-// ErrFenced, and the session writes no more.
+// ErrFenced, and the session writes no more. The session's state is not
+// locked while the store is asked (a store that does not answer holds up
+// no Fenced, Head or status), only lease writes are, one at a time.
 func (ss *Session) Renew(ctx context.Context) error {
+	ss.renewMu.Lock()
+	defer ss.renewMu.Unlock()
+	ss.mu.Lock()
+	fenced, leaseTag := ss.fenced, ss.leaseTag
+	ss.mu.Unlock()
+	if fenced != nil {
+		return fenced
+	}
+	tag, err := ss.s.putLease(ctx, ss.name, ss.holder, ss.s.cfg.Now().Add(ss.ttl), cond{ifMatch: leaseTag})
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.renewLocked(ctx)
-}
-
-func (ss *Session) renewLocked(ctx context.Context) error {
-	if ss.fenced != nil {
-		return ss.fenced
-	}
-	tag, err := ss.s.putLease(ctx, ss.name, ss.holder, ss.s.cfg.Now().Add(ss.ttl), cond{ifMatch: ss.leaseTag})
 	if isConflict(err) {
 		return ss.fence("its lease was taken")
 	}
@@ -240,6 +244,8 @@ func (ss *Session) Release(ctx context.Context) error {
 	}
 	ss.mu.Unlock()
 	ss.stopped.Wait()
+	ss.renewMu.Lock()
+	defer ss.renewMu.Unlock()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.fenced != nil {

@@ -45,6 +45,22 @@ type storeSync struct {
 	last   store.PushResult
 	stop   chan struct{}
 	done   chan struct{}
+
+	// st is what store.status reports, under stMu (not mu: a status is
+	// answered while a push runs).
+	stMu sync.Mutex
+	st   storeState
+}
+
+// storeState is the outcome of the pushes so far.
+type storeState struct {
+	pushedSeq    int
+	pushedID     string
+	pushedAt     time.Time
+	failingSince time.Time
+	failures     int
+	lastErr      error
+	pushingSince time.Time // a push in progress (retrying, perhaps)
 }
 
 // ErrNoCheckpoints: a store needs a writable layer to push.
@@ -97,26 +113,99 @@ func (s *storeSync) push(ctx context.Context, c *Checkpoints, id, name string) (
 		}
 		id = info.ID
 	}
+	s.stMu.Lock()
+	s.st.pushingSince = time.Now()
+	s.stMu.Unlock()
 	r, err := s.o.Session.Push(ctx, c.ws, id, store.PushOptions{Keep: s.o.Keep})
+	s.stMu.Lock()
+	s.st.pushingSince = time.Time{}
+	s.stMu.Unlock()
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
 			s.o.Logger.Error("store: another daemon took this workspace over: pushes stop; the workspace goes on here, unsaved", "store", s.o.URL, "err", err)
 		}
+		if !errors.Is(err, checkpoint.ErrUnknown) {
+			s.failed(err)
+		}
 		return jsonrpc.StorePushResult{}, err
 	}
 	s.pushed, s.last = id, r
+	s.stMu.Lock()
+	s.st = storeState{pushedSeq: r.Ref.Seq, pushedID: id, pushedAt: time.Now()}
+	s.stMu.Unlock()
 	s.o.Logger.Info("store: pushed", "checkpoint", id, "url", s.o.URL+"@"+strconv.Itoa(r.Ref.Seq),
 		"changed_bytes", r.Changed, "sent_bytes", r.Sent, "uploaded", r.Uploaded, "chunks", r.Chunks)
 	return jsonrpc.StorePushResult{ID: id, URL: s.o.URL + "@" + strconv.Itoa(r.Ref.Seq), Seq: r.Ref.Seq, Manifest: r.Ref.Manifest,
 		Files: r.Files, Read: r.Read, Changed: r.Changed, Sent: r.Sent, Chunks: r.Chunks, Uploaded: r.Uploaded}, nil
 }
 
+// failed records a push that failed: the store is behind from the first
+// failure on until a push goes through.
+func (s *storeSync) failed(err error) {
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	if s.st.failures == 0 {
+		s.st.failingSince = time.Now()
+	}
+	s.st.failures++
+	s.st.lastErr = err
+}
+
+// StoreStatus says where the workspace's store is, what it last got, and
+// whether it is behind: pushes failing (retried; the workspace works on
+// locally) or stopped (fenced).
+func (c *Checkpoints) StoreStatus(context.Context) (jsonrpc.StoreStatusResult, error) {
+	if c.store == nil {
+		return jsonrpc.StoreStatusResult{}, fmt.Errorf("%w: no store", jsonrpc.ErrInvalidParams)
+	}
+	s := c.store
+	res := jsonrpc.StoreStatusResult{URL: s.o.URL}
+	if _, name, _, err := store.ParseWorkspaceURL(s.o.URL); err == nil {
+		res.Name = name
+	}
+	if s.o.Sync > 0 {
+		res.Sync = s.o.Sync.String()
+	}
+	s.stMu.Lock()
+	st := s.st
+	s.stMu.Unlock()
+	switch {
+	case st.pushedSeq > 0:
+		res.LastPush = &jsonrpc.StoreCheckpoint{Seq: st.pushedSeq, ID: st.pushedID, Time: st.pushedAt}
+	default:
+		// Nothing pushed yet by this daemon: the checkpoint it
+		// resumed, if any.
+		if h := s.o.Session.Head(); h != nil {
+			if r, ok := h.Latest(); ok {
+				res.LastPush = &jsonrpc.StoreCheckpoint{Seq: r.Seq, ID: r.ID, Time: r.Time}
+			}
+		}
+	}
+	if res.LastPush != nil {
+		res.LastPush.URL = s.o.URL + "@" + strconv.Itoa(res.LastPush.Seq)
+	}
+	res.Unpushed = s.changed(c)
+	if st.failures > 0 {
+		t := st.failingSince
+		res.FailingSince, res.Failures, res.LastError = &t, st.failures, st.lastErr.Error()
+	}
+	if err := s.o.Session.Fenced(); err != nil && errors.Is(err, store.ErrFenced) {
+		res.Fenced, res.Why = true, err.Error()
+	}
+	if !st.pushingSince.IsZero() {
+		t := st.pushingSince
+		res.PushingSince = &t
+	}
+	res.Behind = res.Fenced || st.failures > 0
+	return res, nil
+}
+
 // changed reports whether the workspace changed since the checkpoint last
-// pushed (always, before the first).
+// pushed (always, before the first). It does not wait for a push running.
 func (s *storeSync) changed(c *Checkpoints) bool {
-	s.mu.Lock()
-	id := s.pushed
-	s.mu.Unlock()
+	s.stMu.Lock()
+	id := s.st.pushedID
+	s.stMu.Unlock()
 	if id == "" {
 		return true
 	}

@@ -105,3 +105,75 @@ func TestStoreSyncWhileUnreachable(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "pushed once the store is back")
 	require.NoError(t, ws.Close())
 }
+
+// TestStoreStatusBehind: store.status says the store holds the workspace
+// while pushes go through; with the server down, after a failed sync push,
+// that it is behind, since when and why, while the workspace works on
+// locally; once the server is back, that it caught up; and, once another
+// daemon took the workspace over, that pushes stopped (fenced).
+func TestStoreStatusBehind(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, "vfsm")
+	s, err := store.Open(ctx, store.Config{URL: "s3://vfsm/p", Endpoint: srv.Endpoint, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
+	require.NoError(t, err)
+	mem := memfs.New(memfs.Options{})
+	ws, err := workspace.Open(ctx, workspace.Options{Mounts: []workspace.Mount{{Prefix: "/memory", FS: mem}}})
+	require.NoError(t, err)
+	defer ws.Close()
+	ss, err := s.Acquire(ctx, "w", store.AcquireOptions{Holder: "test"})
+	require.NoError(t, err)
+	require.NoError(t, ws.AttachStore(workspace.StoreOptions{Session: ss, URL: "s3://vfsm/p/w", Sync: 50 * time.Millisecond}))
+	status := func() jsonrpc.StoreStatusResult {
+		t.Helper()
+		st, err := ws.Checkpoints.StoreStatus(ctx)
+		require.NoError(t, err)
+		return st
+	}
+
+	st := status()
+	assert.Equal(t, "s3://vfsm/p/w", st.URL)
+	assert.Equal(t, "w", st.Name)
+	assert.Equal(t, "50ms", st.Sync)
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("one"), 0o644))
+	require.Eventually(t, func() bool { st = status(); return st.LastPush != nil && !st.Unpushed }, 10*time.Second, 10*time.Millisecond, "pushed by the sync loop")
+	assert.False(t, st.Behind)
+	assert.False(t, st.Fenced)
+	assert.Empty(t, st.LastError)
+	assert.Nil(t, st.FailingSince)
+	first := *st.LastPush
+	assert.Equal(t, "s3://vfsm/p/w@"+itoa(first.Seq), first.URL)
+	assert.False(t, first.Time.IsZero())
+
+	// The server down: the next sync push fails; the store is behind.
+	srv.Stop()
+	before := time.Now()
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("while down"), 0o644))
+	require.Eventually(t, func() bool { st = status(); return st.Behind }, 20*time.Second, 10*time.Millisecond, "behind once a push failed")
+	assert.Contains(t, st.LastError, "unreachable")
+	require.NotNil(t, st.FailingSince)
+	assert.False(t, st.FailingSince.Before(before), "failing since the first failure after the server went down")
+	assert.GreaterOrEqual(t, st.Failures, 1)
+	assert.True(t, st.Unpushed)
+	assert.Equal(t, first, *st.LastPush, "the last push that went through")
+	assert.False(t, st.Fenced)
+	b, err := mounts.ReadFile(ctx, mem, "a")
+	require.NoError(t, err)
+	assert.Equal(t, "while down", string(b), "the workspace works on locally")
+
+	// The server back: the next tick catches up.
+	srv.Start()
+	require.Eventually(t, func() bool { st = status(); return !st.Behind && !st.Unpushed }, 20*time.Second, 10*time.Millisecond, "caught up")
+	assert.Greater(t, st.LastPush.Seq, first.Seq)
+	assert.Nil(t, st.FailingSince)
+	assert.Zero(t, st.Failures)
+	assert.Equal(t, "while down", readStore(t, s, "w", "a"))
+
+	// Another daemon takes the workspace over: the next push is fenced,
+	// and the status says pushes stopped.
+	_, err = s.Acquire(ctx, "w", store.AcquireOptions{Holder: "other", TakeOver: true})
+	require.NoError(t, err)
+	require.NoError(t, mounts.WriteFile(ctx, mem, "a", []byte("after the take-over"), 0o644))
+	require.Eventually(t, func() bool { st = status(); return st.Fenced }, 20*time.Second, 10*time.Millisecond, "fenced")
+	assert.True(t, st.Behind)
+	assert.Contains(t, st.Why, "taken over")
+}

@@ -3,17 +3,62 @@ package jsonrpc
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // StorePusher serves store.push: a checkpoint sent to the workspace's
-// object store (package store), for vfsmount checkpoint push.
+// object store (package store), for vfsmount checkpoint push; and
+// store.status: how far the store is behind, for vfsmount status.
 //
-//	store.push {id?} -> StorePushResult
+//	store.push   {id?} -> StorePushResult
+//	store.status {}    -> StoreStatusResult
 //
 // Without an id a checkpoint is taken and pushed. Bad input (an unknown
 // id) wraps [ErrInvalidParams].
 type StorePusher interface {
 	StorePush(ctx context.Context, p StorePushParams) (StorePushResult, error)
+	StoreStatus(ctx context.Context) (StoreStatusResult, error)
+}
+
+// StoreStatusResult says where the workspace's store is and whether it
+// holds the workspace as it is: Behind when pushes fail (the store
+// unreachable, say: retried, the workspace working on locally meanwhile)
+// or stopped (Fenced: another daemon took the workspace over).
+type StoreStatusResult struct {
+	// URL is the workspace's, s3://BUCKET/PREFIX/NAME; Name its NAME.
+	URL  string `json:"url"`
+	Name string `json:"name"`
+	// Sync is the interval of the sync loop ("" pushes on demand only).
+	Sync string `json:"sync,omitempty"`
+	// LastPush is the newest checkpoint the store has of this session
+	// (the one resumed before any push); nil when there is none.
+	LastPush *StoreCheckpoint `json:"last_push,omitempty"`
+	// Unpushed: the workspace changed since LastPush.
+	Unpushed bool `json:"unpushed_changes"`
+	// Behind: the last push failed, or pushes stopped (Fenced).
+	Behind bool `json:"behind"`
+	// FailingSince is the first failed push since the last that went
+	// through; Failures counts them; LastError is the newest's.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	Failures     int        `json:"failures,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	// PushingSince: a push is in progress (its requests retried with
+	// backoff while the store does not answer).
+	PushingSince *time.Time `json:"pushing_since,omitempty"`
+	// Fenced: another daemon took the workspace over; this one pushes
+	// no more (Why says so).
+	Fenced bool   `json:"fenced"`
+	Why    string `json:"fenced_error,omitempty"`
+}
+
+// StoreCheckpoint is one checkpoint in the store: its number there
+// (URL@SEQ), the id it had here, and when it was pushed (taken, for one
+// this daemon resumed).
+type StoreCheckpoint struct {
+	Seq  int       `json:"seq"`
+	ID   string    `json:"id"`
+	URL  string    `json:"url"`
+	Time time.Time `json:"time"`
 }
 
 // StorePushParams name the checkpoint to push ("" takes one).
@@ -42,8 +87,19 @@ const errNoStore = "this workspace has no store (mount it with --store or --resu
 // SetStorePusher serves store.push from p. Call it before serving.
 func (s *Server) SetStorePusher(p StorePusher) { s.store = p }
 
-// dispatchStore answers store.push; ok is false for any other method.
+// dispatchStore answers store.push and store.status; ok is false for any
+// other method.
 func (s *Server) dispatchStore(ctx context.Context, method string, decode func(any) *Error) (_ any, _ *Error, ok bool) {
+	if method == "store.status" {
+		if s.store == nil {
+			return nil, &Error{rpcInvalidParams, "method " + method + ": " + errNoStore}, true
+		}
+		res, err := s.store.StoreStatus(ctx)
+		if err != nil {
+			return nil, &Error{rpcExportFailed, err.Error()}, true
+		}
+		return res, nil, true
+	}
 	if method != "store.push" {
 		return nil, nil, false
 	}

@@ -127,20 +127,21 @@ func statusCommand(a *app) *cobra.Command {
 A workspace still being mounted answers no other process until all its
 connections are mounted, so status (like any program) waits for it rather
 than seeing part of it: live means whole, and a readiness probe can rely on
-it. A server that does not answer within 5s is reported stale.`,
+it. A server that does not answer within 5s is reported stale.` + statusStoreLong,
 		Example: `  $ vfsmount status mnt && ls mnt
   mnt: live
   memory`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeMountpoint,
-		RunE: func(_ *cobra.Command, args []string) error {
-			_, state, err := inspectMountpoint(args[0])
+		RunE: func(cmd *cobra.Command, args []string) error {
+			abs, state, err := inspectMountpoint(args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%s: %s\n", args[0], stateName(state))
 			switch state {
 			case fusefs.StateLive:
+				printStoreStatus(cmd.Context(), a.stdout, abs)
 				return nil
 			case fusefs.StateStale, fusefs.StateIncomplete:
 				return &exitError{code: exitFailure}

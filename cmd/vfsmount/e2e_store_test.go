@@ -185,3 +185,64 @@ func TestE2EStoreSyncSurvivesKill(t *testing.T) {
 	startMount(t, mntC, append([]string{"--config", storeConfig(t, srv.Endpoint, ""), "--resume", "s3://vfsm/p/s"}, mem...)...)
 	assert.Equal(t, "late\n", readFile(t, filepath.Join(mntC, "memory/late")), "pushed at the clean unmount; the lease was let go")
 }
+
+// TestE2EStoreStatusBehind: vfsmount status has a store section: not
+// behind while pushes go through; with the server killed, once a sync push
+// failed, behind, with the error, while the workspace works on locally;
+// with the server back, caught up. A workspace without a store has no
+// such section.
+func TestE2EStoreStatusBehind(t *testing.T) {
+	srv := testutil.StartS3(t, "vfsm")
+	mnt := t.TempDir()
+	startMount(t, mnt, "--config", storeConfig(t, srv.Endpoint, "  sync: 1s\n"), "--store", "s3://vfsm/p/st", "--mount", "type=memory,dst=/memory")
+	status := func() string {
+		t.Helper()
+		code, stdout, stderr := runBinary(t, "status", mnt)
+		require.Equal(t, 0, code, "a store behind leaves the mount live: %s", stderr)
+		return stdout
+	}
+	waitStatus := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			out := status()
+			if ok(out) {
+				return out
+			}
+			require.True(t, time.Now().Before(deadline), "%s; status:\n%s", what, out)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	sh(t, mnt, `echo one > memory/a`)
+	out := waitStatus("pushed", func(s string) bool {
+		return strings.Contains(s, "last push: s3://vfsm/p/st@") && strings.Contains(s, "unpushed changes: no")
+	})
+	assert.Contains(t, out, mnt+": live\nstore: s3://vfsm/p/st\n  sync: 1s\n")
+	assert.Contains(t, out, "  behind: no\n")
+	assert.Contains(t, out, "  fenced: no\n")
+	assert.NotContains(t, out, "last error")
+
+	srv.Stop()
+	sh(t, mnt, `echo "while down" > memory/a`)
+	out = waitStatus("behind", func(s string) bool { return strings.Contains(s, "behind: yes") })
+	assert.Contains(t, out, "unreachable", "names the cause")
+	assert.Regexp(t, `failing since: \S+ \(.* ago, \d+ failed pushes\)`, out)
+	assert.Contains(t, out, "unpushed changes: yes")
+	assert.Contains(t, out, "fenced: no")
+	assert.Equal(t, "while down\n", readFile(t, filepath.Join(mnt, "memory/a")), "the workspace works on locally")
+	sh(t, mnt, `echo more > memory/b`)
+
+	srv.Start()
+	out = waitStatus("caught up", func(s string) bool {
+		return strings.Contains(s, "behind: no") && strings.Contains(s, "unpushed changes: no")
+	})
+	assert.NotContains(t, out, "failing since")
+
+	// A workspace without a store: the live line alone.
+	plain := t.TempDir()
+	startMount(t, plain, "--mount", "type=memory,dst=/memory")
+	code, stdout, stderr := runBinary(t, "status", plain)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, plain+": live\n", stdout)
+}

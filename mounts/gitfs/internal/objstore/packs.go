@@ -237,6 +237,7 @@ func (ps *packs) open(h plumbing.Hash) (r io.ReadCloser, n int64, t plumbing.Obj
 	if err != nil {
 		return nil, 0, 0, true, p.wrap(off, err)
 	}
+	p.touch(size)
 	if t := wholeType(typ); t != plumbing.InvalidObject {
 		z, err := getInflater(p.stream(pos))
 		if err != nil {
@@ -263,6 +264,7 @@ func (ps *packs) bytes(h plumbing.Hash) (data []byte, t plumbing.ObjectType, ok 
 	defer onFault(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	data, t, ok, err = p.resolve(ps.bases, off)
+	p.touch(int64(len(data)))
 	return data, t, ok, p.wrap(off, err)
 }
 
@@ -287,6 +289,29 @@ type pack struct {
 	// refs counts the pack list's reference and every reader's; the last
 	// release unmaps.
 	refs atomic.Int64
+	// read counts the bytes of objects read since the mapping's pages
+	// last left the process (touch); trims counts those times.
+	read, trims atomic.Int64
+}
+
+// trimEvery is how many bytes of objects are read from a pack between
+// two trims of its mapping (touch).
+var trimEvery int64 = 32 << 20
+
+// touch counts n bytes of objects read from p; every trimEvery bytes, the
+// pages of its mapping leave the process (MADV_DONTNEED: they stay in the
+// page cache, and a later read maps them again, a minor fault each). A
+// full read of a commit touches every page of its pack, which counted in
+// the daemon's resident set for as long as the mount lived, though the
+// kernel holds them as page cache anyway.
+func (p *pack) touch(n int64) {
+	if p.read.Add(n) < trimEvery {
+		return
+	}
+	p.read.Store(0)
+	if unix.Madvise(p.data, unix.MADV_DONTNEED) == nil {
+		p.trims.Add(1)
+	}
 }
 
 // openPack maps base.idx and base.pack and checks that they belong

@@ -663,3 +663,25 @@ func BenchmarkDecodeHead(b *testing.B) {
 		}
 	})
 }
+
+// A pack's mapping leaves the process every trimEvery bytes read, and
+// every object still reads right after, concurrent readers included.
+func TestPackPagesLeaveTheProcessAsItIsRead(t *testing.T) {
+	old := trimEvery
+	trimEvery = 4 << 10
+	t.Cleanup(func() { trimEvery = old })
+	fx := gittest.MainFixture(t)
+	objs := catAll(t, fx.Dir)
+	objs = objs[:min(len(objs), 60)]
+	ps := openTestPacks(t, fx.Dir)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { checkAgainstGit(t, ps, objs) })
+	}
+	wg.Wait()
+	var trims int64
+	for _, p := range ps.list {
+		trims += p.trims.Load()
+	}
+	assert.Greater(t, trims, int64(4), "trimmed as it was read")
+}

@@ -63,7 +63,7 @@ const (
 	// endian), blob id (20).
 	storeHeader = 4 + 4 + 8 + 20
 	// storeQueueMax bounds the content waiting to be written.
-	storeQueueMax = 64 << 20
+	storeQueueMax = 16 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -64,15 +64,33 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 )
 
 func main() {
+	softMemoryLimit()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	a := newApp(os.Stdout, os.Stderr)
 	a.again = watchSignals(cancel)
 	a.self = selfPath()
 	os.Exit(a.main(ctx, os.Args[1:]))
+}
+
+// defaultMemoryLimit is the Go runtime's soft memory limit unless
+// GOMEMLIMIT says otherwise. A daemon's live heap is small (decoded blobs
+// live in the kernel's page cache and the git mounts' blob store), but a
+// grep reads whole files, some large, on several workers at once: without
+// a limit the heap then grows to twice its transient peak and keeps most
+// of it, unused, for minutes (RSS after a grep over 13 000 files: 270 MB
+// without, 120 MB with). A live heap over the limit costs more garbage
+// collection, never a failure.
+const defaultMemoryLimit = 128 << 20
+
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 }
 
 // watchSignals turns the first SIGINT or SIGTERM into the cancellation of

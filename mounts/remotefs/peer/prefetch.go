@@ -11,7 +11,8 @@ import (
 
 // prefetch answers OpPrefetch: the walk wire.Prefetch describes, from
 // req.Names, until req.Size bytes of content or wire.PrefetchEntries
-// names are in resp; resp.Names is what it did not reach. A directory
+// names are in resp (checked between directories: a directory comes
+// whole); resp.Names is what it did not reach. A directory
 // that cannot be listed (gone since) is skipped; a file that cannot be
 // read is left for its open to say why.
 func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
@@ -36,7 +37,10 @@ func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
 			switch {
 			case attrs[i].Mode.IsDir():
 				subdirs = append(subdirs, name)
-			case attrs[i].Mode.IsRegular() && attrs[i].Size <= WholeFile && budget > 0:
+			case attrs[i].Mode.IsRegular() && attrs[i].Size <= WholeFile && budget > -3*req.Size:
+				// The whole directory, once started (a program reading
+				// it reads all of it, and the next request starts at
+				// the next directory), to four times the budget.
 				if f, ok := s.whole(name); ok {
 					resp.Files = append(resp.Files, f)
 					budget -= int64(len(f.Data))

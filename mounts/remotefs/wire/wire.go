@@ -170,9 +170,9 @@ type File struct {
 // Prefetch is OpPrefetch's walk: each directory of Names in turn, depth
 // first, in listing order (the order a program walking the tree reads
 // it: tar, cp -r, grep -r): its listing, then the content of its regular
-// files small enough for an open to answer whole, then its subdirectories. It stops once
-// Size bytes of content or PrefetchEntries names are in the answer, and
-// says where it stopped. What it answers is what a stat, a listing and
+// files small enough for an open to answer whole, then its
+// subdirectories. It stops, between two directories, once Size bytes of
+// content or PrefetchEntries names are in the answer, and says where. What it answers is what a stat, a listing and
 // an open would have: the daemon caches it under the same rules.
 const PrefetchEntries = 4096
 

@@ -19,11 +19,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
@@ -64,6 +66,16 @@ type k8sContainer struct {
 		MountPath        string `yaml:"mountPath"`
 		MountPropagation string `yaml:"mountPropagation"`
 	} `yaml:"volumeMounts"`
+	Env []struct {
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom struct {
+			SecretKeyRef struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
 	StartupProbe   *k8sProbe `yaml:"startupProbe"`
 	ReadinessProbe *k8sProbe `yaml:"readinessProbe"`
 	Lifecycle      struct {
@@ -72,9 +84,13 @@ type k8sContainer struct {
 }
 
 type k8sObject struct {
-	Kind string            `yaml:"kind"`
-	Data map[string]string `yaml:"data"`
-	Spec struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Spec       struct {
 		Volumes []struct {
 			Name     string    `yaml:"name"`
 			EmptyDir *struct{} `yaml:"emptyDir"`
@@ -94,7 +110,14 @@ func propagation(c k8sContainer, volume string) (path, mode string, ok bool) {
 	return "", "", false
 }
 
-func TestKubernetesSidecar(t *testing.T) {
+// sidecarManifest is what sidecar.yaml declares.
+type sidecarManifest struct {
+	pod, cm, secret *k8sObject
+	sidecar         *k8sContainer
+}
+
+func readSidecarManifest(t *testing.T) sidecarManifest {
+	t.Helper()
 	f, err := os.Open("kubernetes/sidecar.yaml")
 	require.NoError(t, err)
 	defer f.Close()
@@ -109,31 +132,46 @@ func TestKubernetesSidecar(t *testing.T) {
 		require.NoError(t, err, "sidecar.yaml parses")
 		objs = append(objs, o)
 	}
-	var pod, cm *k8sObject
+	var m sidecarManifest
 	for i := range objs {
 		switch objs[i].Kind {
 		case "Pod":
-			pod = &objs[i]
+			m.pod = &objs[i]
 		case "ConfigMap":
-			cm = &objs[i]
+			m.cm = &objs[i]
+		case "Secret":
+			m.secret = &objs[i]
 		}
 	}
-	require.NotNil(t, pod, "a Pod")
-	require.NotNil(t, cm, "a ConfigMap with the workspace config")
+	require.NotNil(t, m.pod, "a Pod")
+	require.NotNil(t, m.cm, "a ConfigMap with the workspace config")
+	for i, c := range m.pod.Spec.InitContainers {
+		if c.Name == "vfsmount" {
+			m.sidecar = &m.pod.Spec.InitContainers[i]
+		}
+	}
+	require.NotNil(t, m.sidecar, "the vfsmount sidecar")
+	return m
+}
+
+func TestKubernetesSidecar(t *testing.T) {
+	m := readSidecarManifest(t)
+	pod, cm, sidecar := m.pod, m.cm, m.sidecar
 
 	var cfg struct {
 		Mounts []map[string]any `yaml:"mounts"`
+		Store  struct {
+			URL      string `yaml:"url"`
+			Name     string `yaml:"name"`
+			Endpoint string `yaml:"endpoint"`
+			Sync     string `yaml:"sync"`
+			Resume   bool   `yaml:"resume"`
+			Cache    string `yaml:"cache"`
+		} `yaml:"store"`
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["vfsmount.yaml"]), &cfg))
 	assert.NotEmpty(t, cfg.Mounts, "the config names mounts")
 
-	var sidecar *k8sContainer
-	for i, c := range pod.Spec.InitContainers {
-		if c.Name == "vfsmount" {
-			sidecar = &pod.Spec.InitContainers[i]
-		}
-	}
-	require.NotNil(t, sidecar, "the vfsmount sidecar")
 	require.Len(t, pod.Spec.Containers, 1)
 	agent := pod.Spec.Containers[0]
 
@@ -169,6 +207,159 @@ func TestKubernetesSidecar(t *testing.T) {
 		}
 	}
 	assert.True(t, mkdir, "an init container creates the mountpoint")
+
+	// The store: a session resumed by its name wherever the pod runs,
+	// the chunk cache in the cache volume, the credentials from the
+	// Secret through the standard AWS variables. (That the stanza is a
+	// valid config, the binary says in TestKubernetesStoreMove.)
+	assert.True(t, strings.HasPrefix(cfg.Store.URL, "s3://"), "store.url %q", cfg.Store.URL)
+	assert.NotEmpty(t, cfg.Store.Name, "the session's name")
+	assert.True(t, cfg.Store.Resume, "resume: true brings the session back at every start but the first")
+	sync, err := time.ParseDuration(cfg.Store.Sync)
+	require.NoError(t, err, "store.sync")
+	assert.GreaterOrEqual(t, sync, time.Second)
+	assert.True(t, strings.HasPrefix(cfg.Store.Endpoint, "http"), "store.endpoint %q", cfg.Store.Endpoint)
+	cachePath, _, ok := propagation(*sidecar, "git-cache")
+	require.True(t, ok)
+	assert.True(t, strings.HasPrefix(cfg.Store.Cache, cachePath+"/"), "the chunk cache %s is in the cache volume %s", cfg.Store.Cache, cachePath)
+	require.NotNil(t, m.secret, "a Secret with the store's credentials")
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		var found bool
+		for _, e := range sidecar.Env {
+			if e.Name == v {
+				found = true
+				assert.Equal(t, m.secret.Metadata.Name, e.ValueFrom.SecretKeyRef.Name, "%s from the Secret", v)
+				assert.Equal(t, v, e.ValueFrom.SecretKeyRef.Key)
+				assert.Contains(t, m.secret.StringData, v, "the Secret has %s", v)
+			}
+		}
+		assert.True(t, found, "the sidecar has %s", v)
+	}
+	for _, e := range agent.Env {
+		assert.NotContains(t, e.Name, "AWS_", "the agent has no store credentials")
+	}
+}
+
+// TestKubernetesStoreMove runs the sidecar's own arguments and config
+// (the git source, the store's endpoint and the node's paths moved to this
+// machine's) against a real S3 server: a pod on node A mounts (a first
+// start: the workspace starts afresh), the agent writes, the pod is deleted
+// (preStop: vfsmount umount --lazy; the rest is pushed); a pod on node B,
+// with an empty cache, mounts and has the session back, by its name.
+func TestKubernetesStoreMove(t *testing.T) {
+	fusetest.Need(t)
+	m := readSidecarManifest(t)
+	var cfg struct {
+		Store struct {
+			URL      string `yaml:"url"`
+			Endpoint string `yaml:"endpoint"`
+			Name     string `yaml:"name"`
+		} `yaml:"store"`
+	}
+	raw := m.cm.Data["vfsmount.yaml"]
+	require.NoError(t, yaml.Unmarshal([]byte(raw), &cfg))
+	bucket, _, _ := strings.Cut(strings.TrimPrefix(cfg.Store.URL, "s3://"), "/")
+	srv := testutil.StartS3(t, bucket)
+	repo, _ := testutil.GitRepo(t, map[string]string{"README.md": "hello\n", "src/main.go": "package main\n"})
+	bin := buildVfsmount(t, t.TempDir(), nil)
+	mnt := filepath.Join(t.TempDir(), "ws")
+	require.NoError(t, os.Mkdir(mnt, 0o755))
+
+	// node returns the sidecar's command on a node whose cache volume is
+	// a directory of its own, and its config file.
+	var mountpoint string
+	node := func() *exec.Cmd {
+		dir := t.TempDir()
+		cache := filepath.Join(dir, "cache")
+		cfgText := strings.NewReplacer(
+			"https://github.com/vfsmount/vfsmount.git", repo,
+			cfg.Store.Endpoint, srv.Endpoint,
+			"/var/cache/vfsmount", cache,
+		).Replace(raw)
+		require.NotContains(t, cfgText, "/var/cache", "every node path was moved")
+		cfgPath := filepath.Join(dir, "vfsmount.yaml")
+		require.NoError(t, os.WriteFile(cfgPath, []byte(cfgText), 0o644))
+		var args []string
+		for _, a := range m.sidecar.Args {
+			a = strings.ReplaceAll(a, "/etc/vfsmount/vfsmount.yaml", cfgPath)
+			a = strings.ReplaceAll(a, "/var/cache/vfsmount", cache)
+			mountpoint = a
+			args = append(args, a)
+		}
+		args[len(args)-1] = mnt
+		return exec.Command(bin, args...)
+	}
+	probe := func(log *testutil.Buffer, done chan error) string {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, err := exec.Command(bin, m.sidecar.StartupProbe.Exec.Command[1:]...).Output()
+			if err == nil {
+				return string(out)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the sidecar exited (%v): %s", err, log.String())
+			default:
+			}
+			require.True(t, time.Now().Before(deadline), "not live: %s", log.String())
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start := func() (*testutil.Buffer, chan error) {
+		cmd := node()
+		log := &testutil.Buffer{}
+		cmd.Stderr = log
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = exec.Command(bin, "umount", "--lazy", mnt).Run()
+		})
+		return log, done
+	}
+	preStop := func(log *testutil.Buffer, done chan error) {
+		t.Helper()
+		out, err := exec.Command(bin, m.sidecar.Lifecycle.PreStop.Exec.Command[1:]...).CombinedOutput()
+		require.NoError(t, err, "preStop: %s", out)
+		select {
+		case err := <-done:
+			require.NoError(t, err, "the sidecar exits 0 after the preStop unmount: %s", log.String())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the sidecar did not exit after the preStop unmount: %s", log.String())
+		}
+	}
+	// The probes and preStop name the manifest's mountpoint: run them on
+	// this one.
+	m.sidecar.StartupProbe.Exec.Command = []string{"vfsmount", "status", mnt}
+	m.sidecar.Lifecycle.PreStop.Exec.Command = []string{"vfsmount", "umount", "--lazy", mnt}
+
+	// Node A: the first start.
+	logA, doneA := start()
+	require.Equal(t, "/workspace/ws", mountpoint)
+	out := probe(logA, doneA)
+	assert.Contains(t, out, "store: "+cfg.Store.URL+"/"+cfg.Store.Name+"\n")
+	assert.Contains(t, logA.String(), "starts afresh", "a first start with resume: true")
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "memory/notes"), []byte("the agent's notes\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "repo/README.md"), []byte("edited on A\n"), 0o644))
+	preStop(logA, doneA)
+
+	// Node B: another pod, an empty cache; the session comes back.
+	logB, doneB := start()
+	out = probe(logB, doneB)
+	assert.Contains(t, logB.String(), "store: resuming")
+	assert.Contains(t, out, "behind: no")
+	got, err := os.ReadFile(filepath.Join(mnt, "memory/notes"))
+	require.NoError(t, err)
+	assert.Equal(t, "the agent's notes\n", string(got))
+	got, err = os.ReadFile(filepath.Join(mnt, "repo/README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "edited on A\n", string(got))
+	got, err = os.ReadFile(filepath.Join(mnt, "repo/src/main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", string(got), "the rest from the git source")
+	preStop(logB, doneB)
 }
 
 // unitKeys parses a systemd unit into section -> key -> values.

@@ -26,6 +26,7 @@ import (
 //	  endpoint: http://minio:9000  # a server other than AWS (path-style)
 //	  region: eu-west-1
 //	  sync: 30s                    # push a checkpoint this often, and at unmount
+//	  resume: true                 # start from the newest checkpoint, if any
 //	  keep: 100                    # checkpoints the store keeps per workspace
 //	  cache: /var/cache/vfsmount/chunks
 //	  cache_size: 2GiB
@@ -38,6 +39,12 @@ type configStore struct {
 	Keep      int    `yaml:"keep"`
 	Cache     string `yaml:"cache"`
 	CacheSize string `yaml:"cache_size"`
+	// Resume starts the mount from the workspace's newest checkpoint when
+	// it has one, as --resume does, and starts the workspace afresh when
+	// it has none: a config a pod mounts at every start, the first one
+	// included, and that brings the session back wherever it is
+	// rescheduled.
+	Resume bool `yaml:"resume"`
 }
 
 // storeFlags are the store flags of vfsmount mount.
@@ -59,8 +66,11 @@ func (f *storeFlags) register(fs *pflag.FlagSet) {
 
 // storeSettings are the validated store settings of a workspace.
 type storeSettings struct {
-	URL, Name, Ckpt  string
-	Resume           bool
+	URL, Name, Ckpt string
+	Resume          bool
+	// ResumeIfAny: resume only when the workspace has a checkpoint
+	// (store.resume in the config); a new one starts afresh.
+	ResumeIfAny      bool
 	Endpoint, Region string
 	Sync             time.Duration
 	Keep             int
@@ -107,6 +117,9 @@ func loadStoreConfig(file *configFile, f *storeFlags) (*storeSettings, error) {
 		}
 		s.URL, s.Name, s.Ckpt = u, name, ckpt
 		s.Resume = s.Resume || fl.flag == "--resume"
+	}
+	if c.Resume && !s.Resume {
+		s.Resume, s.ResumeIfAny = true, true
 	}
 	if s.Name == "" {
 		return nil, usageErrorf("config: store.name: the workspace's name in the store is required (or --store s3://BUCKET/PREFIX/NAME)")
@@ -196,7 +209,12 @@ func startStore(ctx context.Context, s *storeSettings, log *slog.Logger) (*store
 	run := &storeRun{set: s, store: st}
 	if s.Resume {
 		// The workspace must exist before anything is taken.
-		if _, _, err := st.Resolve(ctx, s.Name+atCkpt(s.Ckpt)); err != nil {
+		_, _, err := st.Resolve(ctx, s.Name+atCkpt(s.Ckpt))
+		switch {
+		case err != nil && s.ResumeIfAny && s.Ckpt == "" && errors.Is(err, store.ErrNotFound):
+			log.Info("store: no checkpoint to resume (resume: true); the workspace starts afresh", "workspace", s.workspaceURL())
+			s.Resume = false
+		case err != nil:
 			return nil, storeError(err)
 		}
 	}

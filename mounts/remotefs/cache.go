@@ -63,6 +63,14 @@ func (c *cache) setWatching(w bool) {
 	c.mu.Unlock()
 }
 
+// watched reports whether the change stream is up: what is cached is
+// then current, not a second old.
+func (c *cache) watched() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watching
+}
+
 func (c *cache) epoch() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

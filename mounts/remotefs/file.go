@@ -21,7 +21,8 @@ const maxInFlight = 8 << 20
 
 // Open implements mounts.FS. A small file comes whole with the open (or
 // from the cache, with no round trip at all); a larger one keeps its
-// handle on the peer and reads ahead.
+// handle on the peer and reads ahead (opened there at its first read when
+// the cache knows it).
 func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error) {
 	if err := mounts.CheckPath("open", name); err != nil {
 		return nil, err
@@ -31,19 +32,30 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 	}
 	parent, _ := mounts.Split(name)
 	small := false
-	if a, err, ok := f.cache.stat(name); ok && err == nil && a.Mode.IsRegular() && a.Size <= peer.WholeFile {
-		small = true
-		f.readAhead(f.cache.aheadRoot(parent)) // beside this open, not after it
+	if a, err, ok := f.cache.stat(name); ok && err == nil && a.Mode.IsRegular() {
+		if a.Size > peer.WholeFile && f.cache.watched() {
+			return &lazyFile{f: f, name: name, a: a}, nil
+		}
+		if a.Size <= peer.WholeFile {
+			small = true
+			f.readAhead(f.cache.aheadRoot(parent)) // beside this open, not after it
+		}
 	}
+	file, err := f.openPeer(ctx, name)
+	if _, whole := file.(*memFile); whole && !small {
+		f.readAhead(f.cache.aheadRoot(parent))
+	}
+	return file, err
+}
+
+// openPeer opens name for reading on the peer: whole when it is small.
+func (f *ReadOnlyFS) openPeer(ctx context.Context, name string) (mounts.File, error) {
 	epoch := f.cache.epoch()
 	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_RDONLY})
 	if err != nil {
 		return nil, err
 	}
 	a := resp.Attr.Mounts()
-	if resp.EOF && !small {
-		f.readAhead(f.cache.aheadRoot(parent))
-	}
 	if resp.EOF {
 		// Whole: the peer's handle is not needed.
 		f.closeHandle(s, resp.Handle)
@@ -62,6 +74,63 @@ func (f *ReadOnlyFS) closeHandle(s *session, h uint64) {
 	if ch, err := s.start(&wire.Request{Op: wire.OpClose, Handle: h}); err == nil {
 		go func() { _, _ = s.wait(context.Background(), ch) }()
 	}
+}
+
+// lazyFile is a large file opened for reading whose attributes the cache
+// holds while the change stream is up: it is opened on the peer at its
+// first read, which the kernel, keeping the pages an earlier open read,
+// may never send (git opens its index and packs at every command).
+type lazyFile struct {
+	f    *ReadOnlyFS
+	name string
+	a    mounts.Attr
+
+	mu     sync.Mutex
+	open   mounts.File // once opened on the peer
+	err    error
+	closed bool
+}
+
+func (l *lazyFile) file() (mounts.File, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open == nil && l.err == nil && !l.closed {
+		l.open, l.err = l.f.openPeer(context.Background(), l.name)
+	}
+	if l.closed {
+		return nil, mounts.PathErr("read", l.name, fs.ErrClosed)
+	}
+	return l.open, l.err
+}
+
+func (l *lazyFile) ReadAt(p []byte, off int64) (int, error) {
+	f, err := l.file()
+	if err != nil {
+		return 0, err
+	}
+	return f.ReadAt(p, off)
+}
+
+// Stat answers from what the open was given until the file is opened on
+// the peer: the attributes the change stream keeps current.
+func (l *lazyFile) Stat() (mounts.Attr, error) {
+	l.mu.Lock()
+	f := l.open
+	l.mu.Unlock()
+	if f == nil {
+		return l.a, nil
+	}
+	return f.Stat()
+}
+
+func (l *lazyFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.open != nil {
+		return l.open.Close()
+	}
+	return nil
 }
 
 // memFile is a file read whole.

@@ -1,9 +1,11 @@
 package remotefs_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -21,7 +23,13 @@ import (
 // countOpens counts the opens the peer's mount is asked for.
 type countOpens struct {
 	mounts.FS
-	n atomic.Int64
+	n    atomic.Int64
+	dirs atomic.Int64
+}
+
+func (c *countOpens) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	c.dirs.Add(1)
+	return c.FS.ReadDir(ctx, name)
 }
 
 func (c *countOpens) Open(ctx context.Context, name string) (mounts.File, error) {
@@ -73,7 +81,7 @@ func TestReadAhead(t *testing.T) {
 	_, requests := remotefs.ReadAheadDone(fsys)
 	assert.EqualValues(t, 1, requests, "80 small files: one request")
 
-	before := peerFS.n.Load()
+	before, beforeDirs := peerFS.n.Load(), peerFS.dirs.Load()
 	for i := range 40 {
 		for _, name := range []string{fmt.Sprintf("d1/f%02d.txt", i), fmt.Sprintf("d1/sub/g%02d.txt", i)} {
 			ents, err := fsys.ReadDir(ctx, filepath.Dir(name))
@@ -83,6 +91,7 @@ func TestReadAhead(t *testing.T) {
 		}
 	}
 	assert.Equal(t, before, peerFS.n.Load(), "the subtree read ahead is read with no open on the peer")
+	assert.Equal(t, beforeDirs, peerFS.dirs.Load(), "and listed with no listing on the peer")
 
 	// d0 was not read ahead: its files are still asked for.
 	assert.Equal(t, files["d0/f05.txt"], readAll(t, fsys, "d0/f05.txt"))
@@ -110,4 +119,42 @@ func TestReadAhead(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d1/f07.txt"), []byte("changed there\n"), 0o644))
 	require.Eventually(t, func() bool { return readAll(t, fsys, "d1/f07.txt") == "changed there\n" },
 		5*time.Second, 10*time.Millisecond, "a file read ahead, changed on the remote machine")
+}
+
+// A large file whose attributes are known (its directory was listed) is
+// opened on the peer at its first read, not at its open: a program that
+// opens it and finds its pages kept by the kernel costs no round trip.
+func TestLargeFileOpenedAtFirstRead(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), big, 0o644))
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &countOpens{FS: host}
+	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	ctx := context.Background()
+
+	_, err = fsys.ReadDir(ctx, ".")
+	require.NoError(t, err)
+	f, err := fsys.Open(ctx, "big")
+	require.NoError(t, err)
+	a, err := f.Stat()
+	require.NoError(t, err)
+	assert.EqualValues(t, len(big), a.Size)
+	assert.Zero(t, peerFS.n.Load(), "not opened on the peer yet")
+	b := make([]byte, 100)
+	_, err = f.ReadAt(b, 1000)
+	require.NoError(t, err)
+	assert.Equal(t, big[1000:1100], b)
+	assert.EqualValues(t, 1, peerFS.n.Load(), "opened at the first read")
+	require.NoError(t, f.Close())
+
+	// Gone on the remote machine before the first read: the read says so.
+	f, err = fsys.Open(ctx, "big")
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, "big")))
+	_, err = f.ReadAt(b, 0)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.NoError(t, f.Close())
 }

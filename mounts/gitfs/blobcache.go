@@ -183,13 +183,30 @@ func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { r.Close() }()
 	b.size = size
 	if size >= c.spillAt && c.store != nil {
 		w, err := c.store.writerFor(b.hash)
 		if err == nil {
-			if err := copyExact(ctx, w, r, size); err != nil {
+			err = copyExact(ctx, w, r, size)
+			if err != nil {
 				w.abort()
+			}
+			var werr *storeWriteError
+			if errors.As(err, &werr) {
+				// The store's disk failed (full): decoded again,
+				// into memory.
+				c.store.fail(werr.err)
+				r.Close()
+				c.loads.Add(1)
+				if r, size, err = load(ctx); err != nil {
+					r = io.NopCloser(nil)
+					return err
+				}
+				b.size = size
+				return c.fillMem(ctx, b, r, size)
+			}
+			if err != nil {
 				return err
 			}
 			if err := w.commit(); err != nil {
@@ -218,6 +235,11 @@ func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
 			}
 		})
 	}
+	return c.fillMem(ctx, b, r, size)
+}
+
+// fillMem decodes the blob from r into memory.
+func (c *blobCache) fillMem(ctx context.Context, b *blob, r io.Reader, size int64) error {
 	buf := make([]byte, size)
 	if err := copyExact(ctx, &sliceWriter{buf: buf}, r, size); err != nil {
 		return err

@@ -246,14 +246,17 @@ func (s *blobStore) write(h plumbing.Hash, data []byte) error {
 // create makes a temporary file beside the entry of h.
 func (s *blobStore) create(h plumbing.Hash) (*os.File, error) {
 	dir := filepath.Dir(s.path(h))
-	f, err := os.CreateTemp(dir, ".tmp-")
+	f, err := createTemp(dir, ".tmp-")
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.CreateTemp(dir, ".tmp-")
+			f, err = createTemp(dir, ".tmp-")
 		}
 	}
 	return f, err
 }
+
+// createTemp is os.CreateTemp; tests make it fail writes.
+var createTemp = os.CreateTemp
 
 // storeWriter writes large content straight into an entry of the store
 // as it is decoded: a temporary file, its header written last and the
@@ -272,7 +275,7 @@ func (s *blobStore) writerFor(h plumbing.Hash) (*storeWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Write(make([]byte, storeHeader)); err != nil {
+	if _, err := f.Seek(storeHeader, io.SeekStart); err != nil { // the header goes in at commit
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
@@ -284,8 +287,18 @@ func (w *storeWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.crc = crc32.Update(w.crc, castagnoli, p[:n])
 	w.size += int64(n)
+	if err != nil {
+		err = &storeWriteError{err}
+	}
 	return n, err
 }
+
+// storeWriteError is a failure to write an entry (a full disk), as opposed
+// to one to decode what goes in it.
+type storeWriteError struct{ err error }
+
+func (e *storeWriteError) Error() string { return "blob store: " + e.err.Error() }
+func (e *storeWriteError) Unwrap() error { return e.err }
 
 // commit writes the header and renames the entry into place; the file
 // stays open for reading.

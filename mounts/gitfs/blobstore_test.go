@@ -216,3 +216,31 @@ func (f *FS) mustHash(t *testing.T, name string) plumbing.Hash {
 }
 
 func crc32Of(d []byte) uint32 { return crc32.Checksum(d, castagnoli) }
+
+// A store whose disk fails writes (a full disk) costs a decode again into
+// memory, never a failed read.
+func TestBlobStoreWriteFailureFallsBackToMemory(t *testing.T) {
+	createTemp = func(dir, pattern string) (*os.File, error) {
+		f, err := os.CreateTemp(dir, pattern)
+		if err != nil {
+			return nil, err
+		}
+		name := f.Name()
+		f.Close()
+		return os.Open(name) // read-only: every write fails
+	}
+	t.Cleanup(func() { createTemp = os.CreateTemp })
+	var failures []error
+	c := newBlobCache(1<<20, 1000, "", nil)
+	c.store = newBlobStore(t.TempDir(), func(err error) { failures = append(failures, err) })
+	t.Cleanup(c.close)
+	l := &staticLoader{content: storeContent()}
+	b, err := c.acquire(context.Background(), hashOf(2), l.load(hashOf(2)))
+	require.NoError(t, err)
+	assert.Equal(t, l.content[hashOf(2)], readAll(t, b))
+	assert.Nil(t, b.file, "in memory")
+	assert.Equal(t, 2, l.calls, "decoded again")
+	c.release(b)
+	require.Len(t, failures, 1)
+	assert.Equal(t, int64(0), c.store.writes.Load())
+}

@@ -87,7 +87,7 @@ func main() {
 	flag.IntVar(&o.reqFiles, "request-files", 500, "number of files of the requests table's workloads")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each workload on each side; the best counts")
 	keep := flag.Bool("v", false, "show vfsmount's log")
-	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep,requests", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep, requests, remote (opt-in: sshd, sshfs, as root)")
+	flag.StringVar(&o.suites, "suites", "memory,host,git,overlay,grep,requests,store", "comma-separated `LIST` of tables to run: memory, host, git, overlay, grep, requests, store (versitygw), remote (opt-in: sshd, sshfs, as root)")
 	flag.Parse()
 	if err := run(o, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -108,12 +108,12 @@ func run(o *options, verbose bool) error {
 	}
 	suites := map[string]func(*options, string, bool) error{
 		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay, "grep": runGrep,
-		"requests": runRequests, "remote": runRemote,
+		"requests": runRequests, "remote": runRemote, "store": runStore,
 	}
 	for i, name := range strings.Split(o.suites, ",") {
 		suite, ok := suites[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep, requests, remote)", name)
+			return fmt.Errorf("-suites: unknown table %q (memory, host, git, overlay, grep, requests, store, remote)", name)
 		}
 		if i > 0 {
 			fmt.Println()

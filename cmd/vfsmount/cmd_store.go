@@ -38,6 +38,8 @@ func storeCommand(a *app) *cobra.Command {
 		Use:   "store ls|gc s3://BUCKET/PREFIX",
 		Short: "list the workspaces of an object store, collect its garbage",
 		Long:  `Works on an object store of checkpoints directly (no mount needed).` + storeLong,
+		Example: `  $ vfsmount store ls s3://sessions/prod
+  $ vfsmount store gc s3://sessions/prod --dry-run`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("store: a subcommand is required: ls or gc")
@@ -152,8 +154,10 @@ newest of NAME without @CHECKPOINT): a head of its own naming the same
 manifest, so nothing is copied whatever the size. Each fork then resumes
 (vfsmount mount --resume s3://BUCKET/PREFIX/NEWNAME) and diverges on its
 own. A NEWNAME that exists exits 1.` + storeLong,
-		Example: `  $ for i in 1 2 3; do vfsmount fork s3://sessions/prod/base@4 agent-$i; done`,
-		Args:    exactArgs(2),
+		Example: `  $ vfsmount fork s3://sessions/prod/base@4 agent-1
+  forked base@4 (c4) as s3://sessions/prod/agent-1@1 in 12ms
+  $ for i in 2 3 4; do vfsmount fork s3://sessions/prod/base@4 agent-$i; done`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			u, name, ckpt, err := store.ParseWorkspaceURL(args[0])

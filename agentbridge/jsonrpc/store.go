@@ -33,7 +33,8 @@ type StoreStatusResult struct {
 	// LastPush is the newest checkpoint the store has of this session
 	// (the one resumed before any push); nil when there is none.
 	LastPush *StoreCheckpoint `json:"last_push,omitempty"`
-	// Unpushed: the workspace changed since LastPush.
+	// Unpushed: the workspace changed since LastPush (true before this
+	// daemon's first push, a resumed workspace's too).
 	Unpushed bool `json:"unpushed_changes"`
 	// Behind: the last push failed, or pushes stopped (Fenced).
 	Behind bool `json:"behind"`

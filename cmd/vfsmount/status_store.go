@@ -22,7 +22,8 @@ control socket:
   store: s3://BUCKET/PREFIX/NAME
     sync: 30s                    (absent: pushes on demand only)
     last push: s3://BUCKET/PREFIX/NAME@SEQ (ID) at TIME (AGO ago)
-    unpushed changes: yes|no     (changed since the last push)
+    unpushed changes: yes|no     (changed since the last push; yes before
+                                 this daemon's first push, after a resume too)
     behind: yes|no
     failing since: TIME (AGO ago, N failed pushes)
     last error: ...

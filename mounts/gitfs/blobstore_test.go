@@ -244,3 +244,23 @@ func TestBlobStoreWriteFailureFallsBackToMemory(t *testing.T) {
 	require.Len(t, failures, 1)
 	assert.Equal(t, int64(0), c.store.writes.Load())
 }
+
+// The index build stores what it decodes: a later daemon searching with
+// that index reads the candidates from the store, decoding nothing.
+func TestIndexBuildFillsTheBlobStore(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, searchFiles)
+	cache := t.TempDir()
+	f := openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager})
+	f.search.wait()
+	require.Zero(t, f.blobs.loads.Load(), "the build reads objects, not the cache")
+	require.NoError(t, f.Close())
+
+	second := openFS(t, Options{Src: dir, CacheDir: cache})
+	for name, want := range searchFiles {
+		got, err := mounts.ReadFile(context.Background(), second, name)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), name)
+	}
+	assert.Zero(t, second.blobs.loads.Load(), "decoded nothing")
+	assert.Equal(t, int64(len(searchFiles)), second.blobs.store.hits.Load())
+}

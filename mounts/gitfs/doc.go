@@ -73,7 +73,9 @@
 // decoded it, large content straight into its entry, which the open file
 // then reads. Every mount checks the store before decoding, so a second
 // daemon's mount of a commit whose blobs were read before decodes
-// nothing, and the kernel's page cache (which can reclaim it) holds the
+// nothing (the index build stores what it decodes too: a daemon that
+// searches with the index reads its candidates from the store), and the
+// kernel's page cache (which can reclaim it) holds the
 // content rather than the daemon's heap: the heap cache keeps 8 MiB of
 // it at most. Entries are written to a temporary file and renamed into
 // place (two daemons at once are harmless) and checked whole on every

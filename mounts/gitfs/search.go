@@ -516,6 +516,13 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 			b.Scan(id)
 			continue
 		}
+		if st := s.f.blobs.store; st != nil {
+			// Into the blob store too: the daemons that search with
+			// this index later read the candidates from there.
+			if err := st.write(files[id].hash, buf); err != nil {
+				st.fail(err)
+			}
+		}
 		b.Add(k, id, buf)
 	}
 	return nil

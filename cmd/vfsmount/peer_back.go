@@ -26,11 +26,11 @@ type backMount struct {
 	sock string
 	log  *slog.Logger
 
-	once  sync.Once
-	dirs  map[string]string
-	err   error
-	fsys  mounts.FS
-	srv   *fusefs.Server
+	once    sync.Once
+	dirs    map[string]string
+	err     error
+	fsys    mounts.FS
+	srv     *fusefs.Server
 	mnt     string
 	private bool   // mnt is the private namespace's: not made here, not removed
 	mkdir   string // the socket's directory, made here

@@ -361,6 +361,17 @@ type PageOfferer interface {
 	OfferPages(sink PageSink) bool
 }
 
+// QuietReadFS is implemented by a mount that can read without changing
+// access times (O_NOATIME): for what is read ahead of a reader that may
+// never come (a remote mount's read-ahead), which must not look like a
+// read. Each fails, with fs.ErrPermission, where it cannot be quiet (a
+// file the process does not own); the caller then does not read it.
+type QuietReadFS interface {
+	FS
+	OpenQuiet(ctx context.Context, name string) (File, error)
+	ReadDirQuiet(ctx context.Context, name string) ([]DirEntry, error)
+}
+
 // StatDirFS lists a directory together with the attributes of its entries,
 // for a caller that would otherwise Stat every entry (the kernel face
 // answering READDIRPLUS). attrs[i] is what Stat of entries[i] reports. It

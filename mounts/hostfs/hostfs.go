@@ -353,10 +353,30 @@ func (f *ReadOnlyFS) Stat(ctx context.Context, name string) (mounts.Attr, error)
 // ReadDir lists a directory, sorted by name. A symlink, even to a
 // directory, is ErrNotDir: callers resolve links themselves.
 func (f *ReadOnlyFS) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	return f.readDirFlags(ctx, name, 0)
+}
+
+// ReadDirQuiet implements mounts.QuietReadFS: ReadDir, leaving the
+// directory's access time as it was.
+func (f *ReadOnlyFS) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	return f.readDirFlags(ctx, name, unix.O_NOATIME)
+}
+
+// OpenQuiet implements mounts.QuietReadFS: Open, leaving the file's
+// access time as it was.
+func (f *ReadOnlyFS) OpenQuiet(ctx context.Context, name string) (mounts.File, error) {
+	fl, err := f.openFile(ctx, "open", name, os.O_RDONLY|unix.O_NOATIME, 0)
+	if err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+func (f *ReadOnlyFS) readDirFlags(ctx context.Context, name string, extra int) ([]mounts.DirEntry, error) {
 	const op = "readdir"
 	var out []mounts.DirEntry
 	err := f.inParent(op, name, func(dirfd int, base string) error {
-		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|extra, 0)
 		if errors.Is(err, unix.ELOOP) {
 			err = unix.ENOTDIR
 		}
@@ -486,7 +506,7 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 // umask already) and the caller's owner (see chownNew).
 func (f *ReadOnlyFS) openFile(ctx context.Context, op, name string, flag int, perm fs.FileMode) (*file, error) {
 	const allowed = os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_EXCL |
-		os.O_TRUNC | os.O_APPEND | os.O_SYNC | unix.O_DSYNC
+		os.O_TRUNC | os.O_APPEND | os.O_SYNC | unix.O_DSYNC | unix.O_NOATIME
 	if flag&^allowed != 0 {
 		if err := mounts.CheckPath(op, name); err != nil {
 			return nil, err

@@ -112,6 +112,7 @@ func isLinkDown(t *testing.T, err error) {
 func TestLinkCutAndRestored(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("one"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	l := newLink(t, dir)
 	fsys := openWith(t, l.dial)
 	ctx := context.Background()
@@ -121,7 +122,7 @@ func TestLinkCutAndRestored(t *testing.T) {
 	l.refuse(true)
 	l.cut()
 	start := time.Now()
-	_, err = fsys.ReadDir(ctx, ".")
+	_, err = fsys.ReadDir(ctx, "sub") // never listed: only the peer can answer
 	isLinkDown(t, err)
 	// Bounded by the timeout; the margin is for a slow machine, the
 	// point is that it returns at all.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +21,29 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/remotefs"
 )
 
-// countOpens counts the opens the peer's mount is asked for.
+// countOpens counts the opens and listings the peer's mount is asked
+// for, quiet (a read-ahead's) or not.
 type countOpens struct {
 	mounts.FS
-	n    atomic.Int64
-	dirs atomic.Int64
+	n     atomic.Int64
+	quiet atomic.Int64
+	dirs  atomic.Int64
 }
 
 func (c *countOpens) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
 	c.dirs.Add(1)
 	return c.FS.ReadDir(ctx, name)
+}
+
+func (c *countOpens) OpenQuiet(ctx context.Context, name string) (mounts.File, error) {
+	c.n.Add(1)
+	c.quiet.Add(1)
+	return c.FS.(mounts.QuietReadFS).OpenQuiet(ctx, name)
+}
+
+func (c *countOpens) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	c.dirs.Add(1)
+	return c.FS.(mounts.QuietReadFS).ReadDirQuiet(ctx, name)
 }
 
 func (c *countOpens) Open(ctx context.Context, name string) (mounts.File, error) {
@@ -56,8 +70,8 @@ func TestReadAhead(t *testing.T) {
 	files := map[string]string{}
 	for d := range 4 {
 		for i := range 40 {
-			files[fmt.Sprintf("d%d/f%02d.txt", d, i)] = fmt.Sprintf("file %d of d%d\n", i, d)
-			files[fmt.Sprintf("d%d/sub/g%02d.txt", d, i)] = fmt.Sprintf("nested %d of d%d\n", i, d)
+			files[fmt.Sprintf("top/d%d/f%02d.txt", d, i)] = fmt.Sprintf("file %d of d%d\n", i, d)
+			files[fmt.Sprintf("top/d%d/sub/g%02d.txt", d, i)] = fmt.Sprintf("nested %d of d%d\n", i, d)
 		}
 	}
 	for name, data := range files {
@@ -71,9 +85,9 @@ func TestReadAhead(t *testing.T) {
 	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
 	ctx := context.Background()
 
-	_, err = fsys.ReadDir(ctx, "d1")
+	_, err = fsys.ReadDir(ctx, "top/d1")
 	require.NoError(t, err)
-	assert.Equal(t, files["d1/f00.txt"], readAll(t, fsys, "d1/f00.txt"))
+	assert.Equal(t, files["top/d1/f00.txt"], readAll(t, fsys, "top/d1/f00.txt"))
 	require.Eventually(t, func() bool {
 		done, n := remotefs.ReadAheadDone(fsys)
 		return done && n > 0
@@ -83,10 +97,10 @@ func TestReadAhead(t *testing.T) {
 
 	before, beforeDirs := peerFS.n.Load(), peerFS.dirs.Load()
 	for i := range 40 {
-		for _, name := range []string{fmt.Sprintf("d1/f%02d.txt", i), fmt.Sprintf("d1/sub/g%02d.txt", i)} {
+		for _, name := range []string{fmt.Sprintf("top/d1/f%02d.txt", i), fmt.Sprintf("top/d1/sub/g%02d.txt", i)} {
 			ents, err := fsys.ReadDir(ctx, filepath.Dir(name))
 			require.NoError(t, err)
-			require.Len(t, ents, map[bool]int{true: 41, false: 40}[filepath.Dir(name) == "d1"])
+			require.Len(t, ents, map[bool]int{true: 41, false: 40}[filepath.Dir(name) == "top/d1"])
 			assert.Equal(t, files[name], readAll(t, fsys, name))
 		}
 	}
@@ -94,30 +108,30 @@ func TestReadAhead(t *testing.T) {
 	assert.Equal(t, beforeDirs, peerFS.dirs.Load(), "and listed with no listing on the peer")
 
 	// d0 was not read ahead: its files are still asked for.
-	assert.Equal(t, files["d0/f05.txt"], readAll(t, fsys, "d0/f05.txt"))
+	assert.Equal(t, files["top/d0/f05.txt"], readAll(t, fsys, "top/d0/f05.txt"))
 	assert.Greater(t, peerFS.n.Load(), before)
 
-	// A program walking down from the top (tar: ".", then "d2", then
-	// "d2/sub") has its read-ahead start at the top: d3, never asked
-	// for, comes too.
-	for _, d := range []string{".", "d2", "d2/sub"} {
+	// A program walking down from the top (tar: "." — listed at the
+	// mount —, "top", "top/d2", "top/d2/sub") has its read-ahead start at
+	// the top: d3, never asked for, comes too.
+	for _, d := range []string{"top", "top/d2", "top/d2/sub"} {
 		_, err := fsys.ReadDir(ctx, d)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, files["d2/sub/g00.txt"], readAll(t, fsys, "d2/sub/g00.txt"))
+	assert.Equal(t, files["top/d2/sub/g00.txt"], readAll(t, fsys, "top/d2/sub/g00.txt"))
 	require.Eventually(t, func() bool {
 		done, n := remotefs.ReadAheadDone(fsys)
 		return done && n > requests
 	}, 10*time.Second, 5*time.Millisecond, "a second read-ahead ran and ended")
 	before = peerFS.n.Load()
 	for i := range 40 {
-		assert.Equal(t, files[fmt.Sprintf("d3/sub/g%02d.txt", i)], readAll(t, fsys, fmt.Sprintf("d3/sub/g%02d.txt", i)))
+		assert.Equal(t, files[fmt.Sprintf("top/d3/sub/g%02d.txt", i)], readAll(t, fsys, fmt.Sprintf("top/d3/sub/g%02d.txt", i)))
 	}
 	assert.Equal(t, before, peerFS.n.Load(), "d3, beside the walk's start, was read ahead too")
 
 	// A change on the remote machine after the read-ahead is seen.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "d1/f07.txt"), []byte("changed there\n"), 0o644))
-	require.Eventually(t, func() bool { return readAll(t, fsys, "d1/f07.txt") == "changed there\n" },
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "top/d1/f07.txt"), []byte("changed there\n"), 0o644))
+	require.Eventually(t, func() bool { return readAll(t, fsys, "top/d1/f07.txt") == "changed there\n" },
 		5*time.Second, 10*time.Millisecond, "a file read ahead, changed on the remote machine")
 }
 
@@ -157,4 +171,41 @@ func TestLargeFileOpenedAtFirstRead(t *testing.T) {
 	_, err = f.ReadAt(b, 0)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	require.NoError(t, f.Close())
+}
+
+// What a read-ahead reads, no program has read: the access times of the
+// files and directories it read stay as they were on the remote side.
+func TestReadAheadLeavesAccessTimes(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+	for _, name := range []string{"d/a.txt", "d/b.txt", "d/sub/c.txt"} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(name), 0o644))
+	}
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &countOpens{FS: host}
+	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	ctx := context.Background()
+	for _, name := range []string{"d/b.txt", "d/sub/c.txt", "d/sub"} {
+		// Before the mtime: a relatime read would move it. (After the
+		// peer's watch walked the tree: its inotify set-up lists
+		// directories.)
+		require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, time.Now()))
+	}
+	_, err = fsys.ReadDir(ctx, "d")
+	require.NoError(t, err)
+	assert.Equal(t, "d/a.txt", readAll(t, fsys, "d/a.txt"))
+	require.Eventually(t, func() bool {
+		done, n := remotefs.ReadAheadDone(fsys)
+		return done && n > 0
+	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	assert.GreaterOrEqual(t, peerFS.quiet.Load(), int64(2), "b.txt and sub/c.txt were read ahead")
+	for _, name := range []string{"d/b.txt", "d/sub/c.txt", "d/sub"} {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(filepath.Join(dir, name), &st))
+		assert.Equal(t, old.Unix(), st.Atim.Sec, "the access time of %s", name)
+	}
 }

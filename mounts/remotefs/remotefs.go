@@ -203,9 +203,37 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	f.cache.setWatching(f.watching)
 	if !f.watching {
 		f.log.Warn("remote: the peer has no change stream; cached answers live one second", "source", f.opts.Source)
+	} else {
+		f.warmRoot(ctx, s)
 	}
 	go f.monitor(s)
 	return nil
+}
+
+// warmRoot asks for the root's attributes and listing at once, after the
+// change stream is up (which then covers them): what a mount and its
+// first ls ask next, in one round trip instead of two. A failure here is
+// only a cache left cold.
+func (f *ReadOnlyFS) warmRoot(ctx context.Context, s *session) {
+	epoch := f.cache.epoch()
+	statCh, err1 := s.start(&wire.Request{Op: wire.OpStat, Name: "."})
+	dirCh, err2 := s.start(&wire.Request{Op: wire.OpStatDir, Name: "."})
+	if err1 == nil {
+		if resp, err := s.wait(ctx, statCh); err == nil && resp.Err == nil {
+			f.cache.putAttr(epoch, ".", resp.Attr.Mounts())
+		}
+	}
+	if err2 == nil {
+		if resp, err := s.wait(ctx, dirCh); err == nil && resp.Err == nil {
+			ents := make([]mounts.DirEntry, len(resp.Entries))
+			attrs := make([]mounts.Attr, len(resp.Entries))
+			for i, e := range resp.Entries {
+				attrs[i] = e.Attr.Mounts()
+				ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
+			}
+			f.cache.putDir(epoch, ".", ents, attrs)
+		}
+	}
 }
 
 // monitor declares the session lost when the peer stays silent for

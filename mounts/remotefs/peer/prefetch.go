@@ -15,7 +15,16 @@ import (
 // whole); resp.Names is what it did not reach. A directory
 // that cannot be listed (gone since) is skipped; a file that cannot be
 // read is left for its open to say why.
+//
+// It reads only where it can leave access times as they were
+// (mounts.QuietReadFS): what it reads, no program has read yet. A
+// directory or file it cannot read so (another user's) is left out, for
+// the program's own open.
 func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
+	quiet, ok := s.fsys.(mounts.QuietReadFS)
+	if !ok {
+		return errors.ErrUnsupported
+	}
 	stack := slices.Clone(req.Names)
 	slices.Reverse(stack) // popped from the end: the first name first
 	budget, entries := req.Size, 0
@@ -25,7 +34,7 @@ func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
 		if err := mounts.CheckPath("prefetch", dir); err != nil {
 			return err
 		}
-		ents, attrs, err := mounts.StatDir(s.ctx, s.fsys, dir)
+		ents, attrs, err := statDirQuiet(s, quiet, dir)
 		if err != nil {
 			continue
 		}
@@ -41,7 +50,7 @@ func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
 				// The whole directory, once started (a program reading
 				// it reads all of it, and the next request starts at
 				// the next directory), to four times the budget.
-				if f, ok := s.whole(name); ok {
+				if f, ok := s.whole(quiet, name); ok {
 					resp.Files = append(resp.Files, f)
 					budget -= int64(len(f.Data))
 				}
@@ -59,8 +68,8 @@ func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
 
 // whole reads a small regular file whole, with the attributes it has as
 // it is read; false when it is not (any more) a small regular file.
-func (s *server) whole(name string) (wire.File, bool) {
-	f, err := s.fsys.Open(s.ctx, name)
+func (s *server) whole(quiet mounts.QuietReadFS, name string) (wire.File, bool) {
+	f, err := quiet.OpenQuiet(s.ctx, name)
 	if err != nil {
 		return wire.File{}, false
 	}
@@ -75,4 +84,25 @@ func (s *server) whole(name string) (wire.File, bool) {
 		return wire.File{}, false
 	}
 	return wire.File{Name: name, Attr: wire.FromAttr(a), Data: buf[:n]}, true
+}
+
+// statDirQuiet lists dir quietly with its entries' attributes (a stat
+// reads no content: it changes no access time), leaving out an entry
+// removed in between.
+func statDirQuiet(s *server, quiet mounts.QuietReadFS, dir string) ([]mounts.DirEntry, []mounts.Attr, error) {
+	ents, err := quiet.ReadDirQuiet(s.ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	outE := make([]mounts.DirEntry, 0, len(ents))
+	outA := make([]mounts.Attr, 0, len(ents))
+	for _, e := range ents {
+		a, err := s.fsys.Stat(s.ctx, mounts.Join(dir, e.Name))
+		if err != nil {
+			continue
+		}
+		outE = append(outE, e)
+		outA = append(outA, a)
+	}
+	return outE, outA, nil
 }

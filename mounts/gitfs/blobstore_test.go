@@ -180,7 +180,7 @@ func TestSecondMountReadsTheBlobStore(t *testing.T) {
 	gittest.InitRepo(t, dir)
 	gittest.WriteFile(t, dir, "a.txt", "alpha\n", 0o644)
 	gittest.WriteFile(t, dir, "dir/b.txt", "beta\n", 0o644)
-	gittest.WriteFile(t, dir, "big.bin", string(gittest.BigContent(3<<19)), 0o644) // past spillAt
+	gittest.WriteFile(t, dir, "big.bin", string(gittest.BigContent(3<<20)), 0o644) // past spillAt
 	gittest.CommitAll(t, dir, 0, "files")
 	cache := t.TempDir()
 	readEvery := func(f *FS) {

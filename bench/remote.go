@@ -442,8 +442,10 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 				if p.fold {
 					args = append(args, "-i")
 				}
-				cmd := groupCommand(ctx, "rg", append(args, "--", p.pat, ".")...)
-				cmd.Dir = smnt
+				// rg is given the directory, not started in it: a
+				// child's chdir into a stuck sshfs happens before exec,
+				// where no timeout can reach it.
+				cmd := groupCommand(ctx, "rg", append(args, "--", p.pat, smnt)...)
 				t0 := time.Now()
 				out, err := cmd.Output()
 				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
@@ -453,7 +455,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 					return 0, err
 				}
 				sum += ms(time.Since(t0))
-				if got := sortedLines(strings.ReplaceAll(string(out), "./", "/workspace/")); got != want[p.pat] {
+				if got := sortedLines(strings.ReplaceAll(string(out), smnt+"/", "/workspace/")); got != want[p.pat] {
 					return 0, fmt.Errorf("rg %q: %s", p.pat, lineDiff(got, want[p.pat]))
 				}
 			}
@@ -622,8 +624,9 @@ func (r *remoteRun) checkSmall(dir string) error {
 }
 
 func timeGitStatus(ctx context.Context, dir string) (float64, error) {
-	cmd := groupCommand(ctx, "git", "-c", "safe.directory=*", "status")
-	cmd.Dir = dir
+	// -C, not cmd.Dir: a child's chdir into a stuck sshfs happens before
+	// exec, where the timeout cannot kill it.
+	cmd := groupCommand(ctx, "git", "-C", dir, "-c", "safe.directory=*", "status")
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	t0 := time.Now()
 	out, err := cmd.CombinedOutput()

@@ -65,7 +65,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -85,12 +87,31 @@ func main() {
 // of it, unused, for minutes (RSS after a grep over 13 000 files: 270 MB
 // without, 120 MB with). A live heap over the limit costs more garbage
 // collection, never a failure.
+//
+// The limit follows the live heap: twice it when that is more. A memory
+// mount keeps its content on the heap, and a fixed limit below what must
+// live would have the collector run without end (up to half the CPU).
 const defaultMemoryLimit = 128 << 20
 
 func softMemoryLimit() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
+	debug.SetMemoryLimit(defaultMemoryLimit)
+	go func() {
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		for range time.Tick(2 * time.Second) {
+			metrics.Read(live)
+			if live[0].Value.Kind() == metrics.KindUint64 {
+				debug.SetMemoryLimit(memoryLimitFor(live[0].Value.Uint64()))
+			}
+		}
+	}()
+}
+
+// memoryLimitFor is the soft memory limit for a live heap of live bytes.
+func memoryLimitFor(live uint64) int64 {
+	return max(defaultMemoryLimit, 2*int64(min(live, 1<<61)))
 }
 
 // watchSignals turns the first SIGINT or SIGTERM into the cancellation of

@@ -76,7 +76,7 @@
 // nothing (the index build stores what it decodes too: a daemon that
 // searches with the index reads its candidates from the store), and the
 // kernel's page cache (which can reclaim it) holds the
-// content rather than the daemon's heap: the heap cache keeps 8 MiB of
+// content rather than the daemon's heap: the heap cache keeps 16 MiB of
 // it at most. Entries are written to a temporary file and renamed into
 // place (two daemons at once are harmless) and checked whole on every
 // read (header, blob id, size, CRC-32C): an entry cut short or corrupt

@@ -32,7 +32,7 @@ const (
 	// storeMemSize bounds the decoded content kept on the heap when the
 	// mount has the blob store of a cache directory (blobstore.go): the
 	// store keeps the rest, in the kernel's reclaimable page cache.
-	storeMemSize = 8 << 20
+	storeMemSize = 16 << 20
 	// treeCacheSize bounds the decoded trees kept for lookups.
 	treeCacheSize = 32 << 20
 )
@@ -59,7 +59,7 @@ type Options struct {
 	// spilled content together. Default DefaultCacheSize. With a cache
 	// directory, decoded content is kept in its blob store
 	// (CacheDir/blobs, shared by every mount and daemon using it) and the
-	// cache on the heap holds at most storeMemSize (8 MiB) of it.
+	// cache on the heap holds at most storeMemSize (16 MiB) of it.
 	CacheSize int64
 	// Progress receives clone and fetch progress when non-nil.
 	Progress io.Writer

@@ -380,9 +380,16 @@ func TestBriefSaysWhatARemoteShellSees(t *testing.T) {
 		b := w.BriefFor("claude")
 		assert.Contains(t, b, "A command whose directory is in /workspace runs on ssh://build-box (its processes and tools)")
 		if rest {
-			assert.Contains(t, b, "the rest of this workspace is at its paths too")
+			assert.Contains(t, b, "where /workspace is the same files and the rest of this workspace is at its paths too")
 		} else {
-			assert.Contains(t, b, "the rest of this workspace is not mounted")
+			assert.Contains(t, b, "where /workspace is the same files and the rest of this workspace is not mounted")
 		}
 	}
+	// Over SFTP the files are at their own path there.
+	w, err := New(full.fsys, Options{Shell: &ShellOptions{Mountpoint: full.shell.opts.Mountpoint,
+		Remote: []RemoteShell{{Prefix: "/workspace", Source: "ssh://build-box over SFTP", Note: "served over SFTP"}}}})
+	require.NoError(t, err)
+	b := w.BriefFor("claude")
+	assert.Contains(t, b, "where the same files are at their own path and the rest of this workspace is not mounted")
+	assert.Contains(t, b, "/workspace is served over SFTP.\n")
 }

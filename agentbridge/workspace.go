@@ -382,7 +382,12 @@ func (w *Workspace) BriefFor(dialect string) string {
 			if rs.Rest {
 				rest = "the rest of this workspace is at its paths too"
 			}
-			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s is the same files and %s; commands elsewhere run here.\n", rs.Prefix, rs.Source, rs.Prefix, rest)
+			there := rs.Prefix + " is the same files"
+			if rs.Note != "" {
+				// Not a peer's namespace: the files are where they are there.
+				there = "the same files are at their own path"
+			}
+			fmt.Fprintf(&b, "A command whose directory is in %s runs on %s (its processes and tools), where %s and %s; commands elsewhere run here.\n", rs.Prefix, rs.Source, there, rest)
 		}
 		for _, rs := range w.shell.opts.Remote {
 			if rs.Note != "" {

@@ -45,10 +45,11 @@ var rules = []rule{
 	{"fusefs/...", []string{"mounts", "fusefs/..."}, "the kernel face serves any mounts.FS"},
 	{"agentbridge/...", []string{"mounts", "agentbridge/..."}, "the tool face serves any mounts.FS"},
 	{"internal/...", []string{"mounts", "internal/..."}, "test helpers"},
-	{"workspace", []string{"mounts", "mounts/checkpoint", "mounts/gitfs", "mounts/overlayfs", "mounts/writablegit", "union", "policy", "agentbridge/...", "fusefs", "internal/hostpath"}, "the workspace stacks mounts, union, policy and both faces, and serves the services over the guarded tree"},
+	{"store", []string{"mounts", "mounts/checkpoint", "mounts/memfs"}, "the object store carries checkpoints (memory trees) to S3 and back; it knows no face and no layer"},
+	{"workspace", []string{"mounts", "mounts/checkpoint", "mounts/gitfs", "mounts/overlayfs", "mounts/writablegit", "union", "policy", "agentbridge/...", "fusefs", "internal/hostpath", "store"}, "the workspace stacks mounts, union, policy and both faces, and serves the services over the guarded tree"},
 	{"examples/...", []string{"mounts", "mounts/...", "union", "policy", "agentbridge/...", "fusefs", "workspace", "internal/..."}, "examples use the library as a user would"},
 	{"cmd/...", []string{"..."}, "the CLI stacks everything; nothing imports it"},
-	{"bench", nil, "the benchmark drives the built binary"},
+	{"bench", []string{"agentbridge/jsonrpc", "workspace", "store"}, "the benchmark drives the built binary (through its control socket too), and times the store's fork as a library call"},
 	{"integration", nil, "integration tests are test files only"},
 	{"stress", nil, "stress tests are test files only"},
 	{"deploy", nil, "deployment checks are test files only"},
@@ -68,6 +69,8 @@ var thirdParty = []struct {
 	{"go.etcd.io/bbolt", []string{"mounts/memfs/boltstore"}},
 	{"golang.org/x/crypto/ssh", []string{"mounts/remotefs/...", "cmd/...", "integration", "bench"}},
 	{"github.com/modelcontextprotocol/go-sdk", []string{"agentbridge/...", "cmd/...", "examples/...", "integration"}},
+	{"github.com/aws/", []string{"store", "internal/testutil", "bench"}},
+	{"github.com/pkg/sftp", []string{"mounts/remotefs/sftpfs"}},
 }
 
 func matches(pattern, pkg string) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
 
@@ -67,12 +66,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 			return // a peer without it, or the link gone: the opens ask
 		}
 		for _, d := range resp.Tree {
-			ents := make([]mounts.DirEntry, len(d.Entries))
-			attrs := make([]mounts.Attr, len(d.Entries))
-			for i, e := range d.Entries {
-				attrs[i] = e.Attr.Mounts()
-				ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
-			}
+			ents, attrs := listing(d.Entries)
 			f.cache.putDir(epoch, d.Name, ents, attrs)
 			f.cache.walkedAt(epoch, d.Name)
 		}

@@ -51,6 +51,15 @@ func (c *countOpens) Open(ctx context.Context, name string) (mounts.File, error)
 	return c.FS.Open(ctx, name)
 }
 
+// countedLink mounts a peer of dir whose opens and listings are counted.
+func countedLink(t *testing.T, dir string) (*remotefs.FS, *countOpens) {
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &countOpens{FS: host}
+	return openWith(t, serveLink(t, dir, peerFS).dial), peerFS
+}
+
 func readAll(t *testing.T, fsys mounts.FS, name string) string {
 	t.Helper()
 	f, err := fsys.Open(context.Background(), name)
@@ -78,14 +87,10 @@ func TestReadAhead(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
 	}
-	host, err := hostfs.Open(dir, hostfs.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { host.(*hostfs.FS).Close() })
-	peerFS := &countOpens{FS: host}
-	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	fsys, peerFS := countedLink(t, dir)
 	ctx := context.Background()
 
-	_, err = fsys.ReadDir(ctx, "top/d1")
+	_, err := fsys.ReadDir(ctx, "top/d1")
 	require.NoError(t, err)
 	assert.Equal(t, files["top/d1/f00.txt"], readAll(t, fsys, "top/d1/f00.txt"))
 	require.Eventually(t, func() bool {
@@ -142,14 +147,10 @@ func TestLargeFileOpenedAtFirstRead(t *testing.T) {
 	dir := t.TempDir()
 	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), big, 0o644))
-	host, err := hostfs.Open(dir, hostfs.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { host.(*hostfs.FS).Close() })
-	peerFS := &countOpens{FS: host}
-	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	fsys, peerFS := countedLink(t, dir)
 	ctx := context.Background()
 
-	_, err = fsys.ReadDir(ctx, ".")
+	_, err := fsys.ReadDir(ctx, ".")
 	require.NoError(t, err)
 	f, err := fsys.Open(ctx, "big")
 	require.NoError(t, err)
@@ -183,11 +184,7 @@ func TestReadAheadLeavesAccessTimes(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(name), 0o644))
 	}
-	host, err := hostfs.Open(dir, hostfs.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { host.(*hostfs.FS).Close() })
-	peerFS := &countOpens{FS: host}
-	fsys := openWith(t, serveLink(t, dir, peerFS).dial)
+	fsys, peerFS := countedLink(t, dir)
 	ctx := context.Background()
 	for _, name := range []string{"d/b.txt", "d/sub/c.txt", "d/sub"} {
 		// Before the mtime: a relatime read would move it. (After the
@@ -195,7 +192,7 @@ func TestReadAheadLeavesAccessTimes(t *testing.T) {
 		// directories.)
 		require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, time.Now()))
 	}
-	_, err = fsys.ReadDir(ctx, "d")
+	_, err := fsys.ReadDir(ctx, "d")
 	require.NoError(t, err)
 	assert.Equal(t, "d/a.txt", readAll(t, fsys, "d/a.txt"))
 	require.Eventually(t, func() bool {

@@ -225,12 +225,7 @@ func (f *ReadOnlyFS) warmRoot(ctx context.Context, s *session) {
 	}
 	if err2 == nil {
 		if resp, err := s.wait(ctx, dirCh); err == nil && resp.Err == nil {
-			ents := make([]mounts.DirEntry, len(resp.Entries))
-			attrs := make([]mounts.Attr, len(resp.Entries))
-			for i, e := range resp.Entries {
-				attrs[i] = e.Attr.Mounts()
-				ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
-			}
+			ents, attrs := listing(resp.Entries)
 			f.cache.putDir(epoch, ".", ents, attrs)
 		}
 	}
@@ -545,14 +540,20 @@ func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntr
 	if err != nil {
 		return nil, nil, err
 	}
-	ents := make([]mounts.DirEntry, len(resp.Entries))
-	attrs := make([]mounts.Attr, len(resp.Entries))
-	for i, e := range resp.Entries {
+	ents, attrs := listing(resp.Entries)
+	f.cache.putDir(epoch, name, ents, attrs)
+	return ents, attrs, nil
+}
+
+// listing is a listing from the wire, as the contract has it.
+func listing(entries []wire.Entry) ([]mounts.DirEntry, []mounts.Attr) {
+	ents := make([]mounts.DirEntry, len(entries))
+	attrs := make([]mounts.Attr, len(entries))
+	for i, e := range entries {
 		attrs[i] = e.Attr.Mounts()
 		ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
 	}
-	f.cache.putDir(epoch, name, ents, attrs)
-	return ents, attrs, nil
+	return ents, attrs
 }
 
 // ReadDir implements mounts.FS.

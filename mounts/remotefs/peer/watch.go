@@ -72,20 +72,43 @@ func newWatcher(s *server) (*watcher, error) {
 // followed: the tree is the served directory's own.
 func (w *watcher) addTree(dir string) {
 	root := w.s.opts.Dir
-	_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
+	quietDirs(filepath.Join(root, dir), func(p string) bool {
 		rel, _ := filepath.Rel(root, p)
 		wd, err := unix.InotifyAddWatch(w.fd, p, watchMask|unix.IN_ONLYDIR)
 		if err != nil {
-			return nil // gone already, or the watch limit: changes there go unseen until a stat
+			return false // gone already, or the watch limit: changes there go unseen until a stat
 		}
 		w.mu.Lock()
 		w.dirs[int32(wd)] = filepath.ToSlash(rel)
 		w.mu.Unlock()
-		return nil
+		return true
 	})
+}
+
+// quietDirs calls fn for dir and, while fn says so, for every directory
+// below it, each before it is listed (so nothing made there in between
+// goes unseen). The listings leave access times as they were (O_NOATIME,
+// where this user may): watching a tree is not reading it.
+func quietDirs(dir string, fn func(dir string) bool) {
+	if !fn(dir) {
+		return
+	}
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(dir, flags|unix.O_NOATIME, 0)
+	if errors.Is(err, unix.EPERM) {
+		fd, err = unix.Open(dir, flags, 0)
+	}
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	ents, _ := f.ReadDir(-1)
+	f.Close()
+	for _, e := range ents {
+		if e.IsDir() {
+			quietDirs(filepath.Join(dir, e.Name()), fn)
+		}
+	}
 }
 
 func (w *watcher) close() {

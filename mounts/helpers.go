@@ -409,6 +409,12 @@ func StatEach(ctx context.Context, fsys FS, name string) ([]DirEntry, []Attr, er
 	if err != nil {
 		return nil, nil, err
 	}
+	return StatEntries(ctx, fsys, name, ents)
+}
+
+// StatEntries stats the entries ents of directory name (a listing the
+// caller made its own way), leaving out an entry removed since.
+func StatEntries(ctx context.Context, fsys FS, name string, ents []DirEntry) ([]DirEntry, []Attr, error) {
 	outE := make([]DirEntry, 0, len(ents))
 	outA := make([]Attr, 0, len(ents))
 	for _, e := range ents {

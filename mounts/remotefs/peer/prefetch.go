@@ -87,22 +87,11 @@ func (s *server) whole(quiet mounts.QuietReadFS, name string) (wire.File, bool) 
 }
 
 // statDirQuiet lists dir quietly with its entries' attributes (a stat
-// reads no content: it changes no access time), leaving out an entry
-// removed in between.
+// reads no content: it changes no access time).
 func statDirQuiet(s *server, quiet mounts.QuietReadFS, dir string) ([]mounts.DirEntry, []mounts.Attr, error) {
 	ents, err := quiet.ReadDirQuiet(s.ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	outE := make([]mounts.DirEntry, 0, len(ents))
-	outA := make([]mounts.Attr, 0, len(ents))
-	for _, e := range ents {
-		a, err := s.fsys.Stat(s.ctx, mounts.Join(dir, e.Name))
-		if err != nil {
-			continue
-		}
-		outE = append(outE, e)
-		outA = append(outA, a)
-	}
-	return outE, outA, nil
+	return mounts.StatEntries(s.ctx, s.fsys, dir, ents)
 }

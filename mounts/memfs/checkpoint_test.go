@@ -272,7 +272,15 @@ func TestCheckpointUnderConcurrentWriters(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if err := mounts.WriteFile(ctx, fsys, fmt.Sprintf("w%d/count", i), []byte(fmt.Sprint(r+1)), 0o644); err != nil {
+				// The counter is replaced by a rename, one operation: a
+				// WriteFile is three (create-truncate, write, close), and
+				// a checkpoint between the first two saw it empty.
+				tmp := fmt.Sprintf("tmp%d", i)
+				if err := mounts.WriteFile(ctx, fsys, tmp, []byte(fmt.Sprint(r+1)), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := mounts.Rename(ctx, fsys, tmp, fmt.Sprintf("w%d/count", i), 0); err != nil {
 					t.Error(err)
 					return
 				}

@@ -218,6 +218,12 @@ type Grep struct {
 	FilesOnly bool
 	// Limit caps the matches (or names) returned; 0 means no cap.
 	Limit int
+	// Content, when above 0, asks for the whole content of the files
+	// that match and that an open would answer whole (256 KiB at most),
+	// in Response.Files, until Content bytes in all: the daemon caches
+	// them, so that the caller reading the files it found does not cross
+	// the link again. A peer that predates it sends none.
+	Content int64
 }
 
 // Match is one matching line (Line > 0) or, in FilesOnly mode, one file.

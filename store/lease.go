@@ -39,7 +39,13 @@ type Session struct {
 	holder string
 	ttl    time.Duration
 
-	pushMu   sync.Mutex // one push at a time
+	pushMu sync.Mutex // one push at a time; guards pushed
+	// pushed is the manifest this session pushed last (by its hash):
+	// the next push starts from it without reading it back.
+	pushed struct {
+		hash string
+		m    *Manifest
+	}
 	renewMu  sync.Mutex // one lease write at a time (renewals, the release)
 	mu       sync.Mutex // the fields below
 	leaseTag string

@@ -87,7 +87,9 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 	m := &Manifest{Workspace: ss.name, Checkpoint: info.ID, Name: info.Name, Time: info.Time, ChunkSize: s.cfg.ChunkSize}
 	if head != nil {
 		if r, ok := head.Latest(); ok {
-			if prev, err = s.Manifest(ctx, r.Manifest); err != nil {
+			if ss.pushed.hash == r.Manifest {
+				prev = ss.pushed.m
+			} else if prev, err = s.Manifest(ctx, r.Manifest); err != nil {
 				return res, err
 			}
 			m.Parent = r.Manifest
@@ -203,6 +205,7 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 	ss.mu.Lock()
 	ss.head, ss.headTag = h, tag
 	ss.mu.Unlock()
+	ss.pushed.hash, ss.pushed.m = mh, m
 	res.Ref = ref
 	return res, nil
 }

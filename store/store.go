@@ -57,6 +57,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -218,6 +219,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		awsCfg.Region = "us-east-1"
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		// As many idle connections kept as requests run at once: the
+		// SDK's default keeps 10, and a push of many small chunks
+		// dialled a new connection for most of the rest.
+		o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost = 2 * cfg.Parallel
+		})
 		if cfg.HTTPClient != nil {
 			o.HTTPClient = cfg.HTTPClient
 		}

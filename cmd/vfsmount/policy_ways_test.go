@@ -28,6 +28,7 @@ import (
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/policy"
+	"github.com/vfsmount/vfsmount/store"
 	"github.com/vfsmount/vfsmount/workspace"
 )
 
@@ -174,6 +175,31 @@ var ways = []way{
 			res, err := s.b.ws.Checkpoints.CheckpointDiff(context.Background(), jsonrpc.CheckpointDiffParams{From: info.ID})
 			return res.Text, err
 		}},
+	{name: "store.push and store.status (operator)", kind: reveals, checkpointed: true, operator: true, methods: []string{"store.push", "store.status"},
+		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+			// The operator's push carries every file, whatever the
+			// rules bind: what left the daemon is what the store now
+			// holds of the name.
+			ctx := context.Background()
+			res, err := s.b.ws.Checkpoints.StorePush(ctx, jsonrpc.StorePushParams{})
+			if err != nil {
+				return "", err
+			}
+			status, err := s.b.ws.Checkpoints.StoreStatus(ctx)
+			require.NoError(t, err)
+			require.Equal(t, res.Seq, status.LastPush.Seq)
+			r, err := s.store.Resume(ctx, fmt.Sprintf("ways@%d", res.Seq))
+			require.NoError(t, err)
+			prefix := "/" + strings.Split(p, "/")[1]
+			tree, err := r.Tree(ctx, prefix, memfs.Options{})
+			require.NoError(t, err)
+			name := strings.TrimPrefix(p, prefix+"/")
+			if prefix == "/repo" {
+				name = "tree/" + name // the upper layer's files (overlayfs)
+			}
+			b, err := mounts.ReadFile(ctx, tree, name)
+			return string(b), err
+		}},
 	{name: "workspace.diff (operator)", kind: reveals, operator: true, repoOnly: true, services: []string{"Export"}, methods: []string{"workspace.diff"},
 		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 			res, err := s.b.ws.Export.Diff(context.Background(), jsonrpc.DiffParams{})
@@ -318,6 +344,8 @@ type waysEnv struct {
 	// content is the name's content before a row, next what a change
 	// writes; step names the row's run.
 	content, next, step string
+	// store is the workspace's store (store.* rows).
+	store *store.Store
 }
 
 func (s *waysEnv) operatorWrite(t *testing.T, p, content string) {
@@ -354,6 +382,21 @@ func (s *waysEnv) checkpoint(t *testing.T) string {
 	info, err := s.b.ws.Checkpoints.Create(context.Background(), "")
 	require.NoError(t, err)
 	return info.ID
+}
+
+// attachStore attaches the workspace to a store (a real S3 server) for
+// the store.* rows.
+func (s *waysEnv) attachStore(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	srv := testutil.StartS3(t, "ways")
+	st, err := store.Open(ctx, store.Config{URL: "s3://ways/p", Endpoint: srv.Endpoint, MaxAttempts: 2})
+	require.NoError(t, err)
+	ss, err := st.Acquire(ctx, "ways", store.AcquireOptions{Holder: "ways-test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { ss.Release(ctx) }) // before the server stops
+	require.NoError(t, s.b.ws.AttachStore(workspace.StoreOptions{Session: ss, URL: "s3://ways/p/ways"}))
+	s.store = st
 }
 
 func (s *waysEnv) auditLen(t *testing.T) int {
@@ -424,7 +467,9 @@ checkpoint: {tools: true, keep: 0}
 	dry, err := agentbridge.New(policy.Freeze(b.ws.ToolFS()), agentbridge.Options{DryRun: true, Checkpoints: b.ws.Checkpoints.Tools()})
 	require.NoError(t, err)
 	t.Cleanup(func() { dry.Close() })
-	return &waysEnv{b: b, dryRun: dry, mp: mp, audit: audit}
+	s := &waysEnv{b: b, dryRun: dry, mp: mp, audit: audit}
+	s.attachStore(t)
+	return s
 }
 
 func TestPolicyBindsEveryWay(t *testing.T) {

@@ -145,6 +145,12 @@ func (s *Store) putLease(ctx context.Context, name, holder string, expires time.
 // Name is the workspace's name.
 func (ss *Session) Name() string { return ss.name }
 
+// Holder names the session's writer, as its lease does.
+func (ss *Session) Holder() string { return ss.holder }
+
+// Store is the store the session writes to.
+func (ss *Session) Store() *Store { return ss.s }
+
 // Head is the workspace's head as the session last wrote or read it; nil
 // for a workspace with none yet.
 func (ss *Session) Head() *Head {

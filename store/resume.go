@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/memfs"
 )
 
@@ -173,6 +174,16 @@ func (r *Resumed) LazyTree(prefix string, opts memfs.Options) (*memfs.FS, error)
 	f, err := memfs.Restore(opts, img)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d: %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, err)
+	}
+	return f, nil
+}
+
+// LazyView is [Resumed.LazyTree] with the default options, to read (a
+// running workspace mirrors its mounts to it: store.resume).
+func (r *Resumed) LazyView(prefix string) (mounts.FS, error) {
+	f, err := r.LazyTree(prefix, memfs.Options{})
+	if err != nil {
+		return nil, err
 	}
 	return f, nil
 }

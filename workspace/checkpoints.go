@@ -42,6 +42,8 @@ type Checkpoints struct {
 	// store is the object store checkpoints are pushed to (nil: none;
 	// store.go).
 	store *storeSync
+	// notify tells the kernel face of names changed below it.
+	notify func(names ...string)
 }
 
 var _ jsonrpc.Checkpointer = (*Checkpoints)(nil)
@@ -51,7 +53,7 @@ var _ jsonrpc.Checkpointer = (*Checkpoints)(nil)
 // backing says what backs each mount beyond its description, by prefix
 // (a host mount's directory, a persist file).
 func newCheckpoints(table map[string]mounts.FS, backing map[string]string, keep int, rules *policy.RuleSet, audit *policy.AuditLog, notify func(names ...string)) (*Checkpoints, error) {
-	c := &Checkpoints{rules: rules, audit: audit}
+	c := &Checkpoints{rules: rules, audit: audit, notify: notify}
 	var ms []checkpoint.Mount
 	for prefix, fsys := range table {
 		d := mounts.Describe(fsys)

@@ -47,9 +47,20 @@ type storeSync struct {
 	done   chan struct{}
 
 	// st is what store.status reports, under stMu (not mu: a status is
-	// answered while a push runs).
+	// answered while a push runs); so are sess and url, the session
+	// pushed to and its workspace's URL (o.Session and o.URL until a
+	// store.resume of another workspace swaps them, under mu too).
 	stMu sync.Mutex
 	st   storeState
+	sess *store.Session
+	url  string
+}
+
+// current is the session pushed to and its workspace's URL.
+func (s *storeSync) current() (*store.Session, string) {
+	s.stMu.Lock()
+	defer s.stMu.Unlock()
+	return s.sess, s.url
 }
 
 // storeState is the outcome of the pushes so far.
@@ -61,6 +72,9 @@ type storeState struct {
 	failures     int
 	lastErr      error
 	pushingSince time.Time // a push in progress (retrying, perhaps)
+	// resumed is the checkpoint a store.resume brought in, before any
+	// push since.
+	resumed store.Ref
 }
 
 // ErrNoCheckpoints: a store needs a writable layer to push.
@@ -76,7 +90,7 @@ func (ws *Workspace) AttachStore(o StoreOptions) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &storeSync{o: o}
+	s := &storeSync{o: o, sess: o.Session, url: o.URL}
 	ws.Checkpoints.store = s
 	o.Session.KeepRenewing()
 	if o.Sync > 0 {
@@ -103,7 +117,13 @@ func (c *Checkpoints) StorePush(ctx context.Context, p jsonrpc.StorePushParams) 
 func (s *storeSync) push(ctx context.Context, c *Checkpoints, id, name string) (jsonrpc.StorePushResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.o.Session.Fenced(); err != nil {
+	return s.pushLocked(ctx, c, id, name)
+}
+
+// pushLocked is push; the caller holds s.mu.
+func (s *storeSync) pushLocked(ctx context.Context, c *Checkpoints, id, name string) (jsonrpc.StorePushResult, error) {
+	sess, url := s.current()
+	if err := sess.Fenced(); err != nil {
 		return jsonrpc.StorePushResult{}, err
 	}
 	if id == "" {
@@ -116,13 +136,13 @@ func (s *storeSync) push(ctx context.Context, c *Checkpoints, id, name string) (
 	s.stMu.Lock()
 	s.st.pushingSince = time.Now()
 	s.stMu.Unlock()
-	r, err := s.o.Session.Push(ctx, c.ws, id, store.PushOptions{Keep: s.o.Keep})
+	r, err := sess.Push(ctx, c.ws, id, store.PushOptions{Keep: s.o.Keep})
 	s.stMu.Lock()
 	s.st.pushingSince = time.Time{}
 	s.stMu.Unlock()
 	if err != nil {
 		if errors.Is(err, store.ErrFenced) {
-			s.o.Logger.Error("store: another daemon took this workspace over: pushes stop; the workspace goes on here, unsaved", "store", s.o.URL, "err", err)
+			s.o.Logger.Error("store: another daemon took this workspace over: pushes stop; the workspace goes on here, unsaved", "store", url, "err", err)
 		}
 		if !errors.Is(err, checkpoint.ErrUnknown) {
 			s.failed(err)
@@ -133,9 +153,9 @@ func (s *storeSync) push(ctx context.Context, c *Checkpoints, id, name string) (
 	s.stMu.Lock()
 	s.st = storeState{pushedSeq: r.Ref.Seq, pushedID: id, pushedAt: time.Now()}
 	s.stMu.Unlock()
-	s.o.Logger.Info("store: pushed", "checkpoint", id, "url", s.o.URL+"@"+strconv.Itoa(r.Ref.Seq),
+	s.o.Logger.Info("store: pushed", "checkpoint", id, "url", url+"@"+strconv.Itoa(r.Ref.Seq),
 		"changed_bytes", r.Changed, "sent_bytes", r.Sent, "uploaded", r.Uploaded, "chunks", r.Chunks)
-	return jsonrpc.StorePushResult{ID: id, URL: s.o.URL + "@" + strconv.Itoa(r.Ref.Seq), Seq: r.Ref.Seq, Manifest: r.Ref.Manifest,
+	return jsonrpc.StorePushResult{ID: id, URL: url + "@" + strconv.Itoa(r.Ref.Seq), Seq: r.Ref.Seq, Manifest: r.Ref.Manifest,
 		Files: r.Files, Read: r.Read, Changed: r.Changed, Sent: r.Sent, Chunks: r.Chunks, Uploaded: r.Uploaded}, nil
 }
 
@@ -159,8 +179,9 @@ func (c *Checkpoints) StoreStatus(context.Context) (jsonrpc.StoreStatusResult, e
 		return jsonrpc.StoreStatusResult{}, fmt.Errorf("%w: no store", jsonrpc.ErrInvalidParams)
 	}
 	s := c.store
-	res := jsonrpc.StoreStatusResult{URL: s.o.URL}
-	if _, name, _, err := store.ParseWorkspaceURL(s.o.URL); err == nil {
+	sess, url := s.current()
+	res := jsonrpc.StoreStatusResult{URL: url}
+	if _, name, _, err := store.ParseWorkspaceURL(url); err == nil {
 		res.Name = name
 	}
 	if s.o.Sync > 0 {
@@ -172,24 +193,27 @@ func (c *Checkpoints) StoreStatus(context.Context) (jsonrpc.StoreStatusResult, e
 	switch {
 	case st.pushedSeq > 0:
 		res.LastPush = &jsonrpc.StoreCheckpoint{Seq: st.pushedSeq, ID: st.pushedID, Time: st.pushedAt}
+	case st.resumed.Seq > 0:
+		r := st.resumed
+		res.LastPush = &jsonrpc.StoreCheckpoint{Seq: r.Seq, ID: r.ID, Time: r.Time}
 	default:
 		// Nothing pushed yet by this daemon: the checkpoint it
 		// resumed, if any.
-		if h := s.o.Session.Head(); h != nil {
+		if h := sess.Head(); h != nil {
 			if r, ok := h.Latest(); ok {
 				res.LastPush = &jsonrpc.StoreCheckpoint{Seq: r.Seq, ID: r.ID, Time: r.Time}
 			}
 		}
 	}
 	if res.LastPush != nil {
-		res.LastPush.URL = s.o.URL + "@" + strconv.Itoa(res.LastPush.Seq)
+		res.LastPush.URL = url + "@" + strconv.Itoa(res.LastPush.Seq)
 	}
 	res.Unpushed = s.changed(c)
 	if st.failures > 0 {
 		t := st.failingSince
 		res.FailingSince, res.Failures, res.LastError = &t, st.failures, st.lastErr.Error()
 	}
-	if err := s.o.Session.Fenced(); err != nil && errors.Is(err, store.ErrFenced) {
+	if err := sess.Fenced(); err != nil && errors.Is(err, store.ErrFenced) {
 		res.Fenced, res.Why = true, err.Error()
 	}
 	if !st.pushingSince.IsZero() {
@@ -234,7 +258,7 @@ func (s *storeSync) loop(c *Checkpoints) {
 			return
 		case <-t.C:
 		}
-		if s.o.Session.Fenced() != nil {
+		if sess, _ := s.current(); sess.Fenced() != nil {
 			return
 		}
 		if !s.changed(c) {
@@ -244,7 +268,8 @@ func (s *storeSync) loop(c *Checkpoints) {
 		_, err := s.push(ctx, c, "", "sync")
 		cancel()
 		if err != nil {
-			s.o.Logger.Warn("store: sync push failed; the store is behind, retried at the next tick", "store", s.o.URL, "err", err)
+			_, url := s.current()
+			s.o.Logger.Warn("store: sync push failed; the store is behind, retried at the next tick", "store", url, "err", err)
 		}
 	}
 }
@@ -259,10 +284,11 @@ func (s *storeSync) close(c *Checkpoints) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var err error
-	if s.o.Sync > 0 && s.o.Session.Fenced() == nil && s.changed(c) {
+	if sess, _ := s.current(); s.o.Sync > 0 && sess.Fenced() == nil && s.changed(c) {
 		if _, err = s.push(ctx, c, "", "close"); err != nil {
 			err = fmt.Errorf("store: the last push at close failed: %w", err)
 		}
 	}
-	return errors.Join(err, s.o.Session.Release(ctx))
+	sess, _ := s.current()
+	return errors.Join(err, sess.Release(ctx))
 }

@@ -9,5 +9,5 @@ var Methods = []string{
 	"tools.list", "tools.call", "workspace.brief",
 	"workspace.diff", "workspace.commit", "workspace.reset",
 	"checkpoint.create", "checkpoint.list", "checkpoint.diff", "checkpoint.restore", "checkpoint.delete",
-	"store.push", "store.status",
+	"store.push", "store.status", "store.resume",
 }

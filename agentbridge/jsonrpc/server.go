@@ -307,7 +307,7 @@ func (s *Server) dispatch(ctx context.Context, method string, params json.RawMes
 		return res, e
 	}
 	if s.ws == nil {
-		return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (this server has no tools; methods: workspace.diff, workspace.commit, workspace.reset, checkpoint.create, checkpoint.list, checkpoint.diff, checkpoint.restore, checkpoint.delete, store.push, store.status)", method)}
+		return nil, &Error{rpcMethodNotFound, fmt.Sprintf("method %q not found (this server has no tools; methods: workspace.diff, workspace.commit, workspace.reset, checkpoint.create, checkpoint.list, checkpoint.diff, checkpoint.restore, checkpoint.delete, store.push, store.status, store.resume)", method)}
 	}
 	switch method {
 	case "tools.list":

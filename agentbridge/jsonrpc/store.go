@@ -88,8 +88,8 @@ const errNoStore = "this workspace has no store (mount it with --store or --resu
 // SetStorePusher serves store.push from p. Call it before serving.
 func (s *Server) SetStorePusher(p StorePusher) { s.store = p }
 
-// dispatchStore answers store.push and store.status; ok is false for any
-// other method.
+// dispatchStore answers store.push, store.status and store.resume; ok is
+// false for any other method.
 func (s *Server) dispatchStore(ctx context.Context, method string, decode func(any) *Error) (_ any, _ *Error, ok bool) {
 	if method == "store.status" {
 		if s.store == nil {
@@ -97,6 +97,24 @@ func (s *Server) dispatchStore(ctx context.Context, method string, decode func(a
 		}
 		res, err := s.store.StoreStatus(ctx)
 		if err != nil {
+			return nil, &Error{rpcExportFailed, err.Error()}, true
+		}
+		return res, nil, true
+	}
+	if method == "store.resume" {
+		var p StoreResumeParams
+		if e := decode(&p); e != nil {
+			return nil, e, true
+		}
+		r, ok := s.store.(StoreResumer)
+		if s.store == nil || !ok {
+			return nil, &Error{rpcInvalidParams, "method " + method + ": " + errNoStore}, true
+		}
+		res, err := r.StoreResume(ctx, p)
+		switch {
+		case errors.Is(err, ErrInvalidParams):
+			return nil, &Error{rpcInvalidParams, err.Error()}, true
+		case err != nil:
 			return nil, &Error{rpcExportFailed, err.Error()}, true
 		}
 		return res, nil, true
@@ -119,4 +137,40 @@ func (s *Server) dispatchStore(ctx context.Context, method string, decode func(a
 		return nil, &Error{rpcExportFailed, err.Error()}, true
 	}
 	return res, nil, true
+}
+
+// StoreResumer serves store.resume: a checkpoint of the store brought
+// into the running workspace.
+//
+//	store.resume {ref, take_over?} -> StoreResumeResult
+//
+// Bad input (a ref the store lacks, a checkpoint of other mounts or of
+// another commit) wraps [ErrInvalidParams].
+type StoreResumer interface {
+	StoreResume(ctx context.Context, p StoreResumeParams) (StoreResumeResult, error)
+}
+
+// StoreResumeParams name the checkpoint: NAME[@CHECKPOINT] in the
+// workspace's store, or its whole URL s3://BUCKET/PREFIX/NAME[@CHECKPOINT]
+// (the newest without @). TakeOver takes NAME from the daemon that holds
+// it, as --take-over does.
+type StoreResumeParams struct {
+	Ref      string `json:"ref"`
+	TakeOver bool   `json:"take_over,omitempty"`
+}
+
+// StoreResumeResult says what was brought back: the checkpoint (URL@SEQ,
+// with the id and time it had where it was taken), the workspace the
+// daemon now pushes to, the mounts restored, and every name that changed.
+type StoreResumeResult struct {
+	URL       string    `json:"url"`
+	Workspace string    `json:"workspace"`
+	Seq       int       `json:"seq"`
+	ID        string    `json:"id"`
+	Time      time.Time `json:"time"`
+	Restored  []string  `json:"restored"`
+	Changed   []string  `json:"changed"`
+	// Left are this workspace's writable mounts the checkpoint does not
+	// hold, left as they are.
+	Left []string `json:"left,omitempty"`
 }

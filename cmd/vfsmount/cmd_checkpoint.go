@@ -42,7 +42,7 @@ it, the tools or a shell on the mount.` + checkpointLong,
 		RunE: func(cmd *cobra.Command, args []string) error { return nil },
 	}
 	cmd.AddCommand(checkpointCreateCommand(), checkpointListCommand(), checkpointDiffCommand(),
-		checkpointRestoreCommand(), checkpointDeleteCommand(), checkpointPushCommand())
+		checkpointRestoreCommand(), checkpointDeleteCommand(), checkpointPushCommand(), checkpointPullCommand())
 	return cmd
 }
 

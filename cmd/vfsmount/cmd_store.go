@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -210,6 +212,44 @@ exits 1 and pushes no more.` + checkpointLong,
 			return nil
 		},
 	}
+	return cmd
+}
+
+func checkpointPullCommand() *cobra.Command {
+	var takeOver bool
+	cmd := &cobra.Command{
+		Use:   "pull MOUNTPOINT NAME[@CHECKPOINT]|s3://BUCKET/PREFIX/NAME[@CHECKPOINT]",
+		Short: "bring a checkpoint of the object store into the running workspace",
+		Long: `Brings checkpoint CHECKPOINT (the newest without @) of workspace NAME in the
+object store the workspace was mounted with into the running workspace, as
+--resume brings one into a new daemon: each writable mount the checkpoint
+holds becomes what it was then, the content fetched only for the files
+that differ. From then on the daemon pushes to NAME. When NAME is another
+workspace, what this one had not pushed is pushed first, NAME is taken (from
+the daemon that holds it only with --take-over, whose next push then fails),
+and this one's lease is let go. A checkpoint of mounts this workspace lacks,
+or over another commit, exits 2 and changes nothing. Prints what changed,
+then the checkpoint's URL alone on the last line.` + checkpointLong,
+		Example:           `  $ vfsmount checkpoint pull mnt sess@3`,
+		Args:              exactArgs(2),
+		ValidArgsFunction: completeMountpoint,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := jsonrpc.StoreResumeParams{Ref: args[1], TakeOver: takeOver}
+			var res jsonrpc.StoreResumeResult
+			if err := controlCall(cmd.Context(), args[:1], "store.resume", func([]string) any { return p }, &res); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "resumed %s (%s, taken %s): %d names changed in %s\n",
+				res.Workspace+"@"+strconv.Itoa(res.Seq), res.ID, res.Time.Local().Format(time.DateTime), len(res.Changed), strings.Join(res.Restored, ", "))
+			if len(res.Left) > 0 {
+				fmt.Fprintf(w, "not in the checkpoint, left as they are: %s\n", strings.Join(res.Left, ", "))
+			}
+			fmt.Fprintln(w, res.URL)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&takeOver, "take-over", false, "take the workspace from the daemon that holds it (its next push fails)")
 	return cmd
 }
 

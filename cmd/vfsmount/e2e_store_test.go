@@ -246,3 +246,92 @@ func TestE2EStoreStatusBehind(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, plain+": live\n", stdout)
 }
+
+// TestE2EStorePull brings checkpoints of the store into running daemons
+// (store.resume, vfsmount checkpoint pull): daemon A goes back to its
+// first checkpoint, every kind of change undone and seen through the
+// kernel; daemon B, writing another workspace, is refused A's while A
+// holds it, takes it over, pushes its own first, and pushes A's on.
+func TestE2EStorePull(t *testing.T) {
+	srv := testutil.StartS3(t, "vfsm")
+	repo, _ := testutil.GitRepo(t, map[string]string{"a.txt": "one\n", "dir/b.txt": "bee\n", "gone.txt": "bye\n"})
+	mounts := []string{"--mount", "type=git,src=" + repo + ",dst=/repo,writable", "--mount", "type=memory,dst=/memory"}
+	mntA, mntB := t.TempDir(), t.TempDir()
+	a := startMount(t, mntA, append([]string{"--config", storeConfig(t, srv.Endpoint, ""), "--store", "s3://vfsm/p/sess"}, mounts...)...)
+	sh(t, mntA, `
+		echo one > memory/notes && chmod 600 memory/notes && touch -d 2001-02-03T04:05:06 memory/notes
+		ln memory/notes memory/hard && ln -s notes memory/link
+		mkdir -p memory/d/e && echo deep > memory/d/e/f
+		printf 'edited\n' > repo/a.txt && rm repo/gone.txt
+	`)
+	want := sh(t, mntA, `stat -c '%n %A %s %Y %h' memory/notes memory/hard memory/d/e/f && readlink memory/link && cd repo && git status --porcelain`)
+	code, stdout, stderr := runBinary(t, "checkpoint", "push", mntA)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "s3://vfsm/p/sess@1", lastLine(stdout))
+
+	sh(t, mntA, `
+		echo two > memory/notes && chmod 644 memory/notes && rm memory/link && ln -s d memory/link
+		rm -r memory/d && echo new > memory/new
+		printf 'again\n' > repo/a.txt && echo back > repo/gone.txt && echo x > repo/new.txt && rm repo/dir/b.txt
+		cat memory/notes repo/a.txt repo/gone.txt >/dev/null
+	`)
+	code, stdout, stderr = runBinary(t, "checkpoint", "push", mntA)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "s3://vfsm/p/sess@2", lastLine(stdout))
+
+	// A goes back to @1: through the kernel, as it was. Pulling the same
+	// again changes nothing.
+	code, stdout, stderr = runBinary(t, "checkpoint", "pull", mntA, "sess@1")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "s3://vfsm/p/sess@1", lastLine(stdout))
+	assert.Contains(t, stdout, "resumed sess@1 (c1, taken ")
+	code, stdout, stderr = runBinary(t, "checkpoint", "pull", mntA, "s3://vfsm/p/sess@1")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, ": 0 names changed in /memory, /repo")
+	assert.Equal(t, want, sh(t, mntA, `stat -c '%n %A %s %Y %h' memory/notes memory/hard memory/d/e/f && readlink memory/link && cd repo && git status --porcelain`))
+	assert.Equal(t, "one\n", readFile(t, filepath.Join(mntA, "memory/notes")))
+	assert.Equal(t, sh(t, mntA, `stat -c %i memory/notes`), sh(t, mntA, `stat -c %i memory/hard`), "a hard link still")
+	assert.Equal(t, "edited\n", readFile(t, filepath.Join(mntA, "repo/a.txt")))
+	assert.Equal(t, "bee\n", readFile(t, filepath.Join(mntA, "repo/dir/b.txt")))
+	for _, gone := range []string{"memory/new", "repo/gone.txt", "repo/new.txt"} {
+		_, err := os.Lstat(filepath.Join(mntA, gone))
+		assert.True(t, os.IsNotExist(err), "%s: %v", gone, err)
+	}
+
+	// B writes another workspace; A's is refused while A holds it.
+	cfgB := storeConfig(t, srv.Endpoint, "")
+	startMount(t, mntB, append([]string{"--config", cfgB, "--store", "s3://vfsm/p/other"}, mounts...)...)
+	sh(t, mntB, `echo b > memory/b-only`)
+	code, _, stderr = runBinary(t, "checkpoint", "pull", mntB, "sess")
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "held by another writer")
+	assert.Equal(t, "b\n", readFile(t, filepath.Join(mntB, "memory/b-only")), "nothing changed")
+	code, _, stderr = runBinary(t, "checkpoint", "pull", mntB, "nope")
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, `"nope"`)
+	code, _, stderr = runBinary(t, "checkpoint", "pull", mntB, "s3://elsewhere/p/sess")
+	assert.Equal(t, exitUsage, code, stderr)
+
+	code, stdout, stderr = runBinary(t, "checkpoint", "pull", "--take-over", mntB, "sess")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "s3://vfsm/p/sess@2", lastLine(stdout), "the newest")
+	assert.Equal(t, "two\n", readFile(t, filepath.Join(mntB, "memory/notes")))
+	assert.Equal(t, "again\n", readFile(t, filepath.Join(mntB, "repo/a.txt")))
+	_, err := os.Stat(filepath.Join(mntB, "memory/b-only"))
+	assert.True(t, os.IsNotExist(err), "%v", err)
+	assert.Equal(t, " M a.txt\n D dir/b.txt\n M gone.txt\n?? new.txt\n", sh(t, filepath.Join(mntB, "repo"), `git status --porcelain`))
+
+	// A is fenced; B pushes to sess; B's own changes went to other first.
+	sh(t, mntA, `echo late > memory/late`)
+	code, _, stderr = runBinary(t, "checkpoint", "push", mntA)
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "taken over by another writer")
+	assert.Contains(t, a.stderr.String(), "pushes stop")
+	code, stdout, stderr = runBinary(t, "checkpoint", "push", mntB)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, "s3://vfsm/p/sess@3", lastLine(stdout))
+	code, stdout, stderr = runBinary(t, "store", "ls", "--endpoint", srv.Endpoint, "s3://vfsm/p")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^other\s+1\s`, stdout, "B's own changes were pushed before it moved")
+	assert.Regexp(t, `(?m)^sess\s+3\s`, stdout)
+}

@@ -263,6 +263,21 @@ var ways = []way{
 		os.Remove(tmp)
 		return "", err
 	}},
+	{name: "store.resume (operator)", kind: changes, checkpointed: true, operator: true, methods: []string{"store.resume"},
+		do: func(t *testing.T, s *waysEnv, p string) (string, error) {
+			// A checkpoint holding the new content, pushed; the name
+			// back as it was; then the checkpoint brought back in.
+			ctx := context.Background()
+			s.operatorWrite(t, p, s.next)
+			pushed, err := s.b.ws.Checkpoints.StorePush(ctx, jsonrpc.StorePushParams{})
+			require.NoError(t, err)
+			s.operatorWrite(t, p, s.content)
+			res, err := s.b.ws.Checkpoints.StoreResume(ctx, jsonrpc.StoreResumeParams{Ref: pushed.URL})
+			if err == nil && !slices.Contains(res.Changed, p) {
+				err = fmt.Errorf("%s not among the names changed: %v", p, res.Changed)
+			}
+			return "", err
+		}},
 	{name: "checkpoint_restore tool", kind: changes, checkpointed: true, tools: []string{"*/checkpoint_restore"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		// The checkpoint holds the content the row would put back.
 		s.operatorWrite(t, p, s.next)

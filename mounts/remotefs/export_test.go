@@ -10,3 +10,15 @@ func ReadAheadDone(fsys mounts.FS) (bool, int64) {
 	defer f.pmu.Unlock()
 	return !f.prefetching, f.prefetches.Load()
 }
+
+// Requests is how many requests fsys sent and waited for an answer to
+// (the writes pipelined on open files, and closes not waited for, aside).
+func Requests(fsys mounts.FS) int64 {
+	switch f := fsys.(type) {
+	case *FS:
+		return f.requests.Load()
+	case *ReadOnlyFS:
+		return f.requests.Load()
+	}
+	panic("not a remote mount")
+}

@@ -97,6 +97,7 @@ type ReadOnlyFS struct {
 	prefetching bool         // a read-ahead runs (readAhead)
 	nextAhead   string       // the one to run after it
 	prefetches  atomic.Int64 // read-ahead requests answered, for tests
+	requests    atomic.Int64 // requests sent that wait for an answer, for tests
 
 	back   atomic.Pointer[back] // what the peer's commands are shown (ShowWorkspace)
 	backUp atomic.Bool          // the last link carries it (ShowsWorkspace)
@@ -370,6 +371,7 @@ func (f *ReadOnlyFS) session(ctx context.Context) (*session, error) {
 // callOn sends req on s and waits for its answer. The error is the
 // link's; the peer's own error is resp.Err.
 func (f *ReadOnlyFS) callOn(ctx context.Context, s *session, req *wire.Request) (*wire.Response, error) {
+	f.requests.Add(1)
 	ch, err := s.start(req)
 	if err != nil {
 		return nil, &linkError{what: "the link to " + f.opts.Source + " was lost", cause: err}
@@ -427,6 +429,7 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 		switch ev.Kind {
 		case wire.EventChanged:
 			f.cache.invalidate(ev.Name)
+			f.learn(ev)
 			names = append(names, ev.Name)
 		case wire.EventOverflow:
 			f.cache.flush()
@@ -437,6 +440,31 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 	}
 	if len(names) > 0 {
 		f.notify(names...)
+	}
+}
+
+// learn keeps the state an event carries of its name (wire.Event.State),
+// as a stat's answer would be kept: the kernel face, told the name
+// changed, looks it up again and is answered from here, without a round
+// trip. Not while writes of this daemon are unanswered: their files'
+// attributes are asked for after them (barrier), and an event sent
+// before a write's answer may show the file as it was before the write.
+func (f *ReadOnlyFS) learn(ev wire.Event) {
+	if ev.State == wire.StateUnknown || !mounts.ValidPath(ev.Name) {
+		return
+	}
+	f.wmu.Lock()
+	writing := f.writes > 0
+	f.wmu.Unlock()
+	if writing {
+		return
+	}
+	epoch := f.cache.epoch() // after the invalidation: the state is newer
+	switch ev.State {
+	case wire.StateExists:
+		f.cache.putAttr(epoch, ev.Name, ev.Attr.Mounts())
+	case wire.StateMissing:
+		f.cache.putMissing(epoch, ev.Name)
 	}
 }
 

@@ -104,6 +104,14 @@ type server struct {
 	execs   map[uint64]*execution
 	watch   *watcher
 	wg      sync.WaitGroup
+
+	// order keeps the change stream's states in step with the answers:
+	// a request that changes names holds it shared from before it is
+	// applied until its answer is sent, and a batch of events holds it
+	// alone from before its names are looked at until it is sent. So a
+	// state taken before a change is sent before that change's answer,
+	// and one sent after it was taken after the change.
+	order sync.RWMutex
 }
 
 // handle is an open file and the queue that applies its requests in order.
@@ -139,8 +147,25 @@ func (s *server) dispatch(req wire.Request) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		if changes(req) {
+			s.order.RLock()
+			defer s.order.RUnlock()
+		}
 		s.send(s.call(req))
 	}()
+}
+
+// changes reports whether req, not on a handle, may change a name: it
+// is ordered with the change stream's states (server.order).
+func changes(req wire.Request) bool {
+	switch req.Op {
+	case wire.OpStat, wire.OpStatDir, wire.OpReadLink, wire.OpGetXattr, wire.OpListXattr,
+		wire.OpStatFS, wire.OpWatch, wire.OpGrep, wire.OpPrefetch, wire.OpExec:
+		return false
+	case wire.OpOpen:
+		return mounts.WantsWrite(req.Flag) || req.Flag&(os.O_CREATE|os.O_TRUNC) != 0
+	}
+	return true
 }
 
 func (s *server) call(req wire.Request) *wire.Response {
@@ -253,47 +278,61 @@ func (s *server) run(id uint64, h *handle) {
 	defer s.wg.Done()
 	defer func() { h.f.Close() }() // the stream ended with the file open
 	for req := range h.q {
-		resp := &wire.Response{ID: req.ID}
-		var err error
-		switch req.Op {
-		case wire.OpRead:
-			buf := make([]byte, req.Size)
-			var n int
-			n, err = h.f.ReadAt(buf, req.Off)
-			if errors.Is(err, io.EOF) {
-				resp.EOF, err = true, nil
-			}
-			resp.Data = buf[:n]
-		case wire.OpWrite:
-			err = errWritable(h.f, req.Name)
-			if err == nil {
-				resp.N, err = h.f.(mounts.WritableFile).WriteAt(req.Data, req.Off)
-			}
-		case wire.OpTruncateH:
-			err = errWritable(h.f, req.Name)
-			if err == nil {
-				err = h.f.(mounts.WritableFile).Truncate(req.Size)
-			}
-		case wire.OpSyncH:
-			if wf, ok := h.f.(mounts.WritableFile); ok {
-				err = wf.Sync()
-			}
-		case wire.OpFstat:
-			var a mounts.Attr
-			a, err = h.f.Stat()
-			resp.Attr = wire.FromAttr(a)
-		case wire.OpClose:
-			s.mu.Lock()
-			delete(s.handles, id)
-			s.mu.Unlock()
-			resp.Err = wire.FromError(h.f.Close())
-			h.f = closedFile{}
-			s.send(resp)
+		s.onHandle(id, h, req)
+		if req.Op == wire.OpClose {
 			return
 		}
-		resp.Err = wire.FromError(err)
-		s.send(resp)
 	}
+}
+
+// onHandle applies one request on an open file and sends its answer;
+// one that may change the file is ordered with the change stream's
+// states (server.order).
+func (s *server) onHandle(id uint64, h *handle, req wire.Request) {
+	if req.Op != wire.OpRead && req.Op != wire.OpFstat {
+		s.order.RLock()
+		defer s.order.RUnlock()
+	}
+	resp := &wire.Response{ID: req.ID}
+	var err error
+	switch req.Op {
+	case wire.OpRead:
+		buf := make([]byte, req.Size)
+		var n int
+		n, err = h.f.ReadAt(buf, req.Off)
+		if errors.Is(err, io.EOF) {
+			resp.EOF, err = true, nil
+		}
+		resp.Data = buf[:n]
+	case wire.OpWrite:
+		err = errWritable(h.f, req.Name)
+		if err == nil {
+			resp.N, err = h.f.(mounts.WritableFile).WriteAt(req.Data, req.Off)
+		}
+	case wire.OpTruncateH:
+		err = errWritable(h.f, req.Name)
+		if err == nil {
+			err = h.f.(mounts.WritableFile).Truncate(req.Size)
+		}
+	case wire.OpSyncH:
+		if wf, ok := h.f.(mounts.WritableFile); ok {
+			err = wf.Sync()
+		}
+	case wire.OpFstat:
+		var a mounts.Attr
+		a, err = h.f.Stat()
+		resp.Attr = wire.FromAttr(a)
+	case wire.OpClose:
+		s.mu.Lock()
+		delete(s.handles, id)
+		s.mu.Unlock()
+		resp.Err = wire.FromError(h.f.Close())
+		h.f = closedFile{}
+		s.send(resp)
+		return
+	}
+	resp.Err = wire.FromError(err)
+	s.send(resp)
 }
 
 func errWritable(f mounts.File, name string) error {

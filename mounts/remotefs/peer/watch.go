@@ -2,10 +2,12 @@ package peer
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -164,9 +166,37 @@ func (w *watcher) loop() {
 			evs = append(evs, w.parse(buf[:n])...)
 		}
 		if len(evs) > 0 {
-			w.s.send(&wire.Response{Events: evs})
+			w.send(evs)
 		}
 	}
+}
+
+// send sends a batch with each name's state as it is now, taken and sent
+// while no request that changes names runs (server.order): the state of
+// a name is never older than an answer sent before it.
+func (w *watcher) send(evs []wire.Event) {
+	w.s.order.Lock()
+	defer w.s.order.Unlock()
+	states := map[string]wire.Event{}
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind != wire.EventChanged {
+			continue
+		}
+		st, ok := states[ev.Name]
+		if !ok {
+			a, err := w.s.fsys.Stat(w.s.ctx, ev.Name)
+			switch {
+			case err == nil:
+				st.State, st.Attr = wire.StateExists, wire.FromAttr(a)
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+				st.State = wire.StateMissing
+			}
+			states[ev.Name] = st
+		}
+		ev.State, ev.Attr = st.State, st.Attr
+	}
+	w.s.send(&wire.Response{Events: evs})
 }
 
 func (w *watcher) parse(b []byte) []wire.Event {

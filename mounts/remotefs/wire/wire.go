@@ -35,7 +35,7 @@ import (
 // Version is the protocol version. A change to the meaning of any field,
 // or a new Op a peer must understand, increments it; both sides refuse a
 // hello of another version.
-const Version = 2
+const Version = 3
 
 // Op names a request.
 type Op uint8
@@ -276,7 +276,27 @@ type Event struct {
 	ExecID uint64
 	Data   []byte
 	Status int
+	// State is what an EventChanged name is as the batch is sent (its
+	// Attr, or missing). The peer takes it while no request that
+	// changes names is being applied, and sends it before answering
+	// any that starts after: a state is never older than an answer
+	// sent before it (docs/remote-protocol.md, "Events"), so the
+	// daemon may keep it as it keeps a stat's answer.
+	State State
+	Attr  Attr
 }
+
+// State says what an EventChanged carries of its name.
+type State uint8
+
+const (
+	// StateUnknown: the name's state is not known (the daemon asks).
+	StateUnknown State = iota
+	// StateExists: the name exists, with the event's Attr.
+	StateExists
+	// StateMissing: the name does not exist.
+	StateMissing
+)
 
 // Error is an error on the wire: an errno, or one of the contract's
 // sentinel errors that is not an errno (so that errors.Is on the daemon's

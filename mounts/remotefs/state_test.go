@@ -1,0 +1,104 @@
+package remotefs_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs"
+)
+
+// The change stream carries each changed name's state: a change made on
+// the remote machine by another program is seen by the next stat, and
+// that stat is answered here, without a round trip (the kernel face,
+// told the name changed, looks it up again at once).
+func TestChangeStreamCarriesState(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	fsys := newLink(t, dir).open(t, false)
+	ctx := context.Background()
+	a, err := fsys.Stat(ctx, "a.txt")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, a.Size)
+	_, err = fsys.Stat(ctx, "sub/b.txt")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	before := remotefs.Requests(fsys)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("three"), 0o644))
+	require.Eventually(t, func() bool {
+		a, err := fsys.Stat(ctx, "a.txt")
+		return err == nil && a.Size == 5
+	}, 5*time.Second, 5*time.Millisecond, "a change made elsewhere is seen")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub/b.txt"), []byte("new"), 0o644))
+	require.Eventually(t, func() bool {
+		a, err := fsys.Stat(ctx, "sub/b.txt")
+		return err == nil && a.Size == 3
+	}, 5*time.Second, 5*time.Millisecond, "a name made elsewhere is seen")
+	require.NoError(t, os.Remove(filepath.Join(dir, "a.txt")))
+	require.Eventually(t, func() bool {
+		_, err := fsys.Stat(ctx, "a.txt")
+		return errorsIsNotExist(err)
+	}, 5*time.Second, 5*time.Millisecond, "a name removed elsewhere is gone")
+	assert.Equal(t, before, remotefs.Requests(fsys), "the stats were answered from the change stream's states")
+
+	// The listing changed: it is asked for again, once, and is right.
+	ents, err := fsys.ReadDir(ctx, ".")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sub"}, names(ents))
+	ents, err = fsys.ReadDir(ctx, "sub")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b.txt"}, names(ents))
+}
+
+func errorsIsNotExist(err error) bool { return err != nil && os.IsNotExist(err) }
+
+func names(ents []mounts.DirEntry) []string {
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// A state is never older than an answer the daemon had before it: the
+// daemon's own creates and removes, each followed at once by a stat,
+// are never contradicted by an event of the change before (the peer takes
+// and sends a batch's states only while no change of its runs).
+func TestChangeStreamStateNeverStale(t *testing.T) {
+	dir := t.TempDir()
+	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
+	ctx := context.Background()
+	deadline := time.Now().Add(2 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		f, err := fsys.OpenFile(ctx, "x", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		require.NoError(t, err, "create %d", i)
+		if i%2 == 0 {
+			_, err = f.(mounts.WritableFile).WriteAt([]byte("data"), 0)
+			require.NoError(t, err)
+		}
+		require.NoError(t, f.Close())
+		a, err := fsys.Stat(ctx, "x")
+		require.NoError(t, err, "stat after create %d", i)
+		if i%2 == 0 {
+			require.EqualValues(t, 4, a.Size, "size after the write of %d", i)
+		}
+		require.NoError(t, fsys.Unlink(ctx, "x"), "unlink %d", i)
+		_, err = fsys.Stat(ctx, "x")
+		require.ErrorIs(t, err, fs.ErrNotExist, "stat after unlink %d", i)
+		require.NoError(t, fsys.Mkdir(ctx, "d", 0o755), "mkdir %d", i)
+		a, err = fsys.Stat(ctx, "d")
+		require.NoError(t, err, "stat after mkdir %d", i)
+		require.True(t, a.IsDir())
+		require.NoError(t, fsys.Rmdir(ctx, "d"), "rmdir %d", i)
+		_, err = fsys.Stat(ctx, "d")
+		require.ErrorIs(t, err, fs.ErrNotExist, "stat after rmdir %d", i)
+	}
+}

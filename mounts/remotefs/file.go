@@ -238,6 +238,19 @@ type writableFile struct {
 	cond     *sync.Cond
 	inFlight int64
 	werr     error
+	// opened: nothing was done through the handle since its open, whose
+	// answer carried the file's attributes (the kernel face's create
+	// stats the file it just made: that costs no second round trip).
+	// written: a write or truncate was sent through it.
+	opened, written bool
+}
+
+// touch notes that the handle is used for more than its open.
+func (w *writableFile) touch(write bool) {
+	w.wmu.Lock()
+	w.opened = false
+	w.written = w.written || write
+	w.wmu.Unlock()
 }
 
 func (w *writableFile) pending() error {
@@ -250,6 +263,7 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := w.pending(); err != nil {
 		return 0, err
 	}
+	w.touch(true)
 	w.wmu.Lock()
 	for w.inFlight > 0 && w.inFlight+int64(len(p)) > maxInFlight && w.werr == nil {
 		w.cond.Wait()
@@ -302,6 +316,7 @@ func (w *writableFile) drain() error {
 }
 
 func (w *writableFile) ReadAt(p []byte, off int64) (int, error) {
+	w.touch(false)
 	// Ordered after the writes on the peer; nothing kept here.
 	resp, err := w.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: int64(len(p))})
 	if err != nil {
@@ -318,6 +333,7 @@ func (w *writableFile) Truncate(size int64) error {
 	if err := w.pending(); err != nil {
 		return err
 	}
+	w.touch(true)
 	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpTruncateH, Size: size})
 	w.f.cache.invalidate(w.name)
 	return err
@@ -325,6 +341,7 @@ func (w *writableFile) Truncate(size int64) error {
 
 // Sync returns once the peer's fsync did: the data is on the remote disk.
 func (w *writableFile) Sync() error {
+	w.touch(false)
 	if err := w.drain(); err != nil {
 		return err
 	}
@@ -333,6 +350,13 @@ func (w *writableFile) Sync() error {
 }
 
 func (w *writableFile) Stat() (mounts.Attr, error) {
+	w.wmu.Lock()
+	opened := w.opened
+	w.opened = false
+	w.wmu.Unlock()
+	if opened {
+		return w.a, nil // as the open found it, a moment ago
+	}
 	return w.remoteFile.Stat() // ordered after the writes on the peer
 }
 
@@ -348,7 +372,12 @@ func (w *writableFile) Close() error {
 	w.mu.Unlock()
 	_, cerr := w.req(context.Background(), &wire.Request{Op: wire.OpClose})
 	werr := w.drain()
-	w.f.cache.invalidate(w.name)
+	w.wmu.Lock()
+	written := w.written
+	w.wmu.Unlock()
+	if written {
+		w.f.cache.invalidate(w.name)
+	}
 	if werr != nil {
 		// Through the kernel a close cannot fail (no FLUSH): the writer
 		// learns of it at its next write or fsync; here it is said.
@@ -370,7 +399,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err != nil {
 		return nil, err
 	}
-	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}}
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}, opened: true}
 	w.cond = sync.NewCond(&w.wmu)
 	return w, nil
 }

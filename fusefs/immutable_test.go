@@ -195,7 +195,7 @@ func TestImmutableRootsRefused(t *testing.T) {
 	below, err := MountsBelow(dir)
 	require.NoError(t, err)
 	assert.Empty(t, below, "no root qualified")
-	assert.Contains(t, logs.String(), "its content is neither immutable nor copy-on-write")
+	assert.Contains(t, logs.String(), "its content is neither immutable, copy-on-write nor notified")
 	assert.Contains(t, logs.String(), "not a directory name")
 	// Everything is still served by the main connection.
 	b, err := os.ReadFile(filepath.Join(dir, "repo", "d", "small"))

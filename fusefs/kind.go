@@ -30,6 +30,11 @@ const (
 	// asking, as on an immutable connection, and READ, WRITE and FSYNC
 	// go by name through the connection's file cache.
 	kindCopyOnWrite
+	// kindNotified serves a mount whose changes behind this process's
+	// back are told (a remote mount with its change stream), stacked
+	// over its mount point: files are opened as on the main connection,
+	// with handles, but the kernel opens directories without asking.
+	kindNotified
 )
 
 // String names the kind as the log and the package doc do.
@@ -41,6 +46,8 @@ func (k connKind) String() string {
 		return "immutable"
 	case kindCopyOnWrite:
 		return "copy-on-write"
+	case kindNotified:
+		return "notified"
 	}
 	return fmt.Sprintf("connKind(%d)", int(k))
 }
@@ -62,6 +69,15 @@ type strategy struct {
 	// and nothing is passed through (no handle to register a backing
 	// file with).
 	openless bool
+	// openlessDirs answers OPENDIR alone with ENOSYS (noOpendir), as an
+	// openless connection does: the kernel then sends no OPENDIR or
+	// RELEASEDIR, and keeps each directory's listing until it is told
+	// the directory changed. Files keep their handles.
+	openlessDirs bool
+	// rootDropsAll makes an invalidation of the connection's root drop
+	// every entry the kernel holds of it (none is a mount point): on a
+	// stacked root, nothing above it can be dropped instead.
+	rootDropsAll bool
 	// policy is the caching policy of a name of the connection (see "#
 	// Caching" in the package doc).
 	policy func(c *conn, name string) cachePolicy
@@ -98,6 +114,12 @@ var strategies = [...]strategy{
 		openless:     true,
 		policy:       (*conn).mountPolicy,
 		writesByName: true,
+		changes:      true,
+	},
+	kindNotified: {
+		openlessDirs: true,
+		rootDropsAll: true,
+		policy:       (*conn).mountPolicy,
 		changes:      true,
 	},
 }

@@ -215,7 +215,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 	// Below the gate, which zeroes the timeouts of a miss as of any
 	// entry while it is closed.
 	raw = negEntries{raw}
-	if c.how.openless {
+	if c.how.openless || c.how.openlessDirs {
 		raw = noOpendir{raw}
 	}
 	if sm.wrapRaw != nil {
@@ -370,6 +370,15 @@ func (c *conn) invalidate(name string) {
 		c.notify(cur.NotifyContent(0, 0), "content", name)
 		for _, elem := range c.rootNegs.take() {
 			c.notify(cur.NotifyEntry(elem), "entry", name)
+		}
+		if c.how.rootDropsAll {
+			// Everything may have changed (a remote mount's link came
+			// back, its change stream overflowed): the root has no
+			// entry above it to drop, so each of its own goes, and
+			// with it what the kernel holds below.
+			for elem := range cur.Children() {
+				c.notify(cur.NotifyEntry(elem), "entry", name)
+			}
 		}
 		c.readers.clear()
 		return

@@ -155,6 +155,29 @@ func CopyOnWriteRoots(fsys mounts.FS) []string {
 	return roots
 }
 
+// NotifiedRoots returns the directories [Options.StackConnections] serves
+// on connections of their own that open directories without asking, from
+// fsys's mount table ([mounts.Mounts]): the mount points of mounts whose
+// changes are told ([mounts.Description.Notified], a remote mount with
+// its change stream) with no other mount below them.
+func NotifiedRoots(fsys mounts.FS) []string {
+	var roots []string
+	table := mounts.Mounts(fsys)
+	for _, m := range table {
+		if !m.Notified || m.External || m.Immutable || m.CopyOnWrite || m.Prefix == "/" {
+			continue
+		}
+		nested := false
+		for _, o := range table {
+			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
+		}
+		if !nested {
+			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
+		}
+	}
+	return roots
+}
+
 // stacking returns the kind of the main connection and the roots to stack
 // on it once it is mounted: none without [Options.StackConnections]; with
 // "." among the roots, the main connection is itself an immutable one.
@@ -164,7 +187,7 @@ func stacking(fsys mounts.FS, opts Options, sm seams, logger *slog.Logger) (conn
 	}
 	all := sm.roots
 	if all == nil {
-		all = append(ImmutableRoots(fsys), CopyOnWriteRoots(fsys)...)
+		all = append(append(ImmutableRoots(fsys), CopyOnWriteRoots(fsys)...), NotifiedRoots(fsys)...)
 	}
 	kind := kindMain
 	var roots []string
@@ -191,12 +214,18 @@ func (s *Server) mountStacked(root string, opts Options, sm seams) (*Server, err
 		return nil, fmt.Errorf("not a directory name: %q", root)
 	}
 	d := mounts.DescribeAt(fsys, root)
-	kind := kindCopyOnWrite
+	var kind connKind
 	switch {
 	case d.Immutable:
 		kind = kindImmutable
-	case !d.CopyOnWrite || d.External:
-		return nil, errors.New("its content is neither immutable nor copy-on-write")
+	case d.External:
+		return nil, errors.New("its content changes behind the process's back")
+	case d.CopyOnWrite:
+		kind = kindCopyOnWrite
+	case d.Notified:
+		kind = kindNotified
+	default:
+		return nil, errors.New("its content is neither immutable, copy-on-write nor notified")
 	}
 	parent, err := fsys.Stat(mountCtx(), path.Dir(root))
 	if err != nil {
@@ -208,7 +237,8 @@ func (s *Server) mountStacked(root string, opts Options, sm seams) (*Server, err
 		}
 	}
 	c := newConn(fsys, kind, root, parent.Ino)
-	// Stacked connections are openless: no handle to pass through.
+	// Stacked connections are openless (no handle to pass through), or
+	// serve a mount with no host file to pass (a notified one).
 	opts.Passthrough = false
 	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil, sm)
 	if err != nil {

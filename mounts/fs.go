@@ -292,6 +292,12 @@ type Description struct {
 	// kernel opens files without asking, as it does for immutable
 	// content. Never set together with External.
 	CopyOnWrite bool
+	// Notified content changes behind the mount's back (a remote
+	// machine's directory), but every change is told ([ChangeNotifier]),
+	// so the kernel face caches it as content only this process changes
+	// and serves it on a connection of its own where the kernel opens
+	// directories without asking. Never set together with External.
+	Notified bool
 	// IgnoreFiles says the mount's .gitignore files describe its own
 	// content (a host checkout, where build output and the like are
 	// ignored), so a search of the tree honours them. A git commit's

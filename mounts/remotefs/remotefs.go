@@ -516,7 +516,8 @@ func (f *ReadOnlyFS) deliver() {
 // Describe implements mounts.Describer. Others change the remote
 // directory, but with the change stream up every change is told
 // (OnChange, relayed to the kernel face): the kernel may then cache as
-// for content only this process changes. Without it (a peer that could
+// for content only this process changes, and open directories without
+// asking (Notified). Without it (a peer that could
 // not watch) the kernel face keeps its caches short, as for a host
 // directory. The description is read when the tree is built, after the
 // first connection.
@@ -524,7 +525,7 @@ func (f *ReadOnlyFS) Describe() mounts.Description {
 	f.mu.Lock()
 	watching := f.watching
 	f.mu.Unlock()
-	return mounts.Description{Type: "remote", Source: f.opts.Source, External: !watching}
+	return mounts.Description{Type: "remote", Source: f.opts.Source, External: !watching, Notified: watching}
 }
 
 // Stat implements mounts.FS.

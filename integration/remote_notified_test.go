@@ -1,0 +1,347 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/fusefs"
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/hostfs"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/mounts/remotefs"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/peer"
+	"github.com/vfsmount/vfsmount/union"
+)
+
+// peerCalls counts what the peer's mount is asked, so a test can tell a
+// warm walk that crossed the link from one answered by the daemon.
+type peerCalls struct {
+	mounts.FS
+	n     atomic.Int64 // every call but Stat
+	stats atomic.Int64 // Stat: the change stream's states are one too
+}
+
+func (p *peerCalls) Stat(ctx context.Context, name string) (mounts.Attr, error) {
+	p.stats.Add(1)
+	return p.FS.Stat(ctx, name)
+}
+
+func (p *peerCalls) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	p.n.Add(1)
+	return p.FS.ReadDir(ctx, name)
+}
+
+func (p *peerCalls) Open(ctx context.Context, name string) (mounts.File, error) {
+	p.n.Add(1)
+	return p.FS.Open(ctx, name)
+}
+
+func (p *peerCalls) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	p.n.Add(1)
+	return mounts.OpenFile(ctx, p.FS, name, flag, perm)
+}
+
+func (p *peerCalls) Unlink(ctx context.Context, name string) error {
+	p.n.Add(1)
+	return mounts.Unlink(ctx, p.FS, name)
+}
+
+func (p *peerCalls) Rmdir(ctx context.Context, name string) error {
+	p.n.Add(1)
+	return mounts.Rmdir(ctx, p.FS, name)
+}
+
+func (p *peerCalls) Mkdir(ctx context.Context, name string, perm fs.FileMode) error {
+	p.n.Add(1)
+	return mounts.Mkdir(ctx, p.FS, name, perm)
+}
+
+func (p *peerCalls) Rename(ctx context.Context, oldname, newname string, flags mounts.RenameFlags) error {
+	p.n.Add(1)
+	return mounts.Rename(ctx, p.FS, oldname, newname, flags)
+}
+
+// notifiedWorkspace is a remote mount on /workspace (its peer serving a
+// host directory over in-process pipes) beside a memory mount, mounted
+// through the kernel as the daemon mounts it (stacked connections), with
+// the kernel's requests counted.
+type notifiedWorkspace struct {
+	ws, src string
+	counts  *fusefs.RequestCounts
+	calls   *peerCalls
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	refuse bool
+}
+
+func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspace {
+	t.Helper()
+	w := &notifiedWorkspace{src: t.TempDir(), counts: &fusefs.RequestCounts{}}
+	if fill != nil {
+		fill(w.src)
+	}
+	h, err := hostfs.Open(w.src, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.(*hostfs.FS).Close() })
+	w.calls = &peerCalls{FS: h}
+	dial := func(context.Context) (io.ReadWriteCloser, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.refuse {
+			return nil, &net.OpError{Op: "dial", Net: "pipe", Err: io.ErrClosedPipe}
+		}
+		a, b := net.Pipe()
+		w.conns = append(w.conns, b)
+		go func() {
+			_ = peer.Serve(context.Background(), b, b, w.calls, peer.Options{Dir: w.src, Build: "test"})
+			b.Close()
+		}()
+		return a, nil
+	}
+	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer", Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.(*remotefs.FS).Close() })
+	u, err := union.New(map[string]mounts.FS{"/workspace": r, "/memory": memfs.New(memfs.Options{})})
+	require.NoError(t, err)
+	dir, srv := mountKernelWith(t, u, fusefs.Options{StackConnections: true, Counts: w.counts})
+	// As the workspace relays them: the mount's names, under its prefix.
+	r.(*remotefs.FS).OnChange(func(names ...string) {
+		for i, n := range names {
+			names[i] = mounts.Join("workspace", n)
+		}
+		srv.Invalidate(names...)
+	})
+	w.ws = filepath.Join(dir, "workspace")
+	return w
+}
+
+// cut breaks the link; with refuse, the mount cannot dial again until
+// cut is called with false.
+func (w *notifiedWorkspace) cut(refuse bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refuse = refuse
+	for _, c := range w.conns {
+		c.Close()
+	}
+	w.conns = nil
+}
+
+// walk lists every directory below dir and stats every name, as ls -lR
+// does, and returns the names seen.
+func walk(t *testing.T, dir string) []string {
+	t.Helper()
+	var seen []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if _, err := os.Lstat(p); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		seen = append(seen, rel)
+		return nil
+	}))
+	sort.Strings(seen)
+	return seen
+}
+
+func fillTree(src string) {
+	for d := range 20 {
+		sub := filepath.Join(src, fmt.Sprintf("d%02d", d), "sub")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			panic(err)
+		}
+		for f := range 5 {
+			for _, dir := range []string{filepath.Dir(sub), sub} {
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", f)), []byte("content\n"), 0o644); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+}
+
+// A warm walk of a remote mount through the kernel (ls -lR) costs the
+// kernel's requests of a local mount and nothing on the link: entries,
+// attributes and listings are cached by the kernel until the change
+// stream says otherwise, and the directories are opened without asking
+// (no OPENDIR and RELEASEDIR per directory, which cost a warm git status
+// in a 13,000-file checkout four times a native one's time).
+func TestRemoteKernelWarmWalkRequests(t *testing.T) {
+	w := newNotifiedWorkspace(t, fillTree)
+	root, err := os.Stat(filepath.Dir(w.ws))
+	require.NoError(t, err)
+	ws, err := os.Stat(w.ws)
+	require.NoError(t, err)
+	require.NotEqual(t, root.Sys().(*syscall.Stat_t).Dev, ws.Sys().(*syscall.Stat_t).Dev,
+		"the remote mount has a connection of its own")
+	first := walk(t, w.ws)
+	require.Len(t, first, 1+20*(2+2*5))
+	walk(t, w.ws)
+	before, calls, stats := w.counts.Snapshot(), w.calls.n.Load(), w.calls.stats.Load()
+	require.Equal(t, first, walk(t, w.ws))
+	got := w.counts.Snapshot().Sub(before)
+	t.Logf("a warm walk of %d names: %v", len(first), got)
+	for _, op := range []string{fusefs.OpOpendir, fusefs.OpReleasedir, fusefs.OpReaddir, fusefs.OpReaddirplus, fusefs.OpLookup} {
+		assert.Zero(t, got[op], "%s requests on a warm walk", op)
+	}
+	assert.LessOrEqual(t, got.Waited(), uint64(4), "requests of a warm walk: %v", got)
+	assert.Equal(t, calls, w.calls.n.Load(), "a warm walk asks the peer nothing")
+	assert.Equal(t, stats, w.calls.stats.Load(), "a warm walk asks the peer nothing")
+}
+
+// A warm git status through the kernel face sends about what it would
+// to a local mount: no request per directory, and on the link only the
+// index lock's create and remove.
+func TestRemoteKernelWarmGitStatusRequests(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "safe.directory=*"}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return string(out)
+	}
+	w := newNotifiedWorkspace(t, func(src string) {
+		fillTree(src)
+		// Files older than the index: none is "racily clean", which git
+		// would read again at every status.
+		old := time.Now().Add(-time.Hour)
+		if err := filepath.WalkDir(src, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Chtimes(p, old, old)
+		}); err != nil {
+			panic(err)
+		}
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "tree"}} {
+			cmd := exec.Command("git", append([]string{"-C", src}, args...)...)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				panic(fmt.Sprintf("git %v: %v: %s", args, err, out))
+			}
+		}
+	})
+	git(w.ws, "status") // refreshes the index's stat data as the mount shows it
+	git(w.ws, "status")
+	before, calls := w.counts.Snapshot(), w.calls.n.Load()
+	require.Contains(t, git(w.ws, "status"), "nothing to commit, working tree clean")
+	got := w.counts.Snapshot().Sub(before)
+	t.Logf("a warm git status of 41 directories: %v; %d calls on the peer", got, w.calls.n.Load()-calls)
+	for _, op := range []string{fusefs.OpOpendir, fusefs.OpReleasedir, fusefs.OpReaddir, fusefs.OpReaddirplus} {
+		assert.Zero(t, got[op], "%s requests on a warm git status", op)
+	}
+	assert.LessOrEqual(t, got.Waited(), uint64(60), "requests of a warm git status: %v", got)
+	// The lock: its create (and the stat of the file made), its removal;
+	// nothing else crosses the link (the file opened to create it is
+	// closed there too, which the mount does not count here).
+	assert.LessOrEqual(t, w.calls.n.Load()-calls, int64(3), "calls on the peer of a warm git status")
+}
+
+// A listing the kernel keeps is dropped when the remote directory
+// changes behind the daemon's back: a name made and a name removed on the
+// remote machine show in the next ls, and so do the names of a file's
+// new content.
+func TestRemoteKernelListingChangedElsewhere(t *testing.T) {
+	w := newNotifiedWorkspace(t, fillTree)
+	d := filepath.Join(w.ws, "d03", "sub")
+	list := func() []string {
+		ents, err := os.ReadDir(d)
+		require.NoError(t, err)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	require.Equal(t, []string{"f0.txt", "f1.txt", "f2.txt", "f3.txt", "f4.txt"}, list())
+	require.Equal(t, []string{"f0.txt", "f1.txt", "f2.txt", "f3.txt", "f4.txt"}, list())
+
+	src := filepath.Join(w.src, "d03", "sub")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "new.txt"), []byte("new\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(src, "f1.txt")))
+	require.Eventually(t, func() bool {
+		return fmt.Sprint(list()) == fmt.Sprint([]string{"f0.txt", "f2.txt", "f3.txt", "f4.txt", "new.txt"})
+	}, 5*time.Second, 10*time.Millisecond, "the listing changed elsewhere is seen: %v", list())
+	_, err := os.Stat(filepath.Join(d, "f1.txt"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	b, err := os.ReadFile(filepath.Join(d, "new.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "new\n", string(b))
+
+	// A directory made elsewhere, with files in it, is listed.
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "deeper"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "deeper", "x"), []byte("x"), 0o644))
+	require.Eventually(t, func() bool {
+		ents, err := os.ReadDir(filepath.Join(d, "deeper"))
+		return err == nil && len(ents) == 1 && ents[0].Name() == "x"
+	}, 5*time.Second, 10*time.Millisecond, "a directory made elsewhere is listed")
+}
+
+// When the link drops, what the kernel kept of the remote mount goes:
+// a change made on the remote machine while the link was down shows once
+// it is back, in a listing the kernel had cached and in a name it had
+// looked up, not 30 seconds later; while it is down, the mount fails with
+// EIO within the timeout rather than answering from what it kept.
+func TestRemoteKernelLinkDropForgets(t *testing.T) {
+	w := newNotifiedWorkspace(t, fillTree)
+	d := filepath.Join(w.ws, "d05")
+	walk(t, w.ws)
+	walk(t, w.ws)
+	b, err := os.ReadFile(filepath.Join(d, "f0.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "content\n", string(b))
+
+	w.cut(true)
+	src := filepath.Join(w.src, "d05")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "while-down.txt"), []byte("down\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "f0.txt"), []byte("changed while down\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(src, "f1.txt")))
+	require.Eventually(t, func() bool {
+		_, err := os.ReadDir(d)
+		return errors.Is(err, syscall.EIO)
+	}, 5*time.Second, 10*time.Millisecond, "a listing while the link is down fails with EIO")
+
+	w.cut(false)
+	require.Eventually(t, func() bool {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return false
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return fmt.Sprint(names) == fmt.Sprint([]string{"f0.txt", "f2.txt", "f3.txt", "f4.txt", "sub", "while-down.txt"})
+	}, 20*time.Second, 10*time.Millisecond, "the listing made while the link was down is seen once it is back")
+	b, err = os.ReadFile(filepath.Join(d, "f0.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "changed while down\n", string(b))
+	_, err = os.Stat(filepath.Join(d, "f1.txt"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

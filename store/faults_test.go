@@ -39,11 +39,12 @@ func (c *faultClient) Do(r *http.Request) (*http.Response, error) {
 }
 
 func isChunkPut(r *http.Request) bool {
-	return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/chunks/")
+	return r.Method == http.MethodPut && (strings.Contains(r.URL.Path, "/chunks/") || strings.Contains(r.URL.Path, "/packs/"))
 }
 
 // checkInvariant: every manifest in the store names only chunks that are
-// there, and every head names only manifests that are there.
+// there (as objects, or in the packs it says, with their bytes), and every
+// head names only manifests that are there.
 func checkInvariant(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,7 +53,14 @@ func checkInvariant(t *testing.T, s *Store) {
 	for _, o := range ms {
 		m, err := s.Manifest(ctx, strings.TrimPrefix(o.key, "manifests/"))
 		require.NoError(t, err)
+		loc := m.packIndex()
 		for h := range m.chunks() {
+			if l, ok := loc[h]; ok {
+				data, err := s.getPacked(ctx, h, l)
+				assert.NoError(t, err, "manifest %s names chunk %s in pack %s, which is not there", o.key, h, l.pack)
+				assert.Equal(t, h, sum(data))
+				continue
+			}
 			ok, _, err := s.exists(ctx, s.key(chunkKeyPart(h)))
 			require.NoError(t, err)
 			assert.True(t, ok, "manifest %s names chunk %s, which is not there", o.key, h)
@@ -82,7 +90,7 @@ func TestServerKilledMidPush(t *testing.T) {
 	var once sync.Once
 	fc := &faultClient{inner: &http.Client{}}
 	s, err := Open(ctx, Config{URL: "s3://" + testBucket + "/p", Endpoint: srv.Endpoint, MaxAttempts: 3,
-		MaxBackoff: 50 * time.Millisecond, Parallel: 4, ChunkSize: 64 << 10, HTTPClient: fc})
+		MaxBackoff: 50 * time.Millisecond, Parallel: 4, ChunkSize: 64 << 10, PackBelow: -1, HTTPClient: fc})
 	require.NoError(t, err)
 	mem := memfs.New(memfs.Options{})
 	for i := range 60 {
@@ -175,7 +183,7 @@ func TestThrottledAndFailing(t *testing.T) {
 			Body: io.NopCloser(strings.NewReader(body)), Request: r}
 	}
 	s, err := Open(ctx, Config{URL: "s3://" + testBucket + "/p", Endpoint: srv.Endpoint, MaxAttempts: 4,
-		MaxBackoff: 20 * time.Millisecond, ChunkSize: 64 << 10, HTTPClient: fc})
+		MaxBackoff: 20 * time.Millisecond, ChunkSize: 64 << 10, PackBelow: -1, HTTPClient: fc})
 	require.NoError(t, err)
 	e := newWS(t)
 	fill(t, e.mem)
@@ -192,7 +200,7 @@ func TestThrottledAndFailing(t *testing.T) {
 func TestCorruptChunkAtResume(t *testing.T) {
 	ctx := context.Background()
 	srv := testutil.StartS3(t, testBucket)
-	s := openSmall(t, srv, "p")
+	s := openObjects(t, srv, "p")
 	e := newWS(t)
 	fill(t, e.mem)
 	c1, err := e.ws.Create(ctx, "")
@@ -201,7 +209,7 @@ func TestCorruptChunkAtResume(t *testing.T) {
 	require.NoError(t, err)
 	h := sum([]byte("# notes\n"))
 	require.NoError(t, os.WriteFile(srv.ObjectPath(testBucket, "p/chunks/"+h), []byte("# NOTES\n"), 0o644))
-	s2 := openSmall(t, srv, "p") // an empty cache
+	s2 := openObjects(t, srv, "p") // an empty cache
 	r, err := s2.Resume(ctx, "w")
 	require.NoError(t, err)
 	got, err := r.Tree(ctx, "/memory", memfs.Options{})

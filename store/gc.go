@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,13 +27,15 @@ type GCResult struct {
 	ManifestsDeleted int   `json:"manifests_deleted"`
 	Chunks           int   `json:"chunks"`
 	ChunksDeleted    int   `json:"chunks_deleted"`
+	Packs            int   `json:"packs"`
+	PacksDeleted     int   `json:"packs_deleted"`
 	BytesDeleted     int64 `json:"bytes_deleted"`
 }
 
 // GC deletes the manifests no workspace's head names (a dropped
 // checkpoint, a deleted workspace, a push that failed before its head)
-// and then the chunks no kept manifest names, except those younger than
-// the grace period. It runs only while no push does: a push in progress is
+// and then the chunks no kept manifest names and the packs holding none it
+// names, except those younger than the grace period. It runs only while no push does: a push in progress is
 // ErrBusy, naming it; a push that starts meanwhile waits (see locks.go).
 // Manifests go before chunks, so a collection cut short never leaves a
 // manifest without its chunks.
@@ -81,7 +84,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 	}
 	res.Manifests = len(ms)
 	now := s.cfg.Now()
-	referenced := map[string]bool{}
+	referenced, referencedPacks := map[string]bool{}, map[string]bool{}
 	var deadManifests []listed
 	for _, o := range ms {
 		h := strings.TrimPrefix(o.key, "manifests/")
@@ -98,6 +101,9 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 		for c := range m.chunks() {
 			referenced[c] = true
 		}
+		for _, p := range m.Packs {
+			referencedPacks[p.Hash] = true
+		}
 	}
 	chunks, err := s.list(ctx, "chunks")
 	if err != nil {
@@ -110,15 +116,27 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCResult, error) {
 			deadChunks = append(deadChunks, o)
 		}
 	}
+	// A pack lives while a kept manifest names any chunk in it.
+	packs, err := s.list(ctx, "packs")
+	if err != nil {
+		return res, err
+	}
+	res.Packs = len(packs)
+	var deadPacks []listed
+	for _, o := range packs {
+		if !referencedPacks[strings.TrimPrefix(o.key, "packs/")] && now.Sub(o.modified) >= grace {
+			deadPacks = append(deadPacks, o)
+		}
+	}
 	s.hook("gc:listed")
-	res.ManifestsDeleted, res.ChunksDeleted = len(deadManifests), len(deadChunks)
-	for _, o := range deadChunks {
+	res.ManifestsDeleted, res.ChunksDeleted, res.PacksDeleted = len(deadManifests), len(deadChunks), len(deadPacks)
+	for _, o := range append(slices.Clip(deadChunks), deadPacks...) {
 		res.BytesDeleted += o.size
 	}
 	if opts.DryRun {
 		return res, nil
 	}
-	for _, batch := range [][]listed{deadManifests, deadChunks} {
+	for _, batch := range [][]listed{deadManifests, deadChunks, deadPacks} {
 		for _, o := range batch {
 			if s.cfg.Now().After(lk.expires.Add(-lockTTL / 3)) {
 				return res, fmt.Errorf("store %s: gc ran past its lock; run it again: %w", s.url, ErrBusy)

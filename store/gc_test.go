@@ -37,7 +37,7 @@ func pushMem(t *testing.T, s *Store, name string, files map[string][]byte) (*wsE
 func TestGC(t *testing.T) {
 	ctx := context.Background()
 	srv := testutil.StartS3(t, testBucket)
-	s := openSmall(t, srv, "p")
+	s := openObjects(t, srv, "p")
 	shared := bytes.Repeat([]byte("shared"), 1000)
 	pushMem(t, s, "keep", map[string][]byte{"a": shared, "k": []byte("only keep")})
 	pushMem(t, s, "gone", map[string][]byte{"a": shared, "g": []byte("only gone")})
@@ -79,13 +79,13 @@ func TestGC(t *testing.T) {
 func TestGCRacesPush(t *testing.T) {
 	ctx := context.Background()
 	srv := testutil.StartS3(t, testBucket)
-	setup := openSmall(t, srv, "p")
+	setup := openObjects(t, srv, "p")
 	content := map[string][]byte{"x": bytes.Repeat([]byte("reused"), 5000)}
 	pushMem(t, setup, "old", content)
 	require.NoError(t, setup.DeleteWorkspace(ctx, "old"))
 
 	t.Run("push starts during a collection", func(t *testing.T) {
-		gcs, pusher := openSmall(t, srv, "p"), openSmall(t, srv, "p")
+		gcs, pusher := openObjects(t, srv, "p"), openObjects(t, srv, "p")
 		listed := make(chan struct{})
 		proceed := make(chan struct{})
 		gcDone := make(chan struct{})
@@ -136,7 +136,7 @@ func TestGCRacesPush(t *testing.T) {
 	})
 
 	t.Run("collection starts during a push", func(t *testing.T) {
-		gcs, pusher := openSmall(t, srv, "p"), openSmall(t, srv, "p")
+		gcs, pusher := openObjects(t, srv, "p"), openObjects(t, srv, "p")
 		require.NoError(t, pusher.DeleteWorkspace(ctx, "new"))
 		at := make(chan struct{})
 		release := make(chan struct{})

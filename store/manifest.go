@@ -2,19 +2,25 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"slices"
 	"time"
 )
 
 // Format is the version of the manifests, heads and leases this build
 // writes and the newest it reads. An object of a newer format is refused
 // (ErrNewerFormat) and left as it is.
-const Format = 1
+//
+// Format 2 added packs (Manifest.Packs): a build of format 1 would not
+// find a packed chunk, so it is refused such a manifest.
+const Format = 2
 
 // Layers: what a mount's tree in a manifest is.
 const (
@@ -39,6 +45,56 @@ type Manifest struct {
 	Parent    string          `json:"parent,omitempty"`
 	ChunkSize int64           `json:"chunk_size"`
 	Mounts    []MountManifest `json:"mounts"`
+	// Packs say where the chunks that are not objects of their own are
+	// (see the package doc); each lists only chunks this manifest names.
+	Packs []Pack `json:"packs,omitempty"`
+}
+
+// Pack is an object holding small chunks end to end.
+type Pack struct {
+	Hash   string        `json:"hash"`
+	Chunks []PackedChunk `json:"chunks"`
+}
+
+// PackedChunk is one chunk of a pack: its hash, offset and length.
+type PackedChunk struct {
+	Hash string `json:"hash"`
+	Off  int64  `json:"off"`
+	Len  int64  `json:"len"`
+}
+
+// packed is where a packed chunk is.
+type packed struct {
+	pack     string
+	off, len int64
+}
+
+// packIndex maps every packed chunk m names to where it is.
+func (m *Manifest) packIndex() map[string]packed {
+	out := map[string]packed{}
+	for _, p := range m.Packs {
+		for _, c := range p.Chunks {
+			out[c.Hash] = packed{pack: p.Hash, off: c.Off, len: c.Len}
+		}
+	}
+	return out
+}
+
+// setPacks lists in m.Packs where each of its chunks that loc knows is,
+// packs and chunks in a stable order.
+func (m *Manifest) setPacks(loc map[string]packed) {
+	byPack := map[string][]PackedChunk{}
+	for h := range m.chunks() {
+		if l, ok := loc[h]; ok {
+			byPack[l.pack] = append(byPack[l.pack], PackedChunk{Hash: h, Off: l.off, Len: l.len})
+		}
+	}
+	m.Packs = nil
+	for _, h := range slices.Sorted(maps.Keys(byPack)) {
+		cs := byPack[h]
+		slices.SortFunc(cs, func(a, b PackedChunk) int { return cmp.Compare(a.Off, b.Off) })
+		m.Packs = append(m.Packs, Pack{Hash: h, Chunks: cs})
+	}
 }
 
 // MountManifest is one mount of a checkpoint.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -56,8 +57,9 @@ type upperViewer interface {
 // then the head, by compare-and-swap. A memory mount is sent whole; a
 // writable git mount as its upper layer (what differs from its commit)
 // and its commit. Content the previous checkpoint named is neither read
-// nor sent again, nor is a chunk the store has (a HEAD, then a create with
-// If-None-Match). A failed push leaves the head as it was; pushing again
+// nor sent again, nor is a large chunk the store has (a HEAD, then a
+// create with If-None-Match); the small ones go into packs (see the
+// package doc). A failed push leaves the head as it was; pushing again
 // completes it.
 func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string, opts PushOptions) (PushResult, error) {
 	// Pushes run one at a time; the session's state is locked only
@@ -98,12 +100,13 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 			}
 		}
 	}
-	known := map[string]struct{}{}
+	known, loc := map[string]struct{}{}, map[string]packed{}
 	if prev != nil {
-		known = prev.chunks()
+		known, loc = prev.chunks(), prev.packIndex()
 	}
 
 	up := &uploader{s: s, known: known, queued: map[string]struct{}{}}
+	up.packs = &packer{u: up, loc: map[string]packed{}}
 	up.g, up.gctx = errgroup.WithContext(ctx)
 	up.g.SetLimit(s.cfg.Parallel)
 	for _, mnt := range ws.Mounts() {
@@ -150,9 +153,12 @@ func (ss *Session) Push(ctx context.Context, ws *checkpoint.Workspace, id string
 		}
 		m.Mounts = append(m.Mounts, e)
 	}
+	up.packs.flush()
 	if err := up.g.Wait(); err != nil {
 		return res, err
 	}
+	maps.Copy(loc, up.packs.loc)
+	m.setPacks(loc)
 	res.Chunks = len(m.chunks())
 	res.Uploaded = int(up.uploaded.Load())
 	res.Sent += up.sent.Load()
@@ -230,6 +236,7 @@ type uploader struct {
 	g     *errgroup.Group
 	gctx  context.Context
 	known map[string]struct{} // named by the previous checkpoint
+	packs *packer             // the small chunks
 
 	mu       sync.Mutex
 	queued   map[string]struct{}
@@ -238,7 +245,9 @@ type uploader struct {
 	uploaded atomic.Int64
 }
 
-// chunk makes sure chunk h (data) is in the store.
+// chunk makes sure chunk h (data) is in the store: a small one in a pack
+// of this push, a larger one as an object (a HEAD first: one another push
+// sent is not sent again).
 func (u *uploader) chunk(h string, data []byte) {
 	if _, ok := u.known[h]; ok {
 		return
@@ -251,6 +260,10 @@ func (u *uploader) chunk(h string, data []byte) {
 	u.queued[h] = struct{}{}
 	u.mu.Unlock()
 	u.changed.Add(int64(len(data)))
+	if int64(len(data)) < u.s.cfg.PackBelow {
+		u.packs.add(h, data)
+		return
+	}
 	u.g.Go(func() error {
 		ok, _, err := u.s.exists(u.gctx, u.s.key(chunkKeyPart(h)))
 		if err != nil || ok {

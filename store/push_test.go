@@ -158,6 +158,16 @@ func openSmall(t *testing.T, srv *testutil.S3Server, prefix string) *Store {
 	return s
 }
 
+// openObjects is openSmall with every chunk an object of its own (no
+// packs), for the tests of what happens to one chunk object.
+func openObjects(t *testing.T, srv *testutil.S3Server, prefix string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{URL: "s3://" + testBucket + "/" + prefix, Endpoint: srv.Endpoint,
+		MaxAttempts: 3, CacheDir: t.TempDir(), ChunkSize: 64 << 10, PackBelow: -1})
+	require.NoError(t, err)
+	return s
+}
+
 func acquire(t *testing.T, s *Store, name, holder string) *Session {
 	t.Helper()
 	ss, err := s.Acquire(context.Background(), name, AcquireOptions{Holder: holder})

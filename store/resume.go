@@ -19,6 +19,61 @@ type Resumed struct {
 	Head     *Head
 	Ref      Ref
 	Manifest *Manifest
+	packs    map[string]packed // where the packed chunks are
+}
+
+// chunk fetches chunk h of the checkpoint, from its pack if it is in one.
+func (r *Resumed) chunk(ctx context.Context, h string) ([]byte, error) {
+	if l, ok := r.packs[h]; ok {
+		return r.s.getPacked(ctx, h, l)
+	}
+	return r.s.getChunk(ctx, h)
+}
+
+// fetchPacks fetches every pack that holds one of the chunks want lacks,
+// whole, one GET a pack, and puts each chunk it holds into want, checked
+// against its hash (and into the cache).
+func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sync.Mutex) error {
+	need := map[string]bool{}
+	for h := range want {
+		if l, ok := r.packs[h]; ok {
+			need[l.pack] = true
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.s.cfg.Parallel)
+	for _, p := range r.Manifest.Packs {
+		if !need[p.Hash] {
+			continue
+		}
+		g.Go(func() error {
+			key := r.s.key(packKeyPart(p.Hash))
+			o, err := r.s.get(gctx, key)
+			if err != nil {
+				return err
+			}
+			for _, c := range p.Chunks {
+				if c.Off < 0 || c.Len < 0 || c.Off+c.Len > int64(len(o.data)) {
+					return fmt.Errorf("store %s: %s: %w: %d bytes, chunk %s at %d+%d", r.s.url, key, ErrCorrupt, len(o.data), c.Hash, c.Off, c.Len)
+				}
+				b := o.data[c.Off : c.Off+c.Len : c.Off+c.Len]
+				if got := sum(b); got != c.Hash {
+					r.s.log.Error("store: corrupt chunk in a pack", "store", r.s.url, "pack", key, "chunk", c.Hash, "offset", c.Off, "sha256", got)
+					return fmt.Errorf("store %s: chunk %s at %d in %s: %w: its bytes hash to %s", r.s.url, c.Hash, c.Off, key, ErrCorrupt, got)
+				}
+				if r.s.cache != nil {
+					r.s.cache.put(c.Hash, b)
+				}
+				mu.Lock()
+				if _, ok := want[c.Hash]; ok {
+					want[c.Hash] = b
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // Resume fetches the manifest of ref (NAME[@CKPT]; the newest checkpoint
@@ -33,7 +88,7 @@ func (s *Store) Resume(ctx context.Context, ref string) (*Resumed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Resumed{s: s, Head: h, Ref: r, Manifest: m}, nil
+	return &Resumed{s: s, Head: h, Ref: r, Manifest: m, packs: m.packIndex()}, nil
 }
 
 // Mount is the manifest's mount at prefix, false when it has none.
@@ -69,33 +124,37 @@ func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (
 		return nil, fmt.Errorf("store %s: workspace %q checkpoint %d holds no tree at %s: %w", r.s.url, r.Head.Workspace, r.Ref.Seq, prefix, ErrNotFound)
 	}
 	t := m.Tree
-	// Fetch every distinct chunk first, in parallel.
+	// Fetch every distinct chunk first, in parallel: the packs whole,
+	// then the chunks of their own.
 	data := map[string][]byte{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.s.cfg.Parallel)
 	for _, in := range t.Inodes {
 		for _, h := range in.Chunks {
-			mu.Lock()
-			_, dup := data[h]
-			if !dup {
-				data[h] = nil
-			}
-			mu.Unlock()
-			if dup {
-				continue
-			}
-			g.Go(func() error {
-				b, err := r.s.getChunk(gctx, h)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				data[h] = b
-				mu.Unlock()
-				return nil
-			})
+			data[h] = nil
 		}
+	}
+	if err := r.fetchPacks(ctx, data, &mu); err != nil {
+		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
+	}
+	var rest []string
+	for h, b := range data {
+		if b == nil {
+			rest = append(rest, h)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.s.cfg.Parallel)
+	for _, h := range rest {
+		g.Go(func() error {
+			b, err := r.s.getChunk(gctx, h)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			data[h] = b
+			mu.Unlock()
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
@@ -150,7 +209,7 @@ func (r *Resumed) LazyTree(prefix string, opts memfs.Options) (*memfs.FS, error)
 		g.SetLimit(4)
 		for i, h := range in.Chunks {
 			g.Go(func() error {
-				b, err := r.s.getChunk(gctx, h)
+				b, err := r.chunk(gctx, h)
 				if err != nil {
 					return err
 				}

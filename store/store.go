@@ -7,13 +7,22 @@
 // Under s3://BUCKET/PREFIX:
 //
 //	chunks/<sha256>              content, addressed by the SHA-256 of its bytes
+//	packs/<sha256>               small chunks, several to an object (a push's)
 //	manifests/<sha256>           one checkpoint: its mounts and their trees (JSON)
 //	workspaces/NAME/head         the workspace's checkpoints, newest last (JSON)
 //	workspaces/NAME/lease        who writes the workspace, until when (JSON)
 //	locks/<kind>-<id>            pushes and collections in progress (JSON)
 //
-// Chunks and manifests are created with If-None-Match: * (a 412 means the
-// same bytes are there already). A manifest is written only once every chunk
+// A chunk smaller than PackBelow is not an object of its own: the small
+// chunks one push sends go into packs of up to PackSize, and the manifest
+// says where each is (its pack, offset and length). A push of many small
+// files is then a few requests, not two a file; the price is that two
+// workspaces with no checkpoint in common may each hold the same small
+// chunk (a fork, sharing its source's manifests, does not). A chunk read
+// from a pack is checked against its own hash like any other.
+//
+// Chunks, packs and manifests are created with If-None-Match: * (a 412
+// means the same bytes are there already). A manifest is written only once every chunk
 // it names is, and a head only once its manifest is, so no head or manifest
 // is ever visible whose chunks are not all there. A head moves only by
 // compare-and-swap: If-Match on the ETag it was read with (If-None-Match when
@@ -120,6 +129,10 @@ type Config struct {
 	// ChunkSize is the size of the content chunks a push cuts files
 	// into; 0 is 4 MiB.
 	ChunkSize int64
+	// PackBelow is the size under which a chunk goes into a pack; 0 is
+	// 256 KiB, negative packs none. PackSize is the size at which a pack
+	// is cut; 0 is 8 MiB.
+	PackBelow, PackSize int64
 	// CacheDir keeps fetched chunks (by hash, checked on read); empty
 	// keeps none.
 	CacheDir string
@@ -183,6 +196,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = 4 << 20
+	}
+	if cfg.PackBelow == 0 {
+		cfg.PackBelow = 256 << 10
+	}
+	if cfg.PackSize <= 0 {
+		cfg.PackSize = 8 << 20
 	}
 	if cfg.CacheBytes <= 0 {
 		cfg.CacheBytes = 1 << 30
@@ -265,6 +284,7 @@ func (s *Store) key(parts ...string) string {
 
 func chunkKeyPart(sum string) string    { return "chunks/" + sum }
 func manifestKeyPart(sum string) string { return "manifests/" + sum }
+func packKeyPart(sum string) string     { return "packs/" + sum }
 func headKeyPart(name string) string    { return "workspaces/" + name + "/head" }
 func leaseKeyPart(name string) string   { return "workspaces/" + name + "/lease" }
 
@@ -335,6 +355,28 @@ func (s *Store) get(ctx context.Context, key string) (object, error) {
 		return object{}, s.classify("get", key, err)
 	}
 	return object{data: data, etag: aws.ToString(out.ETag), modified: aws.ToTime(out.LastModified)}, nil
+}
+
+// getRange reads n bytes of key from off (a chunk in a pack). A shorter
+// answer is ErrCorrupt: the object is not what the manifest says.
+func (s *Store) getRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("store %s: %s: %w", s.url, key, ErrNotFound)
+		}
+		return nil, s.classify("get", key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, n+1))
+	if err != nil {
+		return nil, s.classify("get", key, err)
+	}
+	if int64(len(data)) != n {
+		return nil, fmt.Errorf("store %s: %s: %w: %d bytes at %d, want %d", s.url, key, ErrCorrupt, len(data), off, n)
+	}
+	return data, nil
 }
 
 func isNotFound(err error) bool {

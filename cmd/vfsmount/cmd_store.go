@@ -135,8 +135,8 @@ What is younger than --grace is kept whatever names it.` + storeLong,
 			if dryRun {
 				verb = "would delete"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d workspaces; %s %d of %d manifests and %d of %d chunks (%s)\n",
-				res.Workspaces, verb, res.ManifestsDeleted, res.Manifests, res.ChunksDeleted, res.Chunks, workspace.HumanBytes(res.BytesDeleted))
+			fmt.Fprintf(cmd.OutOrStdout(), "%d workspaces; %s %d of %d manifests, %d of %d chunks and %d of %d packs (%s)\n",
+				res.Workspaces, verb, res.ManifestsDeleted, res.Manifests, res.ChunksDeleted, res.Chunks, res.PacksDeleted, res.Packs, workspace.HumanBytes(res.BytesDeleted))
 			return nil
 		},
 	}

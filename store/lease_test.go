@@ -106,6 +106,8 @@ func TestFork(t *testing.T) {
 	require.NoError(t, err)
 	before, err := s.list(ctx, "chunks")
 	require.NoError(t, err)
+	packsBefore, err := s.list(ctx, "packs")
+	require.NoError(t, err)
 
 	var forks []string
 	start := time.Now()
@@ -120,6 +122,10 @@ func TestFork(t *testing.T) {
 	after, err := s.list(ctx, "chunks")
 	require.NoError(t, err)
 	assert.Equal(t, len(before), len(after), "a fork copies no chunk")
+	packsAfter, err := s.list(ctx, "packs")
+	require.NoError(t, err)
+	assert.NotEmpty(t, packsBefore)
+	assert.Equal(t, len(packsBefore), len(packsAfter), "nor any pack")
 	_, err = s.Fork(ctx, "base", "fork0")
 	assert.ErrorIs(t, err, ErrExists)
 	_, err = s.Fork(ctx, "nosuch@1", "x")

@@ -335,3 +335,47 @@ func TestE2EStorePull(t *testing.T) {
 	assert.Regexp(t, `(?m)^other\s+1\s`, stdout, "B's own changes were pushed before it moved")
 	assert.Regexp(t, `(?m)^sess\s+3\s`, stdout)
 }
+
+// TestE2EStoreTenForks: ten forks of one checkpoint resume side by side on
+// ten mount points, each its own daemon, and diverge: each writes and
+// pushes its own, and sees no other's.
+func TestE2EStoreTenForks(t *testing.T) {
+	srv := testutil.StartS3(t, "vfsm")
+	mounts := []string{"--mount", "type=memory,dst=/memory"}
+	base := t.TempDir()
+	b := startMount(t, base, append([]string{"--config", storeConfig(t, srv.Endpoint, ""), "--store", "s3://vfsm/p/base"}, mounts...)...)
+	sh(t, base, `mkdir memory/src && for i in $(seq 50); do echo "shared $i" > memory/src/f$i; done && echo base > memory/notes`)
+	code, _, stderr := runBinary(t, "checkpoint", "push", base)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runBinary(t, "umount", base)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 0, b.exitCode(t, 30*time.Second), b.stderr.String())
+
+	const n = 10
+	mnts := make([]string, n)
+	for i := range n {
+		name := "fork" + strconv.Itoa(i)
+		code, _, stderr := runBinary(t, "fork", "--endpoint", srv.Endpoint, "s3://vfsm/p/base@1", name)
+		require.Equal(t, 0, code, stderr)
+		mnts[i] = t.TempDir()
+		startMount(t, mnts[i], append([]string{"--config", storeConfig(t, srv.Endpoint, ""), "--resume", "s3://vfsm/p/" + name}, mounts...)...)
+	}
+	for i, mnt := range mnts {
+		assert.Equal(t, "base\n", readFile(t, filepath.Join(mnt, "memory/notes")))
+		assert.Equal(t, "shared 7\n", readFile(t, filepath.Join(mnt, "memory/src/f7")))
+		sh(t, mnt, "echo fork"+strconv.Itoa(i)+" > memory/notes && echo mine > memory/only"+strconv.Itoa(i))
+		code, stdout, stderr := runBinary(t, "checkpoint", "push", mnt)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, "s3://vfsm/p/fork"+strconv.Itoa(i)+"@2", lastLine(stdout))
+	}
+	for i, mnt := range mnts {
+		assert.Equal(t, "fork"+strconv.Itoa(i)+"\n", readFile(t, filepath.Join(mnt, "memory/notes")))
+		ents, err := os.ReadDir(filepath.Join(mnt, "memory"))
+		require.NoError(t, err)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		assert.Equal(t, []string{"notes", "only" + strconv.Itoa(i), "src"}, names, "no other fork's file")
+	}
+}

@@ -49,6 +49,7 @@ type contentEntry struct {
 	data []byte
 }
 
+
 const unwatchedTTL = time.Second
 
 func newCache(max int64) *cache {
@@ -84,6 +85,14 @@ func (c *cache) fresh(at time.Time) bool {
 // keep reports whether an answer about name asked at epoch may be kept.
 func (c *cache) keep(epoch uint64, name string) bool {
 	return epoch >= c.floor && c.changed[name] <= epoch
+}
+
+// changedSince reports whether name was reported changed (or everything
+// forgotten) after epoch.
+func (c *cache) changedSince(name string, epoch uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.keep(epoch, name)
 }
 
 // invalidate forgets name, its listing and its parent's listing.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -161,10 +162,27 @@ type remoteFile struct {
 	a    mounts.Attr
 
 	mu     sync.Mutex
-	buf    []byte // the last chunk read, at bufOff
-	bufOff int64
+	chunks []*chunk // read or being read, by offset: the last read and those ahead of it
 	closed bool
 }
+
+// chunk is readAhead bytes of a file open on the peer, asked for at epoch
+// (the cache's): served only while nothing about the name was reported
+// changed since (a write through another handle, a change elsewhere).
+type chunk struct {
+	off   int64
+	epoch uint64
+	done  chan struct{}
+	data  []byte
+	eof   bool
+	err   error
+}
+
+// aheadChunks is how many chunks a sequential reader of a large file has
+// asked for at most: the one it reads and those after it, in flight at
+// once, so that the link's round trip is paid once per aheadChunks
+// chunks rather than once per chunk.
+const aheadChunks = 4
 
 // req sends a request on the file's handle and waits for the answer.
 func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response, error) {
@@ -181,23 +199,118 @@ func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response
 	return resp, nil
 }
 
+// ReadAt serves a read from the chunks asked for (readAhead bytes each),
+// asking for the one it falls in when there is none; a read in the last
+// chunk asked for asks for the next ones, up to aheadChunks in all.
 func (r *remoteFile) ReadAt(p []byte, off int64) (int, error) {
-	r.mu.Lock()
-	if off >= r.bufOff && off+int64(len(p)) <= r.bufOff+int64(len(r.buf)) {
-		n := copy(p, r.buf[off-r.bufOff:])
-		r.mu.Unlock()
-		return n, nil
+	if int64(len(p)) > readAhead {
+		return r.readDirect(p, off)
 	}
+	r.mu.Lock()
+	c := r.find(off, int64(len(p)))
+	if c == nil {
+		c = r.ask(off)
+	}
+	r.ahead(c)
 	r.mu.Unlock()
-	size := max(int64(len(p)), readAhead)
-	resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: size})
+	<-c.done
+	if c.err != nil {
+		r.drop(c)
+		return 0, c.err
+	}
+	rel := off - c.off
+	if rel > int64(len(c.data)) {
+		rel = int64(len(c.data))
+	}
+	n := copy(p, c.data[rel:])
+	if n < len(p) {
+		if c.eof {
+			return n, io.EOF
+		}
+		// A chunk shorter than asked without the end of the file (it
+		// changed as it was read): ask for this read alone.
+		r.drop(c)
+		return r.readDirect(p, off)
+	}
+	return n, nil
+}
+
+// find returns the chunk holding [off, off+n) that is still good, and
+// forgets those that are not (the name changed since they were asked
+// for). r.mu is held.
+func (r *remoteFile) find(off, n int64) *chunk {
+	var found *chunk
+	kept := r.chunks[:0]
+	for _, c := range r.chunks {
+		if r.f.cache.changedSince(r.name, c.epoch) {
+			continue
+		}
+		kept = append(kept, c)
+		if off >= c.off && off+n <= c.off+readAhead {
+			found = c
+		}
+	}
+	clear(r.chunks[len(kept):])
+	r.chunks = kept
+	return found
+}
+
+// ask sends the read of the chunk at off, keeping at most aheadChunks
+// (the lowest go first: a reader moves forward). r.mu is held.
+func (r *remoteFile) ask(off int64) *chunk {
+	c := &chunk{off: off, epoch: r.f.cache.epoch(), done: make(chan struct{})}
+	i := 0
+	for i < len(r.chunks) && r.chunks[i].off < off {
+		i++
+	}
+	r.chunks = append(r.chunks[:i], append([]*chunk{c}, r.chunks[i:]...)...)
+	for len(r.chunks) > aheadChunks {
+		r.chunks = r.chunks[1:]
+	}
+	go func() {
+		defer close(c.done)
+		resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: readAhead})
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.data, c.eof = resp.Data, resp.EOF
+	}()
+	return c
+}
+
+// ahead asks for the chunks after c when c is the last one asked for
+// (the reader reads on), unless c is known to end the file. r.mu is held.
+func (r *remoteFile) ahead(c *chunk) {
+	if r.chunks[len(r.chunks)-1] != c || r.closed {
+		return
+	}
+	select {
+	case <-c.done:
+		if c.eof || c.err != nil {
+			return
+		}
+	default:
+	}
+	for next := c.off + readAhead; len(r.chunks) < aheadChunks && next < r.a.Size; next += readAhead {
+		r.ask(next)
+	}
+}
+
+// drop forgets c.
+func (r *remoteFile) drop(c *chunk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.chunks = slices.DeleteFunc(r.chunks, func(o *chunk) bool { return o == c })
+}
+
+// readDirect reads p at off with a request of its own.
+func (r *remoteFile) readDirect(p []byte, off int64) (int, error) {
+	resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: int64(len(p))})
 	if err != nil {
 		return 0, err
 	}
 	n := copy(p, resp.Data)
-	r.mu.Lock()
-	r.buf, r.bufOff = resp.Data, off
-	r.mu.Unlock()
 	if n < len(p) {
 		return n, io.EOF
 	}

@@ -1,7 +1,9 @@
 package remotefs_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,4 +103,46 @@ func TestChangeStreamStateNeverStale(t *testing.T) {
 		_, err = fsys.Stat(ctx, "d")
 		require.ErrorIs(t, err, fs.ErrNotExist, "stat after rmdir %d", i)
 	}
+}
+
+// A large file read in order comes in chunks asked for ahead of the
+// reader; what the reader gets is the file, and a write through another
+// handle shows in what it reads next, even where a chunk was asked for
+// before it.
+func TestLargeFileReadAhead(t *testing.T) {
+	dir := t.TempDir()
+	const size = 6<<20 + 12345
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i/4096)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), want, 0o644))
+	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
+	ctx := context.Background()
+	f, err := fsys.Open(ctx, "big")
+	require.NoError(t, err)
+	defer f.Close()
+	got := make([]byte, 0, size)
+	buf := make([]byte, 128<<10)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		got = append(got, buf[:n]...)
+		off += int64(n)
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		if off == 2<<20 {
+			// Ahead of the reader, chunks are asked for: a write
+			// through another handle, past them, shows all the same.
+			w, err := fsys.OpenFile(ctx, "big", os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = w.(mounts.WritableFile).WriteAt([]byte("written meanwhile"), 3<<20)
+			require.NoError(t, err)
+			require.NoError(t, w.Close())
+			copy(want[3<<20:], "written meanwhile")
+		}
+	}
+	require.Equal(t, len(want), len(got))
+	require.True(t, bytes.Equal(want, got), "the content read is the file's")
 }

@@ -143,6 +143,19 @@ func runRemote(o *options, bin string, verbose bool) (err error) {
 
 	r := &remoteRun{o: o, bin: bin, verbose: verbose, root: root, remote: remote, native: native,
 		staging: staging, sshd: sshd}
+	if v := os.Getenv("VFSMOUNT_BENCH_REMOTE_ROWS"); v != "" {
+		// Some rows only (a quicker look while working on them): their
+		// numbers, "4,5"; row 1 comes with row 5, measured on its mounts.
+		r.rows = map[int]bool{}
+		for _, f := range strings.Split(v, ",") {
+			var n int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 || n > 6 {
+				return fmt.Errorf("VFSMOUNT_BENCH_REMOTE_ROWS: %q is not a row number (1-6)", f)
+			}
+			r.rows[n] = true
+		}
+		r.rows[1] = r.rows[1] || r.rows[5]
+	}
 	// The first mount installs the peer in the remote user's cache
 	// (uploads this binary): timed apart, not a row.
 	t, err := r.mountReady(ports[0], filepath.Join(root, "mnt-install"), nil)
@@ -172,7 +185,11 @@ type remoteRun struct {
 	root, remote, native, staging string
 	sshd                          *benchSSHD
 	seq                           int
+	rows                          map[int]bool // the rows to measure; nil: all
 }
+
+// want reports whether row n (from 1) is measured.
+func (r *remoteRun) want(n int) bool { return r.rows == nil || r.rows[n] }
 
 // remoteRow is one row: times in ms; sshfsOver is set when an sshfs run
 // hit remoteCap (its value is then the cap).
@@ -306,12 +323,15 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 	}
 
 	// Rows 1 and 5: a fresh mount each run.
-	for i := 0; i < r.o.reps; i++ {
+	for i := 0; i < r.o.reps && r.want(1); i++ {
 		mnt, err := r.tmp("mnt")
 		if err != nil {
 			return nil, err
 		}
 		t, err := r.mountReady(port, mnt, func(mnt string) error {
+			if !r.want(5) {
+				return nil
+			}
 			return vfsRun(&rows[4], func(ctx context.Context) (float64, error) {
 				return r.timeTarX(ctx, filepath.Join(mnt, "workspace"))
 			})
@@ -320,6 +340,9 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 			return nil, fmt.Errorf("%s: %w", rows[0].name, err)
 		}
 		best(&rows[0].vfs, t)
+		if !r.want(5) {
+			continue
+		}
 
 		dst, err := r.tmp("untar")
 		if err != nil {
@@ -393,6 +416,9 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 	// Row 2: grep.
 	want := map[string]string{}
 	for _, p := range grepPatterns {
+		if !r.want(2) {
+			break
+		}
 		args := "rg -l"
 		if p.fold {
 			args += " -i"
@@ -403,7 +429,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 		}
 		want[p.pat] = sortedLines(strings.ReplaceAll(out, r.remote+"/", "/workspace/"))
 	}
-	for i := 0; i <= r.o.reps; i++ { // the first run of each side warms it
+	for i := 0; i <= r.o.reps && r.want(2); i++ { // the first run of each side warms it
 		var v, b float64
 		for _, p := range grepPatterns {
 			t, text, err := srv.tool("grep", map[string]any{"pattern": p.pat, "path": "/workspace", "caseInsensitive": p.fold,
@@ -434,7 +460,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 			best(&rows[1].base, b)
 		}
 	}
-	for i := 0; i < r.o.reps; i++ {
+	for i := 0; i < r.o.reps && r.want(2); i++ {
 		if err := sshfsRun(&rows[1], func(ctx context.Context) (float64, error) {
 			var sum float64
 			for _, p := range grepPatterns {
@@ -467,7 +493,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 
 	// Row 3: git status run remotely.
 	const clean = "nothing to commit, working tree clean"
-	for i := 0; i <= r.o.reps; i++ {
+	for i := 0; i <= r.o.reps && r.want(3); i++ {
 		t, text, err := srv.tool("shell", map[string]any{"command": "git status", "cwd": "/workspace"})
 		if err != nil {
 			return nil, err
@@ -487,14 +513,14 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 			best(&rows[2].base, b)
 		}
 	}
-	for i := 0; i < r.o.reps; i++ {
+	for i := 0; i < r.o.reps && r.want(3); i++ {
 		if err := sshfsRun(&rows[2], func(ctx context.Context) (float64, error) { return timeGitStatus(ctx, smnt) }); err != nil {
 			return nil, err
 		}
 	}
 
 	// Row 4: git status through the kernel face, warm.
-	for i := 0; i <= r.o.reps; i++ {
+	for i := 0; i <= r.o.reps && r.want(4); i++ {
 		t, err := timeGitStatus(context.Background(), ws)
 		if err != nil {
 			return nil, fmt.Errorf("kernel face: %w; vfsmount log:\n%s", err, srv.log.String())
@@ -508,7 +534,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 			best(&rows[3].base, b)
 		}
 	}
-	for i := 0; i <= r.o.reps; i++ {
+	for i := 0; i <= r.o.reps && r.want(4); i++ {
 		if err := sshfsRun(&rows[3], func(ctx context.Context) (float64, error) { return timeGitStatus(ctx, smnt) }); err != nil {
 			return nil, err
 		}
@@ -518,7 +544,7 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 	}
 
 	// Row 6: 1 000 small files.
-	for i := 0; i < r.o.reps; i++ {
+	for i := 0; i < r.o.reps && r.want(6); i++ {
 		name := fmt.Sprintf("w-%d", i)
 		over := rows[5].vfsOver
 		if err := vfsRun(&rows[5], func(ctx context.Context) (float64, error) {
@@ -562,7 +588,13 @@ func (r *remoteRun) measureAt(port int) ([]remoteRow, error) {
 	if err := unmount(smnt); err != nil {
 		return nil, err
 	}
-	return rows, srv.stop()
+	var measured []remoteRow
+	for i, row := range rows {
+		if r.want(i + 1) {
+			measured = append(measured, row)
+		}
+	}
+	return measured, srv.stop()
 }
 
 // timeTarX times `tar c DIR | tar x` into a fresh directory here, with

@@ -140,21 +140,25 @@ func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	cfg := d.cfg
 	sock := sshdial.BackSocket()
 	cfg.PeerArgs = append(slices.Clip(cfg.PeerArgs), "--back", sock)
+	t0 := time.Now()
 	c, err := sshdial.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	d.log.Debug("remote: ssh connected", "source", cfg.Target.String(), "took", time.Since(t0))
 	rwc, err := c.Peer()
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
+	d.log.Debug("remote: peer started", "source", cfg.Target.String(), "took", time.Since(t0))
 	// The rest of the workspace, for the peer's commands, comes back
 	// over this connection; a server that forbids it leaves /workspace.
 	l, err := c.ListenBack(sock)
 	if err != nil {
 		d.log.Info("remote: the server forwards no Unix socket: commands there see /workspace only", "err", err)
 	}
+	d.log.Debug("remote: back link listening", "source", cfg.Target.String(), "took", time.Since(t0))
 	d.mu.Lock()
 	d.c = c
 	d.mu.Unlock()

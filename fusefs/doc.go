@@ -274,6 +274,15 @@
 // agent looking at one file) triggers nothing, and neither does listing
 // alone (find, ls -R).
 //
+// A notified connection (a remote mount) takes them as well: the mount
+// offers the content its read-ahead brought of a directory's small files
+// when the first of them is opened (the kernel knows their nodes then),
+// and the kernel keeps pages across read-only opens there. A cold tar of a
+// 13,000-file remote tree then sends a READ for one file in seven, and
+// none of the GETATTRs that a READ's access time costs on a writable
+// connection. A node the change stream invalidates is never stored again,
+// and what a store put in while the invalidation came is dropped.
+//
 // # Passthrough
 //
 // With [Options.Passthrough], files of host mounts are served by FUSE

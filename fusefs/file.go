@@ -98,6 +98,9 @@ func handleWriter(h *handle) (mounts.WritableFile, bool) {
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	defer h.n.conn.rescue("read", &errno)
+	if h.n.conn.how.openlessDirs {
+		h.n.served.Store(true) // the page store no longer offers it
+	}
 	n, err := h.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, h.n.conn.errs.errno("read", err)

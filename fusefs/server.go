@@ -403,6 +403,13 @@ func (c *conn) invalidate(name string) {
 // kernel's back: of every node when ch is a directory (a checkpoint
 // restored, a tree reset), whose files below are not worth a walk.
 func (c *conn) dropFiles(ch *fs.Inode) {
+	if c.how.openlessDirs {
+		// Pages offered before the change are not the file's: a store
+		// under way drops what it put in (pageStore.store).
+		if n, ok := nodeOf(ch); ok {
+			n.changed.Store(true)
+		}
+	}
 	if c.readers == nil {
 		return
 	}

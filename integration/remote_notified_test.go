@@ -33,8 +33,19 @@ import (
 // warm walk that crossed the link from one answered by the daemon.
 type peerCalls struct {
 	mounts.FS
-	n     atomic.Int64 // every call but Stat
+	n     atomic.Int64 // every call but Stat and the quiet ones
 	stats atomic.Int64 // Stat: the change stream's states are one too
+	quiet atomic.Int64 // the read-ahead's
+}
+
+func (p *peerCalls) OpenQuiet(ctx context.Context, name string) (mounts.File, error) {
+	p.quiet.Add(1)
+	return p.FS.(mounts.QuietReadFS).OpenQuiet(ctx, name)
+}
+
+func (p *peerCalls) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	p.quiet.Add(1)
+	return p.FS.(mounts.QuietReadFS).ReadDirQuiet(ctx, name)
 }
 
 func (p *peerCalls) Stat(ctx context.Context, name string) (mounts.Attr, error) {
@@ -344,4 +355,64 @@ func TestRemoteKernelLinkDropForgets(t *testing.T) {
 	assert.Equal(t, "changed while down\n", string(b))
 	_, err = os.Stat(filepath.Join(d, "f1.txt"))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// A cold read of the tree through the kernel face (tar) reads the small
+// files' content from the page cache: what the read-ahead brought is
+// stored there when the first file of a directory is opened, so their
+// READs (and the GETATTRs a READ's access time costs) are not sent. A
+// file changed elsewhere after its pages went in reads as changed.
+func TestRemoteKernelColdReadFromPages(t *testing.T) {
+	w := newNotifiedWorkspace(t, fillTree)
+	walk(t, w.ws) // the listings, as tar lists each directory before its files
+	_, err := os.ReadFile(filepath.Join(w.ws, "d00", "f0.txt"))
+	require.NoError(t, err)
+	// The read-ahead of the tree, started by that open, runs to its end.
+	for last := int64(-1); last != w.calls.quiet.Load(); {
+		last = w.calls.quiet.Load()
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NotZero(t, w.calls.quiet.Load(), "the tree was read ahead")
+
+	before := w.counts.Snapshot()
+	files := 0
+	require.NoError(t, filepath.WalkDir(w.ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if filepath.Base(p) == "f0.txt" {
+			// The first file of a directory: the pages of the others
+			// go in beside its open, from a goroutine.
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(w.ws, p)
+		want, err := os.ReadFile(filepath.Join(w.src, rel))
+		if err != nil {
+			return err
+		}
+		if string(b) != string(want) {
+			return fmt.Errorf("%s: read %q, the remote file has %q", rel, b, want)
+		}
+		files++
+		return nil
+	}))
+	got := w.counts.Snapshot().Sub(before)
+	t.Logf("a read of %d files read ahead: %v", files, got)
+	require.Equal(t, 20*2*5, files)
+	// The first file of each directory is read before its pages are in.
+	dirs := uint64(20 * 2)
+	assert.LessOrEqual(t, got[fusefs.OpRead], dirs+dirs/4, "READs of files whose content was read ahead")
+	assert.LessOrEqual(t, got[fusefs.OpGetattr], dirs+dirs/4, "GETATTRs of files whose content was read ahead")
+
+	// Pages in, then a change elsewhere: the change is read.
+	name := filepath.Join("d07", "f3.txt")
+	require.NoError(t, os.WriteFile(filepath.Join(w.src, name), []byte("changed elsewhere\n"), 0o644))
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(w.ws, name))
+		return err == nil && string(b) == "changed elsewhere\n"
+	}, 5*time.Second, 10*time.Millisecond, "a file changed after its pages went in reads as changed")
 }

@@ -38,9 +38,10 @@ type attrEntry struct {
 }
 
 type dirEntry struct {
-	ents  []mounts.DirEntry
-	attrs []mounts.Attr
-	at    time.Time
+	ents    []mounts.DirEntry
+	attrs   []mounts.Attr
+	at      time.Time
+	offered bool // its files' content went to the page sink (offerDir)
 }
 
 // contentEntry is a small file's whole content, as of attrs a.
@@ -49,6 +50,11 @@ type contentEntry struct {
 	data []byte
 }
 
+// page is a file's content offered to the page sink.
+type page struct {
+	name string
+	data []byte
+}
 
 const unwatchedTTL = time.Second
 
@@ -397,6 +403,31 @@ func (c *cache) file(name string) (contentEntry, bool) {
 		return e, true
 	}
 	return contentEntry{}, false
+}
+
+// offerDir returns the content of dir's files to offer to the page
+// sink: what is cached and current, once per listing of dir kept here
+// (the listing's entry holds the mark, and goes with any change there).
+func (c *cache) offerDir(dir string) []page {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.dirs[dir]
+	if !ok || d.offered || !c.watching {
+		return nil
+	}
+	d.offered = true
+	c.dirs[dir] = d
+	var pages []page
+	for i, e := range d.ents {
+		if !e.Type.IsRegular() {
+			continue
+		}
+		name := mounts.Join(dir, e.Name)
+		if ce, ok := c.content[name]; ok && ce.a == d.attrs[i] {
+			pages = append(pages, page{name: name, data: ce.data})
+		}
+	}
+	return pages
 }
 
 func (c *cache) putFile(epoch uint64, name string, a mounts.Attr, data []byte) {

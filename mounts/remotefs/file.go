@@ -28,10 +28,11 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 	if err := mounts.CheckPath("open", name); err != nil {
 		return nil, err
 	}
+	parent, _ := mounts.Split(name)
 	if e, ok := f.cache.file(name); ok {
+		f.offerBeside(parent)
 		return &memFile{a: e.a, data: e.data}, nil
 	}
-	parent, _ := mounts.Split(name)
 	small := false
 	if a, err, ok := f.cache.stat(name); ok && err == nil && a.Mode.IsRegular() {
 		if a.Size > peer.WholeFile && f.cache.watched() {

@@ -99,6 +99,8 @@ type ReadOnlyFS struct {
 	prefetches  atomic.Int64 // read-ahead requests answered, for tests
 	requests    atomic.Int64 // requests sent that wait for an answer, for tests
 
+	sink atomic.Pointer[mounts.PageSink] // where the content read ahead is offered (OfferPages)
+
 	back   atomic.Pointer[back] // what the peer's commands are shown (ShowWorkspace)
 	backUp atomic.Bool          // the last link carries it (ShowsWorkspace)
 }
@@ -572,6 +574,40 @@ func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntr
 	ents, attrs := listing(resp.Entries)
 	f.cache.putDir(epoch, name, ents, attrs)
 	return ents, attrs, nil
+}
+
+// OfferPages implements mounts.PageOfferer: when a file whose content
+// was read ahead is opened, the content of the files beside it that was
+// read ahead too is offered (a program walking the tree reads them next),
+// once each, so that the kernel face can put it in the page cache, and
+// their reads cost no request at all. The kernel knows their names then:
+// the program listed the directory to find the file it opened.
+func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
+	if sink == nil {
+		f.sink.Store(nil)
+	} else {
+		f.sink.Store(&sink)
+	}
+	return true
+}
+
+// offerBeside offers, from a goroutine of its own (the kernel face
+// stores pages outside its requests), the content read ahead of dir's
+// files, the first time one of them is opened since dir was listed.
+func (f *ReadOnlyFS) offerBeside(dir string) {
+	sink := f.sink.Load()
+	if sink == nil {
+		return
+	}
+	pages := f.cache.offerDir(dir)
+	if len(pages) == 0 {
+		return
+	}
+	go func() {
+		for _, p := range pages {
+			(*sink)(p.name, p.data)
+		}
+	}()
 }
 
 // listing is a listing from the wire, as the contract has it.

@@ -27,6 +27,10 @@ type cache struct {
 	max      int64
 	watching bool
 	walked   map[string]bool // directories a read-ahead walked, still as it saw them
+	// single holds the names forgotten while known to be no other
+	// file's name (a file of one link, a directory, missing): a change
+	// of one that leaves it so changes no other name's link count.
+	single map[string]bool
 }
 
 type attrEntry struct {
@@ -61,7 +65,7 @@ const unwatchedTTL = time.Second
 func newCache(max int64) *cache {
 	return &cache{changed: map[string]uint64{}, attrs: map[string]attrEntry{},
 		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, max: max,
-		walked: map[string]bool{}}
+		walked: map[string]bool{}, single: map[string]bool{}}
 }
 
 func (c *cache) setWatching(w bool) {
@@ -102,7 +106,15 @@ func (c *cache) changedSince(name string, epoch uint64) bool {
 }
 
 // invalidate forgets name, its listing and its parent's listing.
-func (c *cache) invalidate(name string) {
+func (c *cache) invalidate(name string) { c.invalidateAs(name, false) }
+
+// invalidateAs is invalidate for a change after which name is known to
+// be no other file's name (single: the change stream's state of it says
+// so): when it was not either before, the other names of files with
+// several links need not be forgotten (git's index.lock, created and
+// removed at every status, would otherwise take the packs' attributes
+// along, which a local clone links).
+func (c *cache) invalidateAs(name string, single bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now++
@@ -113,7 +125,16 @@ func (c *cache) invalidate(name string) {
 	_, listed := c.dirs[name]
 	known, isKnown := c.attrs[name]
 	subtree := listed || !isKnown || known.a.IsDir()
-	c.dropLinks(name)
+	a, ok := c.known(name)
+	wasSingle := ok && (a.Nlink < 2 || a.IsDir()) || isKnown && known.missing || !ok && (c.single[name] || c.unlisted(name))
+	if !wasSingle || !single && !ok {
+		c.dropLinks(name)
+	}
+	if wasSingle {
+		c.single[name] = true
+	} else {
+		delete(c.single, name)
+	}
 	for _, n := range []string{name, parent} {
 		c.changed[n] = c.now
 		delete(c.attrs, n)
@@ -154,8 +175,24 @@ func (c *cache) invalidate(name string) {
 	}
 	if len(c.changed) > 1<<16 {
 		c.changed = map[string]uint64{}
+		c.single = map[string]bool{}
 		c.floor = c.now
 	}
+}
+
+// unlisted reports whether name's parent listing is cached without it.
+func (c *cache) unlisted(name string) bool {
+	parent, base := mounts.Split(name)
+	d, ok := c.dirs[parent]
+	if !ok || name == "." {
+		return false
+	}
+	for _, e := range d.ents {
+		if e.Name == base {
+			return false
+		}
+	}
+	return true
 }
 
 // dropLinks forgets the other names of name's file when it has several:
@@ -257,6 +294,7 @@ func (c *cache) flush() {
 	c.content = map[string]contentEntry{}
 	c.multi = map[string]uint64{}
 	c.walked = map[string]bool{}
+	c.single = map[string]bool{}
 	c.bytes = 0
 }
 

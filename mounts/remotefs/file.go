@@ -508,7 +508,8 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	}
 	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm})
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 || err == nil {
-		f.cache.invalidate(name)
+		// A file of one link: the change touched no other name.
+		f.cache.invalidateAs(name, err == nil && resp.Attr.Nlink < 2)
 	}
 	if err != nil {
 		return nil, err

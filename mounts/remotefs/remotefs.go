@@ -430,7 +430,9 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case wire.EventChanged:
-			f.cache.invalidate(ev.Name)
+			single := ev.State == wire.StateMissing ||
+				ev.State == wire.StateExists && (ev.Attr.Nlink < 2 || ev.Attr.Mode.IsDir())
+			f.cache.invalidateAs(ev.Name, single)
 			f.learn(ev)
 			names = append(names, ev.Name)
 		case wire.EventOverflow:

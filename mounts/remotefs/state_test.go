@@ -146,3 +146,37 @@ func TestLargeFileReadAhead(t *testing.T) {
 	require.Equal(t, len(want), len(got))
 	require.True(t, bytes.Equal(want, got), "the content read is the file's")
 }
+
+// A file of several links (a pack a local clone shares) stays cached
+// while another name is created and removed beside it (git's
+// index.lock), and a new link to it made elsewhere still shows in its
+// link count.
+func TestLinkedFilesKeptAcrossOtherChanges(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pack"), []byte("objects"), 0o644))
+	require.NoError(t, os.Link(filepath.Join(dir, "pack"), filepath.Join(dir, "pack2")))
+	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
+	ctx := context.Background()
+	a, err := fsys.Stat(ctx, "pack")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, a.Nlink)
+	for range 3 {
+		f, err := fsys.OpenFile(ctx, "lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		time.Sleep(20 * time.Millisecond) // its change event
+		require.NoError(t, fsys.Unlink(ctx, "lock"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := remotefs.Requests(fsys)
+	a, err = fsys.Stat(ctx, "pack")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, a.Nlink)
+	assert.Equal(t, before, remotefs.Requests(fsys), "the linked file's attributes were kept")
+
+	require.NoError(t, os.Link(filepath.Join(dir, "pack"), filepath.Join(dir, "pack3")))
+	require.Eventually(t, func() bool {
+		a, err := fsys.Stat(ctx, "pack")
+		return err == nil && a.Nlink == 3
+	}, 5*time.Second, 5*time.Millisecond, "a link made elsewhere shows in the count")
+}

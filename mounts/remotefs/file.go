@@ -318,7 +318,20 @@ func (r *remoteFile) readDirect(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Stat of a file open for reading answers from the cache while the change
+// stream keeps it current and the name is still the file opened (tar
+// stats each file it read: a round trip for each large one).
 func (r *remoteFile) Stat() (mounts.Attr, error) {
+	if r.f.cache.watched() {
+		if a, err, ok := r.f.cache.stat(r.name); ok && err == nil && a.Ino == r.a.Ino && a.Mode.IsRegular() {
+			return a, nil
+		}
+	}
+	return r.fstat()
+}
+
+// fstat asks the peer for the attributes of the file open.
+func (r *remoteFile) fstat() (mounts.Attr, error) {
 	resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpFstat})
 	if err != nil {
 		return mounts.Attr{}, err
@@ -471,7 +484,7 @@ func (w *writableFile) Stat() (mounts.Attr, error) {
 	if opened {
 		return w.a, nil // as the open found it, a moment ago
 	}
-	return w.remoteFile.Stat() // ordered after the writes on the peer
+	return w.remoteFile.fstat() // ordered after the writes on the peer
 }
 
 // Close waits for every write's answer: a write the peer never confirmed

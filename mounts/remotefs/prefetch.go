@@ -12,6 +12,10 @@ import (
 // it are not held behind an answer for long.
 const prefetchChunk = 2 << 20
 
+// prefetchFirst is what the first request of a read-ahead brings at most;
+// each next one brings twice the last, up to prefetchChunk.
+const prefetchFirst = 256 << 10
+
 // readAhead starts reading the subtree of dir ahead, in the order a
 // program walking it reads it (wire.Prefetch), into the cache, if no
 // read-ahead runs and none walked dir since it last changed. It is asked
@@ -58,10 +62,15 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 	defer func() {
 		f.log.Debug("remote: read ahead", "source", f.opts.Source, "dir", dir, "bytes", total, "took", time.Since(t0))
 	}()
+	// The first requests are smaller: the reader that started the
+	// read-ahead waits for the files beside the one it opened, and an
+	// answer of prefetchChunk bytes takes a while to make and send.
+	size := int64(prefetchFirst)
 	for len(names) > 0 && total < f.opts.CacheBytes/2 {
 		epoch := f.cache.epoch()
 		resp, err := f.do(context.Background(), &wire.Request{Op: wire.OpPrefetch, Name: names[0], Names: names,
-			Size: min(prefetchChunk, f.opts.CacheBytes/2-total)})
+			Size: min(size, f.opts.CacheBytes/2-total)})
+		size = min(2*size, prefetchChunk)
 		if err != nil {
 			return // a peer without it, or the link gone: the opens ask
 		}

@@ -20,8 +20,8 @@ const claudeReference = "@anthropic-ai/claude-code 2.1.332 (npm): schemas from s
 	"tool texts and result shapes from the linux-x64 binary's embedded JavaScript"
 
 // claudeTools are Claude Code's tools as its current release gives them to
-// the model: Read, Write, Edit, Glob, Grep, Bash, and the background-task
-// tools TaskOutput and TaskStop, with sdk-tools.d.ts's argument names and
+// the model: Read, Write, Edit, NotebookEdit, Glob, Grep, Bash, and the
+// background-task tool TaskStop, with sdk-tools.d.ts's argument names and
 // types. LS and MultiEdit, which Claude Code no longer ships, are served
 // when called but not listed, for models trained on them.
 //
@@ -85,6 +85,19 @@ func claudeTools() []*dialectTool {
 				prop{"old_string", "string", "The text to replace", true},
 				prop{"new_string", "string", "The text to replace it with (must be different from old_string)", true},
 				prop{"replace_all", "boolean", "Replace all occurrences of old_string (default false)", false},
+			)},
+		{name: "NotebookEdit", verb: VerbEdit, run: (*Workspace).claudeNotebookEdit, rename: map[string]string{"notebook_path": "path"},
+			desc: "Replaces, inserts, or deletes a single cell in a Jupyter notebook (.ipynb file).\n\n" +
+				"Usage:\n" +
+				"- `notebook_path` must be an absolute path.\n" +
+				"- `cell_id` is the `id` attribute shown in the Read tool's `<cell id=\"...\">` output. It is required for `replace` and `delete`.\n" +
+				"- `edit_mode` defaults to `replace`. Use `insert` to add a new cell after the cell with the given `cell_id` (or at the beginning of the notebook if `cell_id` is omitted) \u2014 `cell_type` is required when inserting. Use `delete` to remove the cell.",
+			schema: schema(
+				prop{"notebook_path", "string", "The absolute path to the Jupyter notebook file to edit (must be absolute, not relative)", true},
+				prop{"cell_id", "string", "The ID of the cell to edit. When inserting a new cell, the new cell will be inserted after the cell with this ID, or at the beginning if not specified.", false},
+				prop{"new_source", "string", "The new source for the cell", true},
+				prop{"cell_type", map[string]any{"type": "string", "enum": []string{"code", "markdown"}}, "The type of the cell (code or markdown). If not specified, it defaults to the current cell type. If using edit_mode=insert, this is required.", false},
+				prop{"edit_mode", map[string]any{"type": "string", "enum": []string{"replace", "insert", "delete"}}, "The type of edit to make (replace, insert, delete). Defaults to replace.", false},
 			)},
 		{name: "Glob", verb: VerbGlob, run: (*Workspace).claudeGlob, reshape: cwdDefault,
 			desc: "- Fast file pattern matching tool that works with any codebase size\n" +

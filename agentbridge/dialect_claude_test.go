@@ -2,16 +2,23 @@ package agentbridge
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"maps"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // tinyPNG is a 2x1 PNG.
@@ -161,4 +168,83 @@ func TestClaudeReadSizeLimit(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.Text, "1\tline\n"), r.Text)
 	r = call(t, w, "claude", "Read", obj{"file_path": "/memory/big.txt", "offset": 599, "limit": 2})
 	assert.Equal(t, Result{Text: "599\tline\n600\tline\n"}, r)
+}
+
+// TestClaudeNotebookEdit: NotebookEdit writes each notebook as Claude Code
+// 2.1.332 writes it: testdata/notebook/expected.json is what that release's
+// own code (edit.js) makes of fixture.ipynb, case by case, and errors with
+// its words.
+func TestClaudeNotebookEdit(t *testing.T) {
+	fixtureNB, err := os.ReadFile("testdata/notebook/fixture.ipynb")
+	require.NoError(t, err)
+	raw, err := os.ReadFile("testdata/notebook/expected.json")
+	require.NoError(t, err)
+	var cases []struct {
+		Args map[string]any `json:"args"`
+		Out  string         `json:"out"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &cases))
+	newID := regexp.MustCompile(`"id": "[0-9a-f]{8}"`)
+	require.True(t, strings.HasSuffix(string(fixtureNB), "\n"), "edit.js's cases end in a newline")
+	for _, variant := range []struct {
+		name string
+		wrap func(string) string
+	}{
+		{"final newline", func(s string) string { return s + "\n" }},
+		{"none", func(s string) string { return s }},
+		{"BOM, final newline, CRLF", func(s string) string { return strings.ReplaceAll("\uFEFF"+s+"\n", "\n", "\r\n") }},
+	} {
+		for i, c := range cases {
+			t.Run(fmt.Sprintf("%s/%d", variant.name, i), func(t *testing.T) {
+				w := fixture(t, map[string]string{"/memory/n.ipynb": variant.wrap(strings.TrimSuffix(string(fixtureNB), "\n"))}, Options{})
+				args := map[string]any{"notebook_path": "/memory/n.ipynb"}
+				maps.Copy(args, c.Args)
+				r := call(t, w, "claude", "NotebookEdit", args)
+				if msg, bad := strings.CutPrefix(c.Out, "ERR "); bad {
+					require.True(t, r.IsError, r.Text)
+					if msg != "attachments" {
+						assert.Equal(t, msg, r.Text)
+					}
+					assert.Equal(t, variant.wrap(strings.TrimSuffix(string(fixtureNB), "\n")), readMem(t, w, "n.ipynb"), "unchanged")
+					return
+				}
+				require.False(t, r.IsError, r.Text)
+				got := newID.ReplaceAllString(readMem(t, w, "n.ipynb"), `"id": "NEWID123"`)
+				assert.Equal(t, variant.wrap(strings.TrimSuffix(c.Out, "\n")), got)
+				id, _ := c.Args["cell_id"].(string)
+				switch c.Args["edit_mode"] {
+				case "insert":
+					assert.Regexp(t, `^Inserted cell [0-9a-f]{8} with `+regexp.QuoteMeta(c.Args["new_source"].(string))+`$`, r.Text)
+				case "delete":
+					assert.Equal(t, "Deleted cell "+id, r.Text)
+				default:
+					assert.Equal(t, "Updated cell "+id+" with "+c.Args["new_source"].(string), r.Text)
+				}
+			})
+		}
+	}
+
+	w := fixture(t, map[string]string{"/memory/n.ipynb": string(fixtureNB), "/memory/n.txt": "{}", "/memory/bad.ipynb": "{\"cells\": [{}]}", "/memory/broken.ipynb": "{"}, Options{})
+	for args, want := range map[string]string{
+		`{"notebook_path":"/memory/n.txt","new_source":"x","cell_id":"c1"}`:                     "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.",
+		`{"notebook_path":"/memory/n.ipynb","new_source":"x","edit_mode":"insert"}`:             "Cell type is required when using edit_mode=insert.",
+		`{"notebook_path":"/memory/none.ipynb","new_source":"x","cell_id":"c1"}`:                "Notebook file does not exist.",
+		`{"notebook_path":"/memory/bad.ipynb","new_source":"x","cell_id":"c1"}`:                 notebookInvalid,
+		`{"notebook_path":"/memory/broken.ipynb","new_source":"x","cell_id":"c1"}`:              "Notebook is not valid JSON.",
+		`{"notebook_path":"/memory/n.ipynb","cell_id":"c1"}`:                                    `NotebookEdit: missing required argument "new_source"`,
+		`{"notebook_path":"/memory/n.ipynb","new_source":"x","edit_mode":"move"}`:               `NotebookEdit: argument "edit_mode" must be replace, insert or delete, got "move"`,
+		`{"notebook_path":"/repo/n.ipynb","new_source":"x","cell_id":"c1"}`:                     "read-only mount",
+		`{"notebook_path":"/memory/n.ipynb","new_source":"x","cell_id":"c1","cell_type":"raw"}`: `NotebookEdit: argument "cell_type" must be code or markdown, got "raw"`,
+	} {
+		r := w.Call(context.Background(), "claude", "NotebookEdit", json.RawMessage(args))
+		require.True(t, r.IsError, "%s: %s", args, r.Text)
+		assert.Contains(t, r.Text, want, args)
+	}
+}
+
+func readMem(t *testing.T, w *Workspace, name string) string {
+	t.Helper()
+	b, err := mounts.ReadFile(context.Background(), w.fsys, mounts.Join("memory", name))
+	require.NoError(t, err)
+	return string(b)
 }

@@ -52,7 +52,7 @@ func TestCursorNames(t *testing.T) {
 
 func TestBriefFollowsDialectAndTools(t *testing.T) {
 	w := fixture(t, nil, Options{})
-	assert.Contains(t, w.BriefFor("claude"), "Tools: Read, Write, Edit, Glob, Grep.\n")
+	assert.Contains(t, w.BriefFor("claude"), "Tools: Read, Write, Edit, NotebookEdit, Glob, Grep.\n")
 	assert.Contains(t, w.BriefFor("codex"), "Tools: read_file, list_dir, grep_files, apply_patch, view_image.\n")
 	assert.Contains(t, w.BriefFor("cursor"), "Tools: read, ls, glob, grep, write, edit, delete.\n")
 	assert.Contains(t, w.BriefFor(""), "  /memory  memory, writable\n  /repo    git, git@1a2b3c4, read-only\n")

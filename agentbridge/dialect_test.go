@@ -13,7 +13,7 @@ func TestDialectToolLists(t *testing.T) {
 	want := map[string][]string{
 		"":       {"read", "ls", "glob", "grep", "write", "edit", "delete"},
 		"cursor": {"read", "ls", "glob", "grep", "write", "edit", "delete"},
-		"claude": {"Read", "Write", "Edit", "Glob", "Grep"},
+		"claude": {"Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep"},
 		"codex":  {"read_file", "list_dir", "grep_files", "apply_patch", "view_image"},
 	}
 	for d, names := range want {

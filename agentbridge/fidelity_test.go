@@ -124,7 +124,7 @@ func schemaProps(t *testing.T, tool *dialectTool) map[string]tsProp {
 // claude tool.
 var claudeInterfaces = map[string]string{
 	"Read": "FileReadInput", "Write": "FileWriteInput", "Edit": "FileEditInput", "Glob": "GlobInput",
-	"Grep": "GrepInput", "Bash": "BashInput", "TaskStop": "TaskStopInput",
+	"Grep": "GrepInput", "Bash": "BashInput", "TaskStop": "TaskStopInput", "NotebookEdit": "NotebookEditInput",
 }
 
 // claudeDescribedOtherwise are the property descriptions the dialect
@@ -171,7 +171,7 @@ func TestFidelityClaude(t *testing.T) {
 		}
 	}
 	sort.Strings(listed)
-	assert.Equal(t, []string{"Bash", "Edit", "Glob", "Grep", "Read", "TaskStop", "Write"}, listed)
+	assert.Equal(t, []string{"Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "TaskStop", "Write"}, listed)
 
 	bin, err := os.ReadFile(filepath.Join(pkgs["claude-binary"], "claude"))
 	require.NoError(t, err)
@@ -194,6 +194,18 @@ func TestFidelityClaude(t *testing.T) {
 		"No task found with ID: ",
 		"Missing required parameter: task_id",
 		"[Showing results with pagination = ",
+		// dialect_claude_notebook.go's.
+		"File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.",
+		"Cell type is required when using edit_mode=insert.",
+		"Notebook file does not exist.",
+		"Notebook is not valid JSON.",
+		notebookInvalid,
+		"Cell ID must be specified when not inserting a new cell.",
+		"Cell with ID \"${n}\" not found in notebook.",
+		"Cell with index ${h} does not exist in notebook.",
+		"Updated cell ${e} with ${o}",
+		"Inserted ${e?`cell ${e}`:\"a new cell\"} with ${o}",
+		"Deleted cell ${e}",
 	} {
 		assert.True(t, bytes.Contains(bin, []byte(s)), "Claude Code %s no longer has %q", fidelityClaude, s)
 	}

@@ -114,7 +114,7 @@ func TestBadInput(t *testing.T) {
 	r = w.Call(ctx, "klingon", "read", nil)
 	assert.Equal(t, `unknown dialect "klingon" (known: cursor, claude, codex)`, r.Text)
 	r = w.Call(ctx, "claude", "read", nil)
-	assert.Contains(t, r.Text, "available tools: Read, Write, Edit, Glob, Grep")
+	assert.Contains(t, r.Text, "available tools: Read, Write, Edit, NotebookEdit, Glob, Grep")
 }
 
 func TestLs(t *testing.T) {

@@ -60,10 +60,10 @@ func TestClaudeOverJSONRPC(t *testing.T) {
 	for _, d := range list.Tools {
 		names = append(names, d.Name)
 	}
-	assert.Equal(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskStop"}, names)
+	assert.Equal(t, []string{"Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "Bash", "TaskStop"}, names)
 	var brief BriefResult
 	require.NoError(t, one.c.Call(context.Background(), "workspace.brief", BriefParams{Dialect: "claude"}, &brief))
-	assert.Contains(t, brief.Brief, "Tools: Read, Write, Edit, Glob, Grep, Bash, TaskStop.\n")
+	assert.Contains(t, brief.Brief, "Tools: Read, Write, Edit, NotebookEdit, Glob, Grep, Bash, TaskStop.\n")
 	assert.Contains(t, brief.Brief, "  /memory  memory, writable\n")
 
 	t.Run("item 5: Read's line format and image content", func(t *testing.T) {

@@ -33,7 +33,7 @@ func TestClaudeOverMCP(t *testing.T) {
 	one, two := mcpSession(t, srv), mcpSession(t, srv)
 
 	init := one.InitializeResult()
-	assert.Contains(t, init.Instructions, "Tools: Read, Write, Edit, Glob, Grep, Bash, TaskStop.\n")
+	assert.Contains(t, init.Instructions, "Tools: Read, Write, Edit, NotebookEdit, Glob, Grep, Bash, TaskStop.\n")
 	assert.NotContains(t, init.Instructions, "memory, memory")
 	list, err := one.ListTools(context.Background(), nil)
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestClaudeOverMCP(t *testing.T) {
 			assert.True(t, *tool.Annotations.DestructiveHint, tool.Name)
 		}
 	}
-	assert.ElementsMatch(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskStop"}, names)
+	assert.ElementsMatch(t, []string{"Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "Bash", "TaskStop"}, names)
 
 	t.Run("item 5: Read of an image is MCP image content", func(t *testing.T) {
 		res := callContent(t, one, "Read", map[string]any{"file_path": "/memory/pic.png"})

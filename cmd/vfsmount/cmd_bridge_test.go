@@ -37,7 +37,7 @@ func TestToolsCommand(t *testing.T) {
 	for _, d := range defs {
 		names = append(names, d.Name)
 	}
-	assert.Equal(t, []string{"Read", "Write", "Edit", "Glob", "Grep", "Bash", "TaskStop"}, names, "Claude Code 2.1.332's tools; LS and MultiEdit are served, not listed")
+	assert.Equal(t, []string{"Read", "Write", "Edit", "NotebookEdit", "Glob", "Grep", "Bash", "TaskStop"}, names, "Claude Code 2.1.332's tools; LS and MultiEdit are served, not listed")
 
 	code, out, _ = runTool(ctx, "tools", "--mount", "type=memory,dst=/memory", "--tools", "read,ls")
 	require.Equal(t, 0, code)

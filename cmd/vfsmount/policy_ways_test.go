@@ -78,6 +78,9 @@ type way struct {
 	// checkpointed: the way needs a mount that checkpoints take in (not
 	// a remote mount, whose files are on its own machine).
 	checkpointed bool
+	// notebook: the way takes .ipynb files only; TestPolicyBindsNotebooks
+	// runs it, on notebooks.
+	notebook bool
 	do           func(t *testing.T, s *waysEnv, p string) (string, error)
 }
 
@@ -245,6 +248,8 @@ var ways = []way{
 	{name: "cursor edit", kind: changes, needsRead: true, tools: []string{"cursor/edit"}, do: tool("cursor", "edit", `{"path":"PATH","oldText":"OLD","newText":"NEW"}`)},
 	{name: "claude Edit", kind: changes, needsRead: true, tools: []string{"claude/Edit"}, do: tool("claude", "Edit", `{"file_path":"PATH","old_string":"OLD","new_string":"NEW"}`)},
 	{name: "claude MultiEdit", kind: changes, needsRead: true, tools: []string{"claude/MultiEdit"}, do: tool("claude", "MultiEdit", `{"file_path":"PATH","edits":[{"old_string":"OLD","new_string":"NEW"}]}`)},
+	{name: "claude NotebookEdit", kind: changes, needsRead: true, notebook: true, tools: []string{"claude/NotebookEdit"},
+		do: tool("claude", "NotebookEdit", `{"notebook_path":"PATH","cell_id":"cell-0","new_source":"NEW"}`)},
 	{name: "codex apply_patch", kind: changes, needsRead: true, tools: []string{"codex/apply_patch"}, do: tool("codex", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: PATH\n@@\n-OLD\n+NEW\n*** End Patch"}`)},
 	{name: "cursor delete", kind: changes, tools: []string{"cursor/delete"}, do: tool("cursor", "delete", `{"path":"PATH"}`)},
 	{name: "cursor shell write", kind: changes, do: shellCmd("cursor", "shell", `{"command":"echo NEW > PATH"}`)},
@@ -502,6 +507,9 @@ func TestPolicyBindsEveryWay(t *testing.T) {
 			n := 0
 			for _, w := range ways {
 				for _, p := range secrets {
+					if w.notebook {
+						continue // TestPolicyBindsNotebooks
+					}
 					if w.repoOnly && !strings.HasPrefix(p, "/repo/") {
 						continue
 					}
@@ -516,6 +524,39 @@ func TestPolicyBindsEveryWay(t *testing.T) {
 					t.Run(w.name+" "+p, func(t *testing.T) { checkWay(t, s, w, rule, p) })
 				}
 			}
+		})
+	}
+}
+
+// TestPolicyBindsNotebooks is TestPolicyBindsEveryWay for the ways that
+// take notebooks only (Claude Code's NotebookEdit), on notebooks whose
+// content is the secret.
+func TestPolicyBindsNotebooks(t *testing.T) {
+	fusetest.Need(t)
+	secrets := []string{"/memory/secret.ipynb", "/repo/secret.ipynb"}
+	notebook := func(src string) string {
+		b, err := json.Marshal(src)
+		require.NoError(t, err)
+		return `{"cells":[{"cell_type":"code","execution_count":null,"id":"c","metadata":{},"outputs":[],"source":` + string(b) + `}],"metadata":{},"nbformat":4,"nbformat_minor":5}`
+	}
+	for _, rule := range []string{"deny_read", "deny_write", "read_only"} {
+		t.Run(rule, func(t *testing.T) {
+			s := openWaysEnv(t, rule, secrets)
+			n := 0
+			for _, w := range ways {
+				if !w.notebook {
+					continue
+				}
+				for _, p := range secrets {
+					n++
+					s.step = fmt.Sprintf("%d", n)
+					s.content = notebook(fmt.Sprintf("API_KEY=%s-%d", rule, n))
+					s.next = fmt.Sprintf("CHANGED=%s-%d", rule, n)
+					s.operatorWrite(t, p, s.content)
+					t.Run(w.name+" "+p, func(t *testing.T) { checkWay(t, s, w, rule, p) })
+				}
+			}
+			require.Positive(t, n)
 		})
 	}
 }

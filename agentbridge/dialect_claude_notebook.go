@@ -36,6 +36,10 @@ const notebookInvalid = `Notebook file is not a valid Jupyter notebook (top-leve
 
 var cellIndexRE = regexp.MustCompile(`^cell-(\d+)$`)
 
+// claudeSays is an error in Claude Code's own words, capitals and full
+// stops included: the model knows them.
+func claudeSays(msg string) error { return errors.New(msg) }
+
 func (w *Workspace) claudeNotebookEdit(ctx context.Context, a *args) (string, error) {
 	p, err := a.path(a.tool, "path", true, "")
 	if err != nil {
@@ -71,10 +75,10 @@ func (w *Workspace) claudeNotebookEdit(ctx context.Context, a *args) (string, er
 		return "", a.errf("argument %q must be replace, insert or delete, got %q", a.key("edit_mode"), mode)
 	}
 	if path.Ext(p.name) != ".ipynb" {
-		return "", errors.New("File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.")
+		return "", claudeSays("File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.")
 	}
 	if mode == "insert" && cellType == "" {
-		return "", errors.New("Cell type is required when using edit_mode=insert.")
+		return "", claudeSays("Cell type is required when using edit_mode=insert.")
 	}
 	if err := w.checkWritable(a.tool, p); err != nil {
 		return "", err
@@ -84,7 +88,7 @@ func (w *Workspace) claudeNotebookEdit(ctx context.Context, a *args) (string, er
 		return "", w.explain(ctx, a.tool, p, err)
 	}
 	if !exists {
-		return "", errors.New("Notebook file does not exist.")
+		return "", claudeSays("Notebook file does not exist.")
 	}
 	if attr.IsDir() {
 		return "", fmt.Errorf("%s %s: is a directory; give a file path", a.tool, p.abs())
@@ -95,12 +99,12 @@ func (w *Workspace) claudeNotebookEdit(ctx context.Context, a *args) (string, er
 	}
 	nb, err := parseOrdered(strings.TrimPrefix(before, "\uFEFF"))
 	if err != nil {
-		return "", errors.New("Notebook is not valid JSON.")
+		return "", claudeSays("Notebook is not valid JSON.")
 	}
 	root, _ := nb.(*orderedObject)
 	cells, ok := notebookCells(root)
 	if !ok {
-		return "", errors.New(notebookInvalid)
+		return "", claudeSays(notebookInvalid)
 	}
 	at, err := notebookCell(cells, cellID, mode)
 	if err != nil {
@@ -136,7 +140,7 @@ func (w *Workspace) claudeNotebookEdit(ctx context.Context, a *args) (string, er
 	default:
 		c := cells[at].(*orderedObject)
 		if cellType == "code" && c.get("cell_type") != "code" && hasAttachments(c) {
-			return "", errors.New("The notebook was not changed: this cell has attachments (such as pasted images), and a code cell cannot hold attachments. To add code after this cell, use edit_mode=insert with cell_type=code and the same cell_id. To edit this cell's text, leave out cell_type and keep any `attachment:` links in new_source. Deleting this cell loses the attachments, so do that only if the user agrees.")
+			return "", claudeSays("The notebook was not changed: this cell has attachments (such as pasted images), and a code cell cannot hold attachments. To add code after this cell, use edit_mode=insert with cell_type=code and the same cell_id. To edit this cell's text, leave out cell_type and keep any `attachment:` links in new_source. Deleting this cell loses the attachments, so do that only if the user agrees.")
 		}
 		c.set("source", src)
 		if cellType != "" {
@@ -228,7 +232,7 @@ func notebookCell(cells []any, cellID, mode string) (int, error) {
 		if insert {
 			return 0, nil
 		}
-		return 0, errors.New("Cell ID must be specified when not inserting a new cell.")
+		return 0, claudeSays("Cell ID must be specified when not inserting a new cell.")
 	}
 	at := -1
 	for i, c := range cells {
@@ -240,11 +244,11 @@ func notebookCell(cells []any, cellID, mode string) (int, error) {
 	if at < 0 {
 		m := cellIndexRE.FindStringSubmatch(cellID)
 		if m == nil {
-			return 0, errors.New(`Cell with ID "` + cellID + `" not found in notebook.`)
+			return 0, claudeSays(`Cell with ID "` + cellID + `" not found in notebook.`)
 		}
 		n, err := strconv.Atoi(m[1])
 		if err != nil || n >= len(cells) {
-			return 0, fmt.Errorf("Cell with index %s does not exist in notebook.", m[1])
+			return 0, claudeSays("Cell with index " + m[1] + " does not exist in notebook.")
 		}
 		at = n
 	}

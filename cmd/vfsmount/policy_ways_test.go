@@ -81,7 +81,7 @@ type way struct {
 	// notebook: the way takes .ipynb files only; TestPolicyBindsNotebooks
 	// runs it, on notebooks.
 	notebook bool
-	do           func(t *testing.T, s *waysEnv, p string) (string, error)
+	do       func(t *testing.T, s *waysEnv, p string) (string, error)
 }
 
 // exempt are the dialect tools that neither reveal nor change a name by

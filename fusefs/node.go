@@ -779,13 +779,15 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	return &e, errno
 }
 
-// open starts the listing: with the entries' attributes on an openless
-// connection whose tree can list them so, the node's own listing otherwise.
+// open starts the listing: with the entries' attributes on a connection
+// that opens directories without asking (an openless or a notified one:
+// each READDIR comes with a handle of its own) whose tree can list them
+// so, the node's own listing otherwise.
 // (A copy-on-write connection keeps no listing: each READDIR lists anew.)
 func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	n := d.n
 	sd, ok := n.conn.fsys.(mounts.StatDirFS)
-	if !ok || !n.conn.how.openless {
+	if !ok || !n.conn.how.openless && !n.conn.how.openlessDirs {
 		return n.Readdir(ctx)
 	}
 	n.mu.Lock()

@@ -30,7 +30,7 @@
 // verb names above, with @cursor/sdk 1.0.18's argument names: glob
 // globPattern, grep's content default and contextBefore/sort, shell
 // workingDirectory, ls as a tree within a budget of names); "claude",
-// @anthropic-ai/claude-code 2.1.332's Read, Write, Edit, Glob, Grep, Bash
+// @anthropic-ai/claude-code 2.1.332's Read, Write, Edit, NotebookEdit, Glob, Grep, Bash
 // and TaskStop with its result shapes, a background task's output being a
 // file Read reads (dialect_claude.go); and
 // "codex", @openai/codex 0.171.0's tool set (dialect_codex.go says which

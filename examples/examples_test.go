@@ -226,7 +226,7 @@ func TestPythonClient(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	assert.Contains(t, lines[0], "one filesystem namespace", "the brief comes first")
 	assert.Contains(t, string(out), "  /memory  memory")
-	assert.Contains(t, string(out), "\ntools: Read Write Edit Glob Grep Bash TaskStop")
+	assert.Contains(t, string(out), "\ntools: Read Write Edit NotebookEdit Glob Grep Bash TaskStop")
 	assert.Equal(t, []string{
 		"ok: created /memory/hello.txt (18 bytes)",
 		"ok:      1\thello from python",

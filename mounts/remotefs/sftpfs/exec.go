@@ -25,9 +25,14 @@ import (
 // removed by a second exec once the command ended, and its final
 // directory is reported under c.Root.
 //
-// Unlike the peer's commands, one still running when the link is lost
-// is not killed on the remote side (an ssh session without a terminal
-// leaves its processes running); its caller learns of the loss at once.
+// A command still running when its connection closes is killed on the
+// remote side with its process group, as the peer's are: a watcher there
+// reads the session's input, which this end holds open until the command
+// ends, and kills the group at its end of file. The server sees a
+// connection close at once when this process or its socket goes; a link
+// cut silently is seen only when the server's keepalive (sshd's
+// ClientAliveInterval) gives up on it. Its caller learns of the loss at
+// once either way.
 func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (mounts.Process, error) {
 	if err := mounts.CheckPath("exec", cmd.Dir); err != nil {
 		return nil, err
@@ -68,20 +73,32 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, cmd mounts.Command) (moun
 			return err
 		}
 		s.Stdout, s.Stderr = out, errw
+		// Held open until the command ends: its end of file is the
+		// connection's (see the watcher below).
+		in, err := s.StdinPipe()
+		if err != nil {
+			s.Close()
+			return err
+		}
+		p.in = in
 		// The shell is the session's leader (sshd made the session),
 		// so its pid names the process group Kill ends; it execs the
-		// command, which keeps it.
+		// command, which keeps it. The watcher, in that group, reads
+		// the session's input to its end and then kills the group.
 		var b strings.Builder
 		b.WriteString("(umask 077; echo $$ >" + p.pidFile + "; : >" + p.side + ") || exit 126\n")
 		b.WriteString("cd " + shellQuote(dir) + " || exit 126\n")
 		for _, e := range env {
 			b.WriteString("export " + shellQuote(e) + "\n")
 		}
+		// (Through fd 4: an asynchronous list's input is /dev/null.)
+		b.WriteString("exec 4<&0\n")
+		b.WriteString("(while read -r _; do :; done; kill -s KILL -- -$$) <&4 4<&- >/dev/null 2>&1 3>&- &\n")
 		b.WriteString("exec")
 		for _, a := range cmd.Argv {
 			b.WriteString(" " + shellQuote(a))
 		}
-		b.WriteString(" 3>" + p.side)
+		b.WriteString(" </dev/null 4<&- 3>" + p.side)
 		if err := s.Start("sh -c " + shellQuote(b.String())); err != nil {
 			s.Close()
 			return err
@@ -123,8 +140,9 @@ type process struct {
 	f       *ReadOnlyFS
 	c       *conn
 	s       *ssh.Session
-	side    string // the fd 3 file, as a shell word (/dev/null without DirFD3)
-	pidFile string // where the shell left its pid, as a shell word
+	in      io.WriteCloser // the session's input, closed once the command ended
+	side    string         // the fd 3 file, as a shell word (/dev/null without DirFD3)
+	pidFile string         // where the shell left its pid, as a shell word
 	dirFD3  bool
 	dir     string // the served directory, resolved
 	root    string
@@ -141,6 +159,7 @@ func (p *process) wait() {
 	defer close(p.done)
 	ended := make(chan error, 1)
 	go func() { ended <- p.s.Wait() }()
+	defer p.in.Close()
 	var err error
 	select {
 	case err = <-ended:

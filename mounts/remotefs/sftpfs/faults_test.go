@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -220,4 +221,59 @@ func TestLinkCut(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(dir, "synced.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "durable", string(b))
+}
+
+// TestLinkCutKillsCommand: a command running when its connection goes is
+// killed on the remote machine with what it started, as the peer's are,
+// not left running there; its caller learns of the loss.
+func TestLinkCutKillsCommand(t *testing.T) {
+	sshd := testutil.StartSSHD(t)
+	dir := t.TempDir()
+	p := newProxy(t, fmt.Sprintf("127.0.0.1:%d", sshd.Port))
+	fsys := openVia(t, sshd, p, dir, time.Second).(mounts.CommandFS)
+	pids := filepath.Join(dir, "pids")
+	proc, err := fsys.StartCommand(context.Background(), mounts.Command{
+		Argv: []string{"sh", "-c", "sleep 1000 & echo $! >" + pids + "; echo $$ >>" + pids + "; exec sleep 1001"}, Dir: ".",
+	})
+	require.NoError(t, err)
+	var running []int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(pids)
+		running = nil
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			running = append(running, n)
+		}
+		return err == nil && len(running) == 2
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, pid := range running {
+		require.NoError(t, syscall.Kill(pid, 0), "pid %d runs", pid)
+	}
+
+	p.cut()
+	_, _, err = timedWait(t, proc)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, remotefs.ErrLinkDown)
+	for _, pid := range running {
+		assert.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 20*time.Millisecond,
+			"pid %d is gone from the remote machine", pid)
+	}
+}
+
+func timedWait(t *testing.T, p mounts.Process) (int, string, error) {
+	t.Helper()
+	type res struct {
+		status int
+		dir    string
+		err    error
+	}
+	c := make(chan res, 1)
+	go func() { s, d, err := p.Wait(); c <- res{s, d, err} }()
+	select {
+	case r := <-c:
+		return r.status, r.dir, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command's caller did not learn of the cut within 10s")
+	}
+	return 0, "", nil
 }

@@ -276,11 +276,12 @@
 //
 // A notified connection (a remote mount) takes them as well: the mount
 // offers the content its read-ahead brought of a directory's small files
-// when the first of them is opened (the kernel knows their nodes then),
-// and the kernel keeps pages across read-only opens there. A cold tar of a
-// 13,000-file remote tree then sends a READ for one file in seven, and
-// none of the GETATTRs that a READ's access time costs on a writable
-// connection. A node the change stream invalidates is never stored again,
+// when the directory is listed (parked until the kernel took the listing
+// in) and when the first of them is opened (the kernel knows their nodes
+// then), and the kernel keeps pages across read-only opens there. A cold
+// tar of a 13,000-file remote tree then sends a READ for one file in
+// seventeen, and none of the GETATTRs that a READ's access time costs on
+// a writable connection. A node the change stream invalidates is never stored again,
 // and what a store put in while the invalidation came is dropped.
 //
 // # Passthrough

@@ -443,18 +443,21 @@ func (c *cache) file(name string) (contentEntry, bool) {
 	return contentEntry{}, false
 }
 
-// offerDir returns the content of dir's files to offer to the page
-// sink: what is cached and current, once per listing of dir kept here
-// (the listing's entry holds the mark, and goes with any change there).
-func (c *cache) offerDir(dir string) []page {
+// pagesOf returns the content of dir's files to offer to the page sink:
+// what is cached and current, unless offered (mark) before for this
+// listing of dir kept here (the listing's entry holds the mark, and goes
+// with any change there).
+func (c *cache) pagesOf(dir string, mark bool) []page {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.dirs[dir]
 	if !ok || d.offered || !c.watching {
 		return nil
 	}
-	d.offered = true
-	c.dirs[dir] = d
+	if mark {
+		d.offered = true
+		c.dirs[dir] = d
+	}
 	var pages []page
 	for i, e := range d.ents {
 		if !e.Type.IsRegular() {

@@ -566,6 +566,7 @@ func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntr
 		return nil, nil, err
 	}
 	if ents, attrs, ok := f.cache.dir(name); ok {
+		f.offerListed(name)
 		return ents, attrs, nil
 	}
 	epoch := f.cache.epoch()
@@ -578,12 +579,12 @@ func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntr
 	return ents, attrs, nil
 }
 
-// OfferPages implements mounts.PageOfferer: when a file whose content
-// was read ahead is opened, the content of the files beside it that was
-// read ahead too is offered (a program walking the tree reads them next),
-// once each, so that the kernel face can put it in the page cache, and
-// their reads cost no request at all. The kernel knows their names then:
-// the program listed the directory to find the file it opened.
+// OfferPages implements mounts.PageOfferer: when a directory whose
+// files' content was read ahead is listed, and again when the first of
+// them is opened, that content is offered (a program walking the tree
+// reads them next), so that the kernel face can put it in the page
+// cache, and their reads cost no request at all. The kernel knows their
+// names at the open: the program listed the directory to find the file.
 func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
 	if sink == nil {
 		f.sink.Store(nil)
@@ -591,6 +592,28 @@ func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
 		f.sink.Store(&sink)
 	}
 	return true
+}
+
+// offerListed offers, from a goroutine of its own, the content read ahead
+// of the files of dir, which is being listed (a program walking the tree
+// lists a directory, then reads its files): the kernel face keeps what
+// arrives before it knows the files' names for a moment, and puts it in
+// once it does. Not marked offered: the first open among them offers
+// what did not make it (offerBeside).
+func (f *ReadOnlyFS) offerListed(dir string) {
+	sink := f.sink.Load()
+	if sink == nil {
+		return
+	}
+	pages := f.cache.pagesOf(dir, false)
+	if len(pages) == 0 {
+		return
+	}
+	go func() {
+		for _, p := range pages {
+			(*sink)(p.name, p.data)
+		}
+	}()
 }
 
 // offerBeside offers, from a goroutine of its own (the kernel face
@@ -601,7 +624,7 @@ func (f *ReadOnlyFS) offerBeside(dir string) {
 	if sink == nil {
 		return
 	}
-	pages := f.cache.offerDir(dir)
+	pages := f.cache.pagesOf(dir, true)
 	if len(pages) == 0 {
 		return
 	}

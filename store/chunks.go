@@ -47,6 +47,19 @@ func (s *Store) getPacked(ctx context.Context, h string, l packed) ([]byte, erro
 		if data, ok := s.cache.get(h); ok {
 			return data, nil
 		}
+		s.warmMu.Lock()
+		busy := s.warming[l.pack]
+		s.warmMu.Unlock()
+		if busy != nil {
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if data, ok := s.cache.get(h); ok {
+				return data, nil
+			}
+		}
 	}
 	key := s.key(packKeyPart(l.pack))
 	data, err := s.getRange(ctx, key, l.off, l.len)

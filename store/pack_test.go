@@ -29,13 +29,15 @@ type countingClient struct {
 }
 
 type requestCounts struct {
-	puts, heads, packPuts, chunkPuts atomic.Int32
+	puts, heads, packPuts, chunkPuts, gets atomic.Int32
 }
 
 func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
 	switch {
 	case r.Method == http.MethodHead:
 		c.counts.heads.Add(1)
+	case r.Method == http.MethodGet:
+		c.counts.gets.Add(1)
 	case r.Method == http.MethodPut:
 		c.counts.puts.Add(1)
 		if strings.Contains(r.URL.Path, "/packs/") {
@@ -193,4 +195,40 @@ func TestPackPutFails(t *testing.T) {
 	_, err = ss.Push(ctx, e.ws, c1.ID, PushOptions{})
 	require.NoError(t, err)
 	checkInvariant(t, s)
+}
+
+// TestWarmPacks: a resume's packs fetched whole, one GET each; the lazy
+// tree's small files then load from the cache with no request.
+func TestWarmPacks(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, testBucket)
+	s := openSmall(t, srv, "p")
+	e := newWS(t)
+	for i := range 200 {
+		require.NoError(t, mounts.WriteFile(ctx, e.mem, fmt.Sprintf("f%03d", i), bytes.Repeat([]byte(fmt.Sprintf("note %d\n", i)), 50), 0o644))
+	}
+	c1, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	_, err = acquire(t, s, "w", "a").Push(ctx, e.ws, c1.ID, PushOptions{})
+	require.NoError(t, err)
+
+	cc := &countingClient{inner: &http.Client{}}
+	s2, err := Open(ctx, Config{URL: "s3://" + testBucket + "/p", Endpoint: srv.Endpoint, MaxAttempts: 3,
+		CacheDir: t.TempDir(), ChunkSize: 64 << 10, HTTPClient: cc})
+	require.NoError(t, err)
+	r, err := s2.Resume(ctx, "w")
+	require.NoError(t, err)
+	require.NotEmpty(t, r.Manifest.Packs)
+	g0 := cc.counts.gets.Load()
+	require.NoError(t, r.WarmPacks(ctx, "/memory"))
+	assert.Equal(t, int32(len(r.Manifest.Packs)), cc.counts.gets.Load()-g0, "one GET a pack")
+	lazy, err := r.LazyTree("/memory", memfs.Options{})
+	require.NoError(t, err)
+	g1 := cc.counts.gets.Load()
+	for i := range 200 {
+		b, err := mounts.ReadFile(ctx, lazy, fmt.Sprintf("f%03d", i))
+		require.NoError(t, err)
+		require.Equal(t, strings.Repeat(fmt.Sprintf("note %d\n", i), 50), string(b))
+	}
+	assert.Zero(t, cc.counts.gets.Load()-g1, "every small file from the cache")
 }

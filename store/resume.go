@@ -22,6 +22,58 @@ type Resumed struct {
 	packs    map[string]packed // where the packed chunks are
 }
 
+// WarmPacks fetches every pack that holds a chunk of the trees at
+// prefixes, whole (one GET a pack, in parallel), into the local cache,
+// each chunk checked by its hash: a lazy tree's files then load from the
+// cache, not with a request each, and a file read meanwhile waits for its
+// pack rather than asking for its chunk. Without a cache it does nothing.
+func (r *Resumed) WarmPacks(ctx context.Context, prefixes ...string) error {
+	if r.s.cache == nil {
+		return nil
+	}
+	want := map[string][]byte{}
+	for _, p := range prefixes {
+		m, ok := r.Mount(p)
+		if !ok || m.Tree == nil {
+			continue
+		}
+		for _, in := range m.Tree.Inodes {
+			for _, h := range in.Chunks {
+				if _, ok := r.packs[h]; ok {
+					want[h] = nil
+				}
+			}
+		}
+	}
+	packs := map[string]bool{}
+	for h := range want {
+		packs[r.packs[h].pack] = true
+	}
+	s := r.s
+	s.warmMu.Lock()
+	if s.warming == nil {
+		s.warming = map[string]chan struct{}{}
+	}
+	var mine []string
+	for p := range packs {
+		if s.warming[p] == nil {
+			s.warming[p] = make(chan struct{})
+			mine = append(mine, p)
+		}
+	}
+	s.warmMu.Unlock()
+	defer func() {
+		s.warmMu.Lock()
+		for _, p := range mine {
+			close(s.warming[p])
+			delete(s.warming, p)
+		}
+		s.warmMu.Unlock()
+	}()
+	var mu sync.Mutex
+	return r.fetchPacks(ctx, want, &mu, false)
+}
+
 // chunk fetches chunk h of the checkpoint, from its pack if it is in one.
 func (r *Resumed) chunk(ctx context.Context, h string) ([]byte, error) {
 	if l, ok := r.packs[h]; ok {
@@ -30,10 +82,10 @@ func (r *Resumed) chunk(ctx context.Context, h string) ([]byte, error) {
 	return r.s.getChunk(ctx, h)
 }
 
-// fetchPacks fetches every pack that holds one of the chunks want lacks,
-// whole, one GET a pack, and puts each chunk it holds into want, checked
-// against its hash (and into the cache).
-func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sync.Mutex) error {
+// fetchPacks fetches every pack that holds one of the chunks of want,
+// whole, one GET a pack, and checks each chunk it holds against its hash;
+// each goes into the cache, and with keep into want too.
+func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sync.Mutex, keep bool) error {
 	need := map[string]bool{}
 	for h := range want {
 		if l, ok := r.packs[h]; ok {
@@ -63,6 +115,9 @@ func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sy
 				}
 				if r.s.cache != nil {
 					r.s.cache.put(c.Hash, b)
+				}
+				if !keep {
+					continue
 				}
 				mu.Lock()
 				if _, ok := want[c.Hash]; ok {
@@ -133,7 +188,7 @@ func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (
 			data[h] = nil
 		}
 	}
-	if err := r.fetchPacks(ctx, data, &mu); err != nil {
+	if err := r.fetchPacks(ctx, data, &mu, true); err != nil {
 		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
 	}
 	var rest []string

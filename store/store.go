@@ -61,6 +61,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -156,6 +157,11 @@ type Store struct {
 	s3     *s3.Client
 	log    *slog.Logger
 	cache  *cache
+	// warming are the packs being fetched whole into the cache
+	// (WarmPacks), each closed when done: a read of one of their chunks
+	// waits for it instead of asking again.
+	warmMu  sync.Mutex
+	warming map[string]chan struct{}
 	// hooks are a test's stopping points ("push:checked", "gc:listed").
 	hooks func(point string)
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -310,6 +312,12 @@ func (rs *resumeState) prefetch(ws *workspace.Workspace, log *slog.Logger) {
 	go func() {
 		defer close(done)
 		start := time.Now()
+		// The small files' packs first, whole: then the trees load
+		// them from the cache, not one request a file.
+		prefixes := slices.Sorted(maps.Keys(rs.used))
+		if err := rs.r.WarmPacks(ctx, prefixes...); err != nil && ctx.Err() == nil {
+			log.Warn("store: fetching the packs whole failed; their files are fetched one by one", "err", err)
+		}
 		var errs []error
 		for _, t := range rs.trees {
 			errs = append(errs, t.LoadAll(ctx, 8))

@@ -138,16 +138,20 @@ func ImmutableRoots(fsys mounts.FS) []string {
 // ([mounts.Description.CopyOnWrite], a writable git mount with a memory
 // upper) with no other mount below them.
 func CopyOnWriteRoots(fsys mounts.FS) []string {
+	return leafRoots(fsys, func(m mounts.MountInfo) bool { return m.CopyOnWrite && !m.External })
+}
+
+// leafRoots are the mount points, without their leading slash, of the
+// mounts of fsys's table that keep accepts and that have no other mount
+// below them (the root mount is never one).
+func leafRoots(fsys mounts.FS, keep func(mounts.MountInfo) bool) []string {
 	var roots []string
 	table := mounts.Mounts(fsys)
 	for _, m := range table {
-		if !m.CopyOnWrite || m.External || m.Prefix == "/" {
+		if !keep(m) || m.Prefix == "/" {
 			continue
 		}
-		nested := false
-		for _, o := range table {
-			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
-		}
+		nested := slices.ContainsFunc(table, func(o mounts.MountInfo) bool { return strings.HasPrefix(o.Prefix, m.Prefix+"/") })
 		if !nested {
 			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
 		}
@@ -161,21 +165,9 @@ func CopyOnWriteRoots(fsys mounts.FS) []string {
 // changes are told ([mounts.Description.Notified], a remote mount with
 // its change stream) with no other mount below them.
 func NotifiedRoots(fsys mounts.FS) []string {
-	var roots []string
-	table := mounts.Mounts(fsys)
-	for _, m := range table {
-		if !m.Notified || m.External || m.Immutable || m.CopyOnWrite || m.Prefix == "/" {
-			continue
-		}
-		nested := false
-		for _, o := range table {
-			nested = nested || strings.HasPrefix(o.Prefix, m.Prefix+"/")
-		}
-		if !nested {
-			roots = append(roots, strings.TrimPrefix(m.Prefix, "/"))
-		}
-	}
-	return roots
+	return leafRoots(fsys, func(m mounts.MountInfo) bool {
+		return m.Notified && !m.External && !m.Immutable && !m.CopyOnWrite
+	})
 }
 
 // stacking returns the kind of the main connection and the roots to stack

@@ -91,45 +91,33 @@ func (s *Server) SetStorePusher(p StorePusher) { s.store = p }
 // dispatchStore answers store.push, store.status and store.resume; ok is
 // false for any other method.
 func (s *Server) dispatchStore(ctx context.Context, method string, decode func(any) *Error) (_ any, _ *Error, ok bool) {
-	if method == "store.status" {
-		if s.store == nil {
-			return nil, &Error{rpcInvalidParams, "method " + method + ": " + errNoStore}, true
+	var run func() (any, error)
+	switch method {
+	case "store.status":
+		run = func() (any, error) { return s.store.StoreStatus(ctx) }
+	case "store.push":
+		var p StorePushParams
+		if e := decode(&p); e != nil {
+			return nil, e, true
 		}
-		res, err := s.store.StoreStatus(ctx)
-		if err != nil {
-			return nil, &Error{rpcExportFailed, err.Error()}, true
-		}
-		return res, nil, true
-	}
-	if method == "store.resume" {
+		run = func() (any, error) { return s.store.StorePush(ctx, p) }
+	case "store.resume":
 		var p StoreResumeParams
 		if e := decode(&p); e != nil {
 			return nil, e, true
 		}
-		r, ok := s.store.(StoreResumer)
-		if s.store == nil || !ok {
+		r, resumes := s.store.(StoreResumer)
+		if !resumes {
 			return nil, &Error{rpcInvalidParams, "method " + method + ": " + errNoStore}, true
 		}
-		res, err := r.StoreResume(ctx, p)
-		switch {
-		case errors.Is(err, ErrInvalidParams):
-			return nil, &Error{rpcInvalidParams, err.Error()}, true
-		case err != nil:
-			return nil, &Error{rpcExportFailed, err.Error()}, true
-		}
-		return res, nil, true
-	}
-	if method != "store.push" {
+		run = func() (any, error) { return r.StoreResume(ctx, p) }
+	default:
 		return nil, nil, false
-	}
-	var p StorePushParams
-	if e := decode(&p); e != nil {
-		return nil, e, true
 	}
 	if s.store == nil {
 		return nil, &Error{rpcInvalidParams, "method " + method + ": " + errNoStore}, true
 	}
-	res, err := s.store.StorePush(ctx, p)
+	res, err := run()
 	switch {
 	case errors.Is(err, ErrInvalidParams):
 		return nil, &Error{rpcInvalidParams, err.Error()}, true

@@ -96,6 +96,7 @@ type notifiedWorkspace struct {
 	ws, src string
 	counts  *fusefs.RequestCounts
 	calls   *peerCalls
+	remote  *remotefs.FS
 
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -129,6 +130,7 @@ func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspac
 	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer", Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.(*remotefs.FS).Close() })
+	w.remote = r.(*remotefs.FS)
 	u, err := union.New(map[string]mounts.FS{"/workspace": r, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir, srv := mountKernelWith(t, u, fusefs.Options{StackConnections: true, Counts: w.counts})
@@ -141,6 +143,13 @@ func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspac
 	})
 	w.ws = filepath.Join(dir, "workspace")
 	return w
+}
+
+// waitIdle waits until the remote mount reads nothing ahead and has
+// handed every page it offered to the kernel face.
+func (w *notifiedWorkspace) waitIdle(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, w.remote.Idle, 30*time.Second, 5*time.Millisecond, "the read-ahead and its offers end")
 }
 
 // cut breaks the link; with refuse, the mount cannot dial again until
@@ -368,10 +377,7 @@ func TestRemoteKernelColdReadFromPages(t *testing.T) {
 	_, err := os.ReadFile(filepath.Join(w.ws, "d00", "f0.txt"))
 	require.NoError(t, err)
 	// The read-ahead of the tree, started by that open, runs to its end.
-	for last := int64(-1); last != w.calls.quiet.Load(); {
-		last = w.calls.quiet.Load()
-		time.Sleep(100 * time.Millisecond)
-	}
+	w.waitIdle(t)
 	require.NotZero(t, w.calls.quiet.Load(), "the tree was read ahead")
 
 	before := w.counts.Snapshot()
@@ -384,7 +390,7 @@ func TestRemoteKernelColdReadFromPages(t *testing.T) {
 		if filepath.Base(p) == "f0.txt" {
 			// The first file of a directory: the pages of the others
 			// go in beside its open, from a goroutine.
-			time.Sleep(20 * time.Millisecond)
+			w.waitIdle(t)
 		}
 		if err != nil {
 			return err

@@ -95,6 +95,7 @@ type ReadOnlyFS struct {
 
 	pmu         sync.Mutex
 	prefetching bool         // a read-ahead runs (readAhead)
+	offering    atomic.Int64 // offers of pages under way (offer)
 	nextAhead   string       // the one to run after it
 	prefetches  atomic.Int64 // read-ahead requests answered, for tests
 	requests    atomic.Int64 // requests sent that wait for an answer, for tests
@@ -594,45 +595,46 @@ func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
 	return true
 }
 
-// offerListed offers, from a goroutine of its own, the content read ahead
-// of the files of dir, which is being listed (a program walking the tree
-// lists a directory, then reads its files): the kernel face keeps what
-// arrives before it knows the files' names for a moment, and puts it in
-// once it does. Not marked offered: the first open among them offers
-// what did not make it (offerBeside).
-func (f *ReadOnlyFS) offerListed(dir string) {
+// offerListed offers the content read ahead of the files of dir, which
+// is being listed (a program walking the tree lists a directory, then
+// reads its files): the kernel face keeps what arrives before it knows
+// the files' names for a moment, and puts it in once it does. Not marked
+// offered: the first open among them offers what did not make it
+// (offerBeside).
+func (f *ReadOnlyFS) offerListed(dir string) { f.offer(dir, false) }
+
+// offerBeside offers the content read ahead of dir's files, the first
+// time one of them is opened since dir was listed.
+func (f *ReadOnlyFS) offerBeside(dir string) { f.offer(dir, true) }
+
+// offer offers dir's pages read ahead (marking them offered with mark)
+// from a goroutine of its own: the kernel face stores pages outside its
+// requests.
+func (f *ReadOnlyFS) offer(dir string, mark bool) {
 	sink := f.sink.Load()
 	if sink == nil {
 		return
 	}
-	pages := f.cache.pagesOf(dir, false)
+	pages := f.cache.pagesOf(dir, mark)
 	if len(pages) == 0 {
 		return
 	}
+	f.offering.Add(1)
 	go func() {
+		defer f.offering.Add(-1)
 		for _, p := range pages {
 			(*sink)(p.name, p.data)
 		}
 	}()
 }
 
-// offerBeside offers, from a goroutine of its own (the kernel face
-// stores pages outside its requests), the content read ahead of dir's
-// files, the first time one of them is opened since dir was listed.
-func (f *ReadOnlyFS) offerBeside(dir string) {
-	sink := f.sink.Load()
-	if sink == nil {
-		return
-	}
-	pages := f.cache.pagesOf(dir, true)
-	if len(pages) == 0 {
-		return
-	}
-	go func() {
-		for _, p := range pages {
-			(*sink)(p.name, p.data)
-		}
-	}()
+// Idle reports whether no read-ahead runs and every page offered has
+// been handed to the sink: what a caller that counts requests waits for.
+func (f *ReadOnlyFS) Idle() bool {
+	f.pmu.Lock()
+	running := f.prefetching
+	f.pmu.Unlock()
+	return !running && f.offering.Load() == 0
 }
 
 // listing is a listing from the wire, as the contract has it.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,13 +162,26 @@ func TestLinkedFilesKeptAcrossOtherChanges(t *testing.T) {
 	a, err := fsys.Stat(ctx, "pack")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, a.Nlink)
+	// Each change's event is in before the next change.
+	var told atomic.Int64
+	fsys.OnChange(func(names ...string) {
+		if slices.Contains(names, "lock") {
+			told.Add(1)
+		}
+	})
+	toldOf := func(what string, was int64) {
+		t.Helper()
+		require.Eventually(t, func() bool { return told.Load() > was }, 10*time.Second, time.Millisecond, "the change stream tells of %s", what)
+	}
 	for range 3 {
+		was := told.Load()
 		f, err := fsys.OpenFile(ctx, "lock", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
-		time.Sleep(20 * time.Millisecond) // its change event
+		toldOf("the lock's creation", was)
+		was = told.Load()
 		require.NoError(t, fsys.Unlink(ctx, "lock"))
-		time.Sleep(20 * time.Millisecond)
+		toldOf("the lock's removal", was)
 	}
 	before := remotefs.Requests(fsys)
 	a, err = fsys.Stat(ctx, "pack")

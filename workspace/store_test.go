@@ -177,3 +177,46 @@ func TestStoreStatusBehind(t *testing.T) {
 	assert.True(t, st.Behind)
 	assert.Contains(t, st.Why, "taken over")
 }
+
+// TestStoreResumeRefusesOtherMounts: store.resume of a checkpoint that
+// holds a writable mount this workspace lacks, or a ref the store lacks,
+// is bad input and changes nothing.
+func TestStoreResumeRefusesOtherMounts(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, "vfsm")
+	s, err := store.Open(ctx, store.Config{URL: "s3://vfsm/p", Endpoint: srv.Endpoint, MaxAttempts: 2})
+	require.NoError(t, err)
+	open := func(name string, prefixes ...string) *workspace.Workspace {
+		var ms []workspace.Mount
+		for _, p := range prefixes {
+			ms = append(ms, workspace.Mount{Prefix: p, FS: memfs.New(memfs.Options{})})
+		}
+		ws, err := workspace.Open(ctx, workspace.Options{Mounts: ms})
+		require.NoError(t, err)
+		t.Cleanup(func() { ws.Close() })
+		ss, err := s.Acquire(ctx, name, store.AcquireOptions{Holder: "test-" + name})
+		require.NoError(t, err)
+		require.NoError(t, ws.AttachStore(workspace.StoreOptions{Session: ss, URL: "s3://vfsm/p/" + name}))
+		return ws
+	}
+	both := open("both", "/memory", "/notes")
+	require.NoError(t, mounts.WriteFile(ctx, both.Union, "notes/n", []byte("n"), 0o644))
+	_, err = both.Checkpoints.StorePush(ctx, jsonrpc.StorePushParams{})
+	require.NoError(t, err)
+
+	one := open("one", "/memory")
+	require.NoError(t, mounts.WriteFile(ctx, one.Union, "memory/mine", []byte("mine"), 0o644))
+	_, err = one.Checkpoints.StoreResume(ctx, jsonrpc.StoreResumeParams{Ref: "both"})
+	require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	assert.ErrorContains(t, err, "/notes")
+	_, err = one.Checkpoints.StoreResume(ctx, jsonrpc.StoreResumeParams{Ref: "nosuch"})
+	require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	_, err = one.Checkpoints.StoreResume(ctx, jsonrpc.StoreResumeParams{Ref: "s3://other/p/both"})
+	require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	b, err := mounts.ReadFile(ctx, one.Union, "memory/mine")
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b), "nothing changed")
+	st, err := one.Checkpoints.StoreStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "one", st.Name, "still writing its own workspace")
+}

@@ -51,6 +51,7 @@ func (s *Store) getPacked(ctx context.Context, h string, l packed) ([]byte, erro
 		busy := s.warming[l.pack]
 		s.warmMu.Unlock()
 		if busy != nil {
+			s.hook("get:waits-for-pack")
 			select {
 			case <-busy:
 			case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -231,4 +232,69 @@ func TestWarmPacks(t *testing.T) {
 		require.Equal(t, strings.Repeat(fmt.Sprintf("note %d\n", i), 50), string(b))
 	}
 	assert.Zero(t, cc.counts.gets.Load()-g1, "every small file from the cache")
+}
+
+// TestWarmPacksWaitedFor: a small file read while its pack is being
+// fetched whole waits for that fetch rather than asking for its chunk.
+func TestWarmPacksWaitedFor(t *testing.T) {
+	ctx := context.Background()
+	srv := testutil.StartS3(t, testBucket)
+	s := openSmall(t, srv, "p")
+	e := newWS(t)
+	for i := range 50 {
+		require.NoError(t, mounts.WriteFile(ctx, e.mem, fmt.Sprintf("f%03d", i), []byte(fmt.Sprintf("note %d\n", i)), 0o644))
+	}
+	c1, err := e.ws.Create(ctx, "")
+	require.NoError(t, err)
+	_, err = acquire(t, s, "w", "a").Push(ctx, e.ws, c1.ID, PushOptions{})
+	require.NoError(t, err)
+
+	var ranged atomic.Int32
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fc := &faultClient{inner: &http.Client{}, before: func(r *http.Request) *http.Response {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/packs/") {
+			if r.Header.Get("Range") != "" {
+				ranged.Add(1)
+				return nil
+			}
+			once.Do(func() { close(inFlight) })
+			<-release
+		}
+		return nil
+	}}
+	s2, err := Open(ctx, Config{URL: "s3://" + testBucket + "/p", Endpoint: srv.Endpoint, MaxAttempts: 3,
+		CacheDir: t.TempDir(), ChunkSize: 64 << 10, HTTPClient: fc})
+	require.NoError(t, err)
+	waits := make(chan struct{}, 1)
+	s2.hooks = func(p string) {
+		if p == "get:waits-for-pack" {
+			waits <- struct{}{}
+		}
+	}
+	r, err := s2.Resume(ctx, "w")
+	require.NoError(t, err)
+	lazy, err := r.LazyTree("/memory", memfs.Options{})
+	require.NoError(t, err)
+	warmed := make(chan error, 1)
+	go func() { warmed <- r.WarmPacks(ctx, "/memory") }()
+	<-inFlight
+	read := make(chan string, 1)
+	go func() {
+		b, err := mounts.ReadFile(ctx, lazy, "f007")
+		if err != nil {
+			read <- err.Error()
+			return
+		}
+		read <- string(b)
+	}()
+	select {
+	case <-waits:
+	case got := <-read:
+		t.Fatalf("the read did not wait for the pack in flight: %q, %d ranged GETs", got, ranged.Load())
+	}
+	close(release)
+	require.NoError(t, <-warmed)
+	assert.Equal(t, "note 7\n", <-read)
+	assert.Zero(t, ranged.Load(), "no chunk asked for on its own")
 }

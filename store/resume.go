@@ -31,7 +31,7 @@ func (r *Resumed) WarmPacks(ctx context.Context, prefixes ...string) error {
 	if r.s.cache == nil {
 		return nil
 	}
-	want := map[string][]byte{}
+	packs := map[string]bool{}
 	for _, p := range prefixes {
 		m, ok := r.Mount(p)
 		if !ok || m.Tree == nil {
@@ -39,39 +39,35 @@ func (r *Resumed) WarmPacks(ctx context.Context, prefixes ...string) error {
 		}
 		for _, in := range m.Tree.Inodes {
 			for _, h := range in.Chunks {
-				if _, ok := r.packs[h]; ok {
-					want[h] = nil
+				if l, ok := r.packs[h]; ok {
+					packs[l.pack] = true
 				}
 			}
 		}
 	}
-	packs := map[string]bool{}
-	for h := range want {
-		packs[r.packs[h].pack] = true
-	}
+	// The packs no other warming fetches already are this one's.
 	s := r.s
 	s.warmMu.Lock()
 	if s.warming == nil {
 		s.warming = map[string]chan struct{}{}
 	}
-	var mine []string
+	mine := map[string]bool{}
 	for p := range packs {
 		if s.warming[p] == nil {
 			s.warming[p] = make(chan struct{})
-			mine = append(mine, p)
+			mine[p] = true
 		}
 	}
 	s.warmMu.Unlock()
 	defer func() {
 		s.warmMu.Lock()
-		for _, p := range mine {
+		for p := range mine {
 			close(s.warming[p])
 			delete(s.warming, p)
 		}
 		s.warmMu.Unlock()
 	}()
-	var mu sync.Mutex
-	return r.fetchPacks(ctx, want, &mu, false)
+	return r.fetchPacks(ctx, mine, nil)
 }
 
 // chunk fetches chunk h of the checkpoint, from its pack if it is in one.
@@ -82,20 +78,14 @@ func (r *Resumed) chunk(ctx context.Context, h string) ([]byte, error) {
 	return r.s.getChunk(ctx, h)
 }
 
-// fetchPacks fetches every pack that holds one of the chunks of want,
-// whole, one GET a pack, and checks each chunk it holds against its hash;
-// each goes into the cache, and with keep into want too.
-func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sync.Mutex, keep bool) error {
-	need := map[string]bool{}
-	for h := range want {
-		if l, ok := r.packs[h]; ok {
-			need[l.pack] = true
-		}
-	}
+// fetchPacks fetches the packs named, whole, one GET a pack, and checks
+// each chunk they hold against its hash; each goes into the cache, and to
+// keep (when not nil).
+func (r *Resumed) fetchPacks(ctx context.Context, packs map[string]bool, keep func(h string, b []byte)) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.s.cfg.Parallel)
 	for _, p := range r.Manifest.Packs {
-		if !need[p.Hash] {
+		if !packs[p.Hash] {
 			continue
 		}
 		g.Go(func() error {
@@ -116,14 +106,9 @@ func (r *Resumed) fetchPacks(ctx context.Context, want map[string][]byte, mu *sy
 				if r.s.cache != nil {
 					r.s.cache.put(c.Hash, b)
 				}
-				if !keep {
-					continue
+				if keep != nil {
+					keep(c.Hash, b)
 				}
-				mu.Lock()
-				if _, ok := want[c.Hash]; ok {
-					want[c.Hash] = b
-				}
-				mu.Unlock()
 			}
 			return nil
 		})
@@ -188,7 +173,20 @@ func (r *Resumed) Tree(ctx context.Context, prefix string, opts memfs.Options) (
 			data[h] = nil
 		}
 	}
-	if err := r.fetchPacks(ctx, data, &mu, true); err != nil {
+	packs := map[string]bool{}
+	for h := range data {
+		if l, ok := r.packs[h]; ok {
+			packs[l.pack] = true
+		}
+	}
+	err := r.fetchPacks(ctx, packs, func(h string, b []byte) {
+		mu.Lock()
+		if _, ok := data[h]; ok {
+			data[h] = b
+		}
+		mu.Unlock()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("resume of %s: %w", prefix, err)
 	}
 	var rest []string

@@ -27,6 +27,15 @@ func storeConfig(t *testing.T, endpoint, extra string) string {
 	return p
 }
 
+// saysInLog waits until the daemon's log, copied from its stderr as it
+// comes, holds want: a line written before the daemon answered a call
+// may reach the test's copy after the answer.
+func saysInLog(t *testing.T, c *child, want, why string) {
+	t.Helper()
+	assert.Eventually(t, func() bool { return strings.Contains(c.stderr.String(), want) }, 10*time.Second, 10*time.Millisecond,
+		"%s; the log:\n%s", why, c.stderr.String())
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -76,7 +85,7 @@ func TestE2EStoreMoveSession(t *testing.T) {
 	code, _, stderr = runBinary(t, "checkpoint", "push", mntA)
 	assert.Equal(t, exitFailure, code, stderr)
 	assert.Contains(t, stderr, "taken over by another writer")
-	assert.Contains(t, a.stderr.String(), "pushes stop", "A's log says it stopped writing to the store")
+	saysInLog(t, a, "pushes stop", "A's log says it stopped writing to the store")
 
 	// A dies; B serves what A pushed.
 	require.NoError(t, a.cmd.Process.Kill())
@@ -326,7 +335,7 @@ func TestE2EStorePull(t *testing.T) {
 	code, _, stderr = runBinary(t, "checkpoint", "push", mntA)
 	assert.Equal(t, exitFailure, code, stderr)
 	assert.Contains(t, stderr, "taken over by another writer")
-	assert.Contains(t, a.stderr.String(), "pushes stop")
+	saysInLog(t, a, "pushes stop", "A's log says it stopped writing to the store")
 	code, stdout, stderr = runBinary(t, "checkpoint", "push", mntB)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, "s3://vfsm/p/sess@3", lastLine(stdout))

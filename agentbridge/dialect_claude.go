@@ -433,6 +433,10 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 	// The output is kept up to the longest result (not the inline cap):
 	// a task's output file, and a long output saved whole for Read.
 	out := &capWriter{limit: max(w.limits.MaxOutputBytes, shellOutputCap)}
+	if background {
+		// A task's output file is all it printed, its jobs' too.
+		run.after = out
+	}
 	p, err := w.startShell(run, command, out, nil)
 	if err != nil {
 		return "", err
@@ -445,7 +449,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 			return "", a.errf("%v", err)
 		}
 		w.boundFor(p, time.Duration(timeout)*time.Millisecond)
-		msg := fmt.Sprintf("Command running in background with ID: %d. Output is being written to: %s. To check interim output, use Read on that file path.", id, claudeTaskPath(id))
+		msg := fmt.Sprintf("Command running in background with ID: %d. Output is being written to: %s. To check interim output, use Read on that file path.", id, taskPath(id))
 		if pruned != nil {
 			pruned.stop("the session had too many processes")
 			msg += fmt.Sprintf("\nTask %d (%s) was stopped: a session keeps at most %d.", pruned.id, clip(pruned.cmdline), w.maxSessionProcs)
@@ -453,7 +457,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 		return msg, nil
 	}
 	wait := time.Duration(timeout) * time.Millisecond
-	if !p.wait(ctx, wait) && ctx.Err() == nil && a.sess != nil && a.sess.keeps() {
+	if !p.wait(ctx, wait) && ctx.Err() == nil && a.sess != nil && a.sess.keeps() && p.redirectAfter(out) {
 		// Claude Code moves a foreground command still running at its
 		// timeout to the background and gives its task id; it is not
 		// killed.
@@ -463,7 +467,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 			msg := fmt.Sprintf("Command did not complete within its %ds timeout and was moved to the background (ID: %d). Output is being written to: %s. "+
 				"If it is still running after 30m in the background, it will be stopped. "+
 				"It is running now: do not start a second copy while it runs. If it is no longer needed, stop it with TaskStop. ",
-				max(1, (timeout+500)/1000), id, claudeTaskPath(id))
+				max(1, (timeout+500)/1000), id, taskPath(id))
 			if out.String() == "" {
 				msg += "No output had been read from it when it was moved. A program that buffers its output, or a pipe into one such as tail, can keep the output file empty until the command finishes. "
 			}
@@ -480,6 +484,13 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 	if res.dirNote != "" {
 		text = strings.TrimPrefix(text+"\n("+res.dirNote+")", "\n")
 	}
+	if res.jobs != 0 {
+		text = strings.TrimPrefix(text+"\n"+fmt.Sprintf("Background jobs this command started are still running (ID: %d). Their output is being written to: %s. "+
+			"To check it, use Read on that file path; stop them with TaskStop. They are stopped when this session ends.", res.jobs, taskPath(res.jobs)), "\n")
+	}
+	if res.jobsNote != "" {
+		text = strings.TrimPrefix(text+"\n("+res.jobsNote+")", "\n")
+	}
 	if res.killed != "" {
 		return "", &toolError{text: capMiddle(strings.TrimSpace("Command "+res.killed+"; it was stopped\n"+text), claudeBashErrorCap)}
 	}
@@ -487,7 +498,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 		code := exitOf(p)
 		return "", &toolError{text: capMiddle(strings.TrimSpace(fmt.Sprintf("Exit code %d\n%s", code, text)), claudeBashErrorCap)}
 	}
-	if len(text) > claudeBashMaxResult && a.sess != nil && a.sess.keeps() {
+	if len(text) > claudeBashMaxResult && a.sess != nil && a.sess.keeps() && res.jobs == 0 {
 		// Claude Code saves an output over its cap whole to a file the
 		// model reads with Read, and shows its true size and a preview.
 		p.log = out
@@ -495,7 +506,7 @@ func (w *Workspace) claudeBash(ctx context.Context, a *args) (string, error) {
 			if pruned != nil {
 				pruned.stop("the session had too many processes")
 			}
-			return claudePersisted(text, out.size(), claudeTaskPath(id)), nil
+			return claudePersisted(text, out.size(), taskPath(id)), nil
 		}
 	}
 	return capMiddle(text, claudeBashMaxResult), nil
@@ -685,7 +696,7 @@ func (w *Workspace) claudeTaskStop(ctx context.Context, a *args) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if p.exited() {
+	if !p.running() {
 		//lint:ignore ST1005 Claude Code's own words, which the model knows; shell_test.go holds them.
 		return "", fmt.Errorf("Task %s is not running (status: %s)", id, taskStatus(p))
 	}
@@ -703,26 +714,4 @@ func (w *Workspace) claudeTaskStop(ctx context.Context, a *args) (string, error)
 		return "", err
 	}
 	return string(b), nil
-}
-
-// claudeTaskDir is where Read finds a background task's output file:
-// /.vfsmount/tasks/ID.output, the task's merged output so far (head and
-// tail kept past the cap), read from the session that runs it.
-const claudeTaskDir = "/.vfsmount/tasks/"
-
-func claudeTaskPath(id int) string { return claudeTaskDir + strconv.Itoa(id) + ".output" }
-
-// claudeTaskOutputFile is the output of the task the path names, when it
-// names one of the session's tasks.
-func claudeTaskOutputFile(a *args, given string) (string, bool, error) {
-	if !strings.HasPrefix(given, claudeTaskDir) {
-		return "", false, nil
-	}
-	id := strings.TrimSuffix(strings.TrimPrefix(given, claudeTaskDir), ".output")
-	p, err := claudeTask(a, id)
-	if err != nil {
-		return "", true, err
-	}
-	p.touch()
-	return p.log.String(), true, nil
 }

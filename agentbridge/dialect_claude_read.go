@@ -28,7 +28,7 @@ func (w *Workspace) claudeRead(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if out, ok, err := claudeTaskOutputFile(a, p.abs()); ok {
+	if out, ok, err := taskOutputFile(a, p.abs()); ok {
 		if err != nil {
 			return "", err
 		}

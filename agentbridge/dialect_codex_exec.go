@@ -80,6 +80,7 @@ func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 	}
 	start := time.Now()
 	buf := newOutBuf(unifiedExecOutputCap)
+	run.after = buf // write_stdin reads what its jobs print later
 	p, err := w.startShell(run, command, buf, nil)
 	if err != nil {
 		return "", err
@@ -107,7 +108,21 @@ func (w *Workspace) execCommand(ctx context.Context, a *args) (string, error) {
 	// Codex starts every exec_command in the session's working
 	// directory: a cd inside one call does not carry to the next.
 	code := exitOf(p)
+	notes = append(notes, w.codexJobs(a.sess, p)...)
 	return codexExecText(time.Since(start), &code, 0, buf.drain(), tokens, notes), nil
+}
+
+// codexJobs keeps the jobs p's ended command left running in the session
+// and says so, as notes of codex's output.
+func (w *Workspace) codexJobs(s *Session, p *process) []string {
+	id, note := w.keepJobs(s, p)
+	switch {
+	case id != 0:
+		return []string{fmt.Sprintf("jobs the command started are still running under session ID %d: write_stdin with that session_id and empty chars reads their output; they are stopped when this session ends", id)}
+	case note != "":
+		return []string{note}
+	}
+	return nil
 }
 
 func (w *Workspace) writeStdin(ctx context.Context, a *args) (string, error) {
@@ -170,7 +185,11 @@ func (w *Workspace) writeStdin(ctx context.Context, a *args) (string, error) {
 	if !p.wait(ctx, time.Duration(yield)*time.Millisecond) {
 		return codexExecText(time.Since(start), nil, id, p.buf.drain(), tokens, nil), nil
 	}
-	a.sess.drop(id)
+	if !p.running() {
+		a.sess.drop(id)
+	} else {
+		notes = append(notes, "jobs the command started are still running under this session ID; they are stopped when this session ends")
+	}
 	if why := p.whyKilled(); why != "" {
 		notes = append(notes, "the process was stopped: "+why)
 	}
@@ -201,10 +220,12 @@ func (w *Workspace) shellCommand(ctx context.Context, a *args) (string, error) {
 		return run.dryRun(command), nil
 	}
 	buf := newOutBuf(unifiedExecOutputCap)
+	run.after = buf
 	p, err := w.startShell(run, command, buf, nil)
 	if err != nil {
 		return "", err
 	}
+	p.buf = buf
 	res := w.finishShell(ctx, run, p, time.Duration(timeout)*time.Millisecond)
 	content := buf.drain()
 	code := exitOf(p)
@@ -222,6 +243,12 @@ func (w *Workspace) shellCommand(ctx context.Context, a *args) (string, error) {
 	}
 	if res.dirNote != "" {
 		sections = append(sections, "Note: "+res.dirNote)
+	}
+	if res.jobs != 0 {
+		sections = append(sections, fmt.Sprintf("Note: jobs the command started are still running under session ID %d: write_stdin with that session_id and empty chars reads their output; they are stopped when this session ends", res.jobs))
+	}
+	if res.jobsNote != "" {
+		sections = append(sections, "Note: "+res.jobsNote)
 	}
 	sections = append(sections, "Output:", out)
 	return strings.Join(sections, "\n"), nil

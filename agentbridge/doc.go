@@ -168,5 +168,9 @@
 //     only (bash, sh, dash, zsh, ksh, mksh), and sandbox_permissions
 //     "require_escalated" is refused: nothing runs outside the namespace.
 //   - A session keeps at most 16 processes, none longer than
-//     Limits.MaxShellTimeout; its processes end with it.
+//     Limits.MaxShellTimeout; its processes end with it. Jobs a command
+//     left running (`server &`) are kept until they end or the session
+//     does, with no time limit; a call without a session stops them. Under
+//     a terminal (tty) and on a remote mount's machine a command ends with
+//     its process, jobs included.
 package agentbridge

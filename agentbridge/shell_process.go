@@ -1,12 +1,14 @@
 package agentbridge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,11 +27,18 @@ import (
 // [Session] keeps it (shell_session.go).
 //
 // The command runs as `SHELL -c 'trap … EXIT; COMMAND'`: the trap writes
-// the shell's final directory to a pipe on fd 3 (the side channel), so a
-// `cd` carries to the session without parsing the command. When the trap
-// cannot run (the command replaced the shell with exec, set its own EXIT
-// trap, or was killed) nothing is reported and the session's directory
-// stays as it was.
+// the shell's final directory and exit status to a pipe on fd 3 (the side
+// channel), so a `cd` carries to the session without parsing the command.
+// When the trap cannot run (the command replaced the shell with exec, set
+// its own EXIT trap, or was killed) nothing is reported, the session's
+// directory stays as it was, and the command ends when its process does.
+//
+// A command ends when its shell does, not when everything it started
+// does: `server &` returns at once, as in a terminal. On this machine the
+// trap then keeps the namespace alive (bubblewrap's pid namespace dies with
+// the shell) until the jobs it left are gone; their output from then on
+// goes elsewhere (procSpec.after), and the caller keeps the process in its
+// session, which stops the jobs when it ends (shell_jobs.go).
 type process struct {
 	id       int    // the session's id for it; 0 until a session keeps it
 	cmdline  string // as the caller gave it, for messages
@@ -44,15 +53,27 @@ type process struct {
 	ptmx   *os.File       // the pty's master (tty only): input and output
 	side   *os.File       // read end of the side channel
 
-	done     chan struct{} // closed when the process has exited
-	exitCode int           // valid after done; -1 when killed by a signal
-	signaled int           // valid after done: 128+signal when killed by one, else 0
-	waitErr  error         // valid after done
-	finalDir string        // valid after done: the shell's last $PWD, "" if unknown
+	// ended is closed when the command has ended: its shell reported its
+	// end, or the process exited. done is closed when the process and
+	// every job the command left running have exited.
+	ended    chan struct{}
+	endOnce  sync.Once
+	done     chan struct{}
+	exitCode int    // valid after ended; -1 when killed by a signal
+	signaled int    // valid after ended: 128+signal when killed by one, else 0
+	waitErr  error  // valid after done
+	finalDir string // valid after ended: the shell's last $PWD, "" if unknown
+	jobs     int    // valid after ended: how many jobs the command left running
+	// outs are the output pipes this package copies (not a terminal's, not
+	// a remote command's): drained at the command's end, then switched to
+	// after, where the jobs' later output goes.
+	outs  []*outPipe
+	after io.Writer
 
-	mu     sync.Mutex
-	used   time.Time
-	killed string // why it was killed, "" when it was not
+	mu      sync.Mutex
+	used    time.Time
+	killed  string // why it was killed, "" when it was not
+	cutting bool   // the output is being switched to after
 }
 
 // procSpec says what to start.
@@ -65,16 +86,42 @@ type procSpec struct {
 	// out and errOut receive the output: with tty both streams are the
 	// terminal's and go to out; errOut nil merges stderr into out.
 	out, errOut io.Writer
+	// after receives what the jobs a command left running print once the
+	// command has ended (both streams); nil is a new capWriter
+	// (process.after). Not for a terminal or a remote command.
+	after io.Writer
 }
 
 // cwdTrap reports the shell's final directory on fd 3 and keeps its exit
 // status. It is on the command's first line so bash's line numbers in
-// error messages are the caller's.
+// error messages are the caller's. A remote command's shell runs it:
+// there the command ends with the process.
 const cwdTrap = `trap '__vfsmount_rc=$?; printf "%s\0" "$PWD" 2>/dev/null >&3; exit $__vfsmount_rc' EXIT; `
+
+// jobTrap is cwdTrap with the exit status and the number of jobs the
+// command left running in the report ("DIR\0RC\0JOBS\0"), after which
+// the shell waits for those jobs: its own children, then any other live
+// process of the namespace (one started with setsid or in a subshell, now
+// a child of bubblewrap's pid 1), polled every half second. The namespace
+// lives as long as the shell, so this is what keeps `server &` running.
+// Zombies are not jobs. Each step tolerates set -e and set -u.
+const jobTrap = `trap '__vfsmount_rc=$?; ` +
+	`__vfsmount_jobs() { __vfsmount_n=0; for __vfsmount_p in /proc/[0-9]*; do case ${__vfsmount_p#/proc/} in 1|$$) continue;; esac; ` +
+	`__vfsmount_s=; read -r __vfsmount_s < "$__vfsmount_p/stat" 2>/dev/null || continue; __vfsmount_s=${__vfsmount_s##*) }; ` +
+	`case $__vfsmount_s in Z*) ;; *) __vfsmount_n=$((__vfsmount_n+1));; esac; done; }; ` +
+	`__vfsmount_jobs; printf "%s\0%s\0%s\0" "$PWD" "$__vfsmount_rc" "$__vfsmount_n" 2>/dev/null >&3; exec 3>&-; ` +
+	`while [ "$__vfsmount_n" -gt 0 ]; do wait 2>/dev/null || :; __vfsmount_jobs; [ "$__vfsmount_n" -gt 0 ] || break; sleep 0.5 2>/dev/null || break; done; ` +
+	`exit $__vfsmount_rc' EXIT; `
 
 // start runs spec under bubblewrap and returns at once.
 func (r *shellRunner) start(spec procSpec) (*process, error) {
-	argv := append(append([]string{}, spec.shell...), cwdTrap+spec.command)
+	trap := jobTrap
+	if spec.tty {
+		// A terminal's output cannot be drained at the report: the
+		// command ends with its process, and its jobs with it.
+		trap = cwdTrap
+	}
+	argv := append(append([]string{}, spec.shell...), trap+spec.command)
 	// Without a terminal the command gets --new-session (no controlling
 	// terminal, against TIOCSTI injection into the caller's). With one,
 	// the terminal is ours and private, and it must stay the command's
@@ -86,13 +133,24 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 	}
 	cmd.ExtraFiles = []*os.File{sideW} // fd 3
 	cmd.WaitDelay = time.Second
-	p := &process{cmdline: spec.command, startDir: spec.cwd, tty: spec.tty, cmd: cmd, side: sideR, done: make(chan struct{})}
+	p := &process{cmdline: spec.command, startDir: spec.cwd, tty: spec.tty, cmd: cmd, side: sideR,
+		ended: make(chan struct{}), done: make(chan struct{})}
 	var tty *os.File
+	var writeEnds []*os.File // the children's ends of the output pipes
+	closeAll := func() {
+		sideR.Close()
+		sideW.Close()
+		for _, f := range writeEnds {
+			f.Close()
+		}
+		for _, o := range p.outs {
+			o.r.Close()
+		}
+	}
 	if spec.tty {
 		p.ptmx, tty, err = pty.Open()
 		if err != nil {
-			sideR.Close()
-			sideW.Close()
+			closeAll()
 			return nil, fmt.Errorf("shell: cannot open a terminal: %v", err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
@@ -101,20 +159,32 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 		// reaches everything.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 	} else {
-		cmd.Stdin = nil
-		cmd.Stdout = spec.out
-		cmd.Stderr = spec.errOut
-		if spec.errOut == nil {
-			cmd.Stderr = spec.out
+		p.after = spec.after
+		if p.after == nil {
+			p.after = &capWriter{}
 		}
+		cmd.Stdin = nil
+		dsts := []io.Writer{spec.out}
+		if spec.errOut != nil {
+			dsts = append(dsts, spec.errOut)
+		}
+		for _, dst := range dsts {
+			o, w, err := newOutPipe(dst)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("shell: %v", err)
+			}
+			p.outs = append(p.outs, o)
+			writeEnds = append(writeEnds, w)
+		}
+		cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[len(writeEnds)-1]
 		// Its own process group, so a kill reaches everything it
 		// started; bwrap's pid namespace takes the rest down with its
 		// init.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	if err := cmd.Start(); err != nil {
-		sideR.Close()
-		sideW.Close()
+		closeAll()
 		if tty != nil {
 			tty.Close()
 			p.ptmx.Close()
@@ -122,8 +192,14 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 		return nil, fmt.Errorf("shell: cannot start bubblewrap: %v", err)
 	}
 	sideW.Close()
+	for _, f := range writeEnds {
+		f.Close()
+	}
 	p.started = time.Now()
 	p.used = p.started
+	for _, o := range p.outs {
+		go o.copy()
+	}
 	var copied chan struct{}
 	if tty != nil {
 		tty.Close()
@@ -134,6 +210,24 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 			close(copied)
 		}()
 	}
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		dir, rc, jobs, ok := readReport(p.side)
+		if !ok || spec.tty {
+			// No report (the trap did not run), or a terminal's: the
+			// command ends with its process.
+			return
+		}
+		p.finalDir = dir
+		if jobs == 0 {
+			// The shell exits at once, with rc: the command ends
+			// with the process.
+			return
+		}
+		p.exitCode, p.jobs = rc, jobs
+		p.end()
+	}()
 	go func() {
 		err := cmd.Wait()
 		if copied != nil {
@@ -145,16 +239,63 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 			}
 			p.ptmx.Close()
 		}
-		p.waitErr = err
-		p.exitCode = cmd.ProcessState.ExitCode()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			p.signaled = 128 + int(ws.Signal())
+		// The process is gone, and the namespace with it: whatever held
+		// the pipes has closed them. (A reader of the report that is
+		// still blocked gets EOF.)
+		for _, o := range p.outs {
+			o.wait(time.Second)
 		}
-		p.finalDir = readSide(p.side)
 		p.side.Close()
+		<-reported
+		p.waitErr = err
+		p.endWith(cmd.ProcessState)
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// end marks the command ended: the output the shell wrote before its
+// report is drained to its destination, and what follows goes to after.
+func (p *process) end() {
+	p.endOnce.Do(p.cut)
+}
+
+// cut switches the output to after and closes ended.
+func (p *process) cut() {
+	p.mu.Lock()
+	p.cutting = true
+	after := p.after
+	p.mu.Unlock()
+	for _, o := range p.outs {
+		o.cut(after)
+	}
+	close(p.ended)
+}
+
+// redirectAfter sends what the jobs print after the command's end to w
+// instead, when the command has not ended yet; it reports whether it did.
+func (p *process) redirectAfter(w io.Writer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutting {
+		return false
+	}
+	if p.outs != nil {
+		p.after = w
+	}
+	return true
+}
+
+// endWith ends the command with the process's exit status, unless the
+// shell reported its own first.
+func (p *process) endWith(st *os.ProcessState) {
+	p.endOnce.Do(func() {
+		p.exitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.signaled = 128 + int(ws.Signal())
+		}
+		p.cut()
+	})
 }
 
 // startRemote runs spec on the machine of the remote mount rs, in its
@@ -173,7 +314,7 @@ func (r *shellRunner) startRemote(rs RemoteShell, rel string, spec procSpec) (*p
 	if err != nil {
 		return nil, fmt.Errorf("shell: cannot start the command on %s: %v", rs.Source, err)
 	}
-	p := &process{cmdline: spec.command, startDir: spec.cwd, remote: proc, done: make(chan struct{})}
+	p := &process{cmdline: spec.command, startDir: spec.cwd, remote: proc, ended: make(chan struct{}), done: make(chan struct{})}
 	p.started = time.Now()
 	p.used = p.started
 	go func() {
@@ -189,51 +330,66 @@ func (r *shellRunner) startRemote(rs RemoteShell, rel string, spec procSpec) (*p
 		if strings.HasPrefix(final, "/") {
 			p.finalDir = final
 		}
+		close(p.ended)
 		close(p.done)
 	}()
 	return p, nil
 }
 
-// readSide reads the final directory the trap wrote. The shell has exited,
-// so what it wrote is in the pipe; the deadline is for a child that still
-// holds the write end open.
-func readSide(f *os.File) string {
-	_ = f.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+// readReport reads the report the trap writes on fd 3: the shell's final
+// directory, its exit status and the number of jobs left running, each
+// NUL-terminated. It returns at the
+// report, not at the end of the pipe, which the jobs the command left
+// running keep open; ok is false when the pipe ended without a whole
+// report (the trap did not run).
+func readReport(f *os.File) (dir string, rc, jobs int, ok bool) {
 	var b []byte
 	buf := make([]byte, 4096)
 	for len(b) < 64<<10 {
 		n, err := f.Read(buf)
 		b = append(b, buf[:n]...)
+		if fields := bytes.Split(b, []byte{0}); len(fields) >= 4 {
+			rc, err1 := strconv.Atoi(string(fields[1]))
+			jobs, err2 := strconv.Atoi(string(fields[2]))
+			if err1 != nil || err2 != nil || !bytes.HasPrefix(fields[0], []byte("/")) {
+				return "", 0, 0, false
+			}
+			return string(fields[0]), rc, jobs, true
+		}
 		if err != nil {
 			break
 		}
 	}
-	// Only a complete report counts: the last one, NUL-terminated.
-	s := string(b)
-	if !strings.HasSuffix(s, "\x00") {
-		return ""
-	}
-	s = strings.TrimSuffix(s, "\x00")
-	if i := strings.LastIndexByte(s, 0); i >= 0 {
-		s = s[i+1:]
-	}
-	if !strings.HasPrefix(s, "/") {
-		return ""
-	}
-	return s
+	return "", 0, 0, false
 }
 
-// wait waits for the process to exit, for at most d or until ctx is done;
-// it reports whether the process has exited.
+// wait waits for the command to end, for at most d or until ctx is done;
+// it reports whether the command has ended.
 func (p *process) wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-p.ended:
 		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	return p.exited()
+}
+
+// exited reports whether the command has ended (jobs it left may still
+// run: see gone).
+func (p *process) exited() bool {
+	select {
+	case <-p.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// gone reports whether the process and every job it left have exited.
+func (p *process) gone() bool {
 	select {
 	case <-p.done:
 		return true
@@ -242,14 +398,9 @@ func (p *process) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+// running reports whether the command, or a job it left, still runs.
+func (p *process) running() bool {
+	return !p.exited() || (p.jobs > 0 && !p.gone())
 }
 
 // stop kills the process group, says why, and waits for the exit.
@@ -265,7 +416,7 @@ func (p *process) stop(why string) {
 
 // kill sends SIGKILL to the process group without waiting.
 func (p *process) kill() {
-	if p.exited() {
+	if p.gone() {
 		return
 	}
 	if p.remote != nil {

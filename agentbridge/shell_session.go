@@ -114,11 +114,12 @@ func (s *Session) add(p *process) (id int, pruned *process, err error) {
 			ids = append(ids, id)
 		}
 		// An ended process (a saved output kept for Read) goes before a
-		// running one, then the least recently used.
+		// running one (or one whose jobs run), then the least recently
+		// used.
 		sort.Slice(ids, func(i, j int) bool {
 			pi, pj := s.procs[ids[i]], s.procs[ids[j]]
-			if pi.exited() != pj.exited() {
-				return pi.exited()
+			if pi.running() != pj.running() {
+				return pj.running()
 			}
 			return pi.lastUsed().Before(pj.lastUsed())
 		})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -32,6 +33,23 @@ func (w *Workspace) read(ctx context.Context, a *args) (string, error) {
 	limit, err := a.integer("limit", readDefaultLimit, 1, maxInt)
 	if err != nil {
 		return "", err
+	}
+	if out, ok, err := taskOutputFile(a, p.abs()); ok {
+		// A task's output (jobs a command left running), numbered as a
+		// file is.
+		if err != nil {
+			return "", err
+		}
+		var b []byte
+		for i, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if i+1 >= offset && i+1 < offset+limit {
+				b = appendNumbered(b, i+1, []byte(l))
+			}
+		}
+		if len(b) == 0 {
+			return fmt.Sprintf("(%s is empty)", p.abs()), nil
+		}
+		return string(b), nil
 	}
 	real, attr, _, err := w.resolve(ctx, p.name, true, false)
 	if err != nil {

@@ -61,6 +61,9 @@ type shellRun struct {
 	// note is said in the result: the session's directory was gone and
 	// the call ran in the default one.
 	note string
+	// after is where the output of jobs the command leaves running goes
+	// once it has ended (procSpec.after); nil keeps it apart.
+	after io.Writer
 }
 
 // prepareShell settles where a shell call runs: in the directory argument
@@ -122,6 +125,10 @@ type shellResult struct {
 	// dirNote says where the session's directory went when the command
 	// ended outside the workspace (or could not be reported).
 	dirNote string
+	// jobs is the session's id for the jobs the command left running (0:
+	// none); jobsNote says why they were stopped instead.
+	jobs     int
+	jobsNote string
 }
 
 // canonical is the shell verb's result text (TOOLS.md).
@@ -147,6 +154,12 @@ func (r shellResult) canonical() string {
 	if r.dirNote != "" {
 		b.WriteString("(" + r.dirNote + ")\n")
 	}
+	if r.jobs != 0 {
+		fmt.Fprintf(&b, "(jobs the command started are still running as job %d: read %s for their output; they are stopped when this session ends)\n", r.jobs, taskPath(r.jobs))
+	}
+	if r.jobsNote != "" {
+		b.WriteString("(" + r.jobsNote + ")\n")
+	}
 	return b.String()
 }
 
@@ -167,7 +180,7 @@ func (w *Workspace) runShell(ctx context.Context, run *shellRun, command string,
 	if res.killed != "" {
 		return res, errors.New("shell: " + strings.TrimSuffix(res.canonical(), "\n"))
 	}
-	if p.waitErr != nil && p.exitCode < 0 {
+	if p.exitCode < 0 && p.waitErr != nil { // waitErr is set before an exit ends the command
 		return res, fmt.Errorf("shell: %v", p.waitErr)
 	}
 	return res, nil
@@ -181,7 +194,7 @@ func (w *Workspace) startShell(run *shellRun, command string, out, errOut io.Wri
 	if shell == nil {
 		shell = []string{w.shell.sh, "-c"}
 	}
-	spec := procSpec{names: run.names, cwd: run.cwd, shell: shell, command: command, tty: run.tty, out: out, errOut: errOut}
+	spec := procSpec{names: run.names, cwd: run.cwd, shell: shell, command: command, tty: run.tty, out: out, errOut: errOut, after: run.after}
 	if rs, rel, ok := w.shell.remoteFor(run.cwd); ok && !run.tty {
 		return w.shell.startRemote(rs, rel, spec)
 	}
@@ -189,7 +202,8 @@ func (w *Workspace) startShell(run *shellRun, command string, out, errOut io.Wri
 }
 
 // finishShell waits for p to end, killing its process group at the
-// timeout or when ctx is done, and moves the session's directory.
+// timeout or when ctx is done, moves the session's directory, and keeps
+// the jobs the command left running in the session.
 func (w *Workspace) finishShell(ctx context.Context, run *shellRun, p *process, timeout time.Duration) shellResult {
 	if !p.wait(ctx, timeout) {
 		why := "cancelled"
@@ -199,6 +213,7 @@ func (w *Workspace) finishShell(ctx context.Context, run *shellRun, p *process, 
 		p.stop(why)
 	}
 	res := shellResult{exitCode: p.exitCode, elapsed: time.Since(p.started), killed: p.whyKilled()}
+	res.jobs, res.jobsNote = w.keepJobs(run.sess, p)
 	if !run.keepDir {
 		res.dirNote = w.followDir(run.sess, p)
 	}

@@ -359,11 +359,7 @@ func (w *Workspace) readLints(ctx context.Context, a *args, linters []Linter) (s
 		for i, l := range linters {
 			globs[i] = l.Glob
 		}
-		what := "no file"
-		if len(files) > 0 {
-			what = "none of the " + plural(len(files), "file", "files")
-		}
-		return "", fmt.Errorf("%s: %s named is checked by a linter here (linters check %s)", op, what, strings.Join(globs, ", "))
+		return "", fmt.Errorf("%s: no linter here checks the files named (the linters check %s)", op, strings.Join(globs, ", "))
 	}
 	var unchecked []string
 	for _, f := range files {

@@ -107,7 +107,7 @@ func TestLintUnknownOutput(t *testing.T) {
 		require.NotEmpty(t, raw, tc)
 		note, body, _ := strings.Cut(raw, "\n")
 		assert.True(t, strings.HasPrefix(note, "readLints: the output of tool (in /memory, exit code 1) "), note)
-		assert.Contains(t, body, strings.TrimSpace(tc.stdout+tc.stderr)[:3])
+		assert.Contains(t, body, strings.TrimSpace(tc.stdout + tc.stderr)[:3])
 	}
 	// A linter that says nothing but fails is said to.
 	_, raw := parseLintOutput(&Linter{Command: []string{"tool"}}, lintOutput{cmdline: "tool", dir: "/m", exitCode: 2})

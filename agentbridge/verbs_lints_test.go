@@ -3,11 +3,13 @@ package agentbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -271,4 +273,31 @@ func TestReadLintsAllowlist(t *testing.T) {
 	_, err := New(memfs.New(memfs.Options{}), Options{Tools: []string{"readlints"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `tools: unknown tool "readlints" (known: read, ls, glob, grep, write, edit, delete, shell, readLints)`)
+}
+
+// readLints goes through BeforeCall and AfterCall like every verb, with
+// the paths it names; a linter that says nothing finds nothing.
+func TestReadLintsHooks(t *testing.T) {
+	var seen []string
+	w := kernelWorkspaceOpts(t, nil, func(o *Options) {
+		o.Lints = []Linter{{Glob: "**/*.go", Command: []string{"true"}}}
+		o.AfterCall = func(ctx context.Context, c *CallInfo, res Result, _ time.Duration) {
+			seen = append(seen, c.Verb+" "+strings.Join(c.Paths, ","))
+		}
+	})
+	ok(t, w, "write", obj{"path": "/memory/a.go", "fileText": "package a\n"})
+	_, got := readLintsOK(t, w, "", "a.go", "/memory")
+	assert.Equal(t, map[string][]string{"/memory/a.go": {}}, got)
+	assert.Equal(t, []string{"write /memory/a.go", "readLints a.go,/memory"}, seen)
+
+	w = kernelWorkspaceOpts(t, nil, func(o *Options) {
+		o.Lints = []Linter{{Glob: "**/*.go", Command: []string{"true"}}}
+		o.BeforeCall = func(ctx context.Context, c *CallInfo) error {
+			if c.Verb == VerbReadLints {
+				return errors.New("not approved")
+			}
+			return nil
+		}
+	})
+	assert.Contains(t, fail(t, w, VerbReadLints, obj{"paths": []string{"/memory"}}), "readLints: not approved")
 }

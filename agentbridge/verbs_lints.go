@@ -88,7 +88,8 @@ type Linter struct {
 	Name string
 	// Glob (doublestar) picks the files the linter checks; it is
 	// matched against the workspace path, with or without its leading
-	// slash: "**/*.go", "/repo/**/*.py".
+	// slash ("**/*.go", "/repo/**/*.py"), or, when it has no slash, the
+	// file's base name ("*.go", "Dockerfile").
 	Glob string
 	// Command is the argv to run (no shell), found in the shell's PATH
 	// (/usr/local/bin, /usr/bin, /bin …) unless absolute. An argument
@@ -132,6 +133,19 @@ func (l *Linter) source() string {
 
 // glob is the linter's glob without a leading slash.
 func (l *Linter) glob() string { return strings.TrimPrefix(l.Glob, "/") }
+
+// matches reports whether the linter checks the file name (an FS name):
+// its glob matches the workspace path, or, for a glob without a slash
+// ("*.go"), the file's base name.
+func (l *Linter) matches(name string) bool {
+	g := l.glob()
+	subject := strings.TrimPrefix(mounts.PathOf(name), "/")
+	if !strings.Contains(g, "/") {
+		_, subject = mounts.Split(name)
+	}
+	ok, _ := doublestar.Match(g, subject)
+	return ok
+}
 
 // Check reports the first problem of l, naming its field as a config
 // names it ("glob: …").
@@ -334,7 +348,7 @@ func (w *Workspace) readLints(ctx context.Context, a *args, linters []Linter) (s
 		byRoot := map[string][]string{}
 		var order []string
 		for _, f := range files {
-			if ok, _ := doublestar.Match(l.glob(), strings.TrimPrefix(mounts.PathOf(f), "/")); !ok {
+			if !l.matches(f) {
 				continue
 			}
 			covered[f] = true

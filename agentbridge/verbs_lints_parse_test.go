@@ -148,3 +148,21 @@ func TestLinterCheck(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+func TestLinterMatches(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"**/*.go", "memory/m/a.go", true},
+		{"**/*.go", "memory/m/a.txt", false},
+		{"*.go", "memory/m/a.go", true},
+		{"/repo/**/*.py", "repo/x/y.py", true},
+		{"repo/**/*.py", "repo/y.py", true},
+		{"/repo/**/*.py", "memory/y.py", false},
+		{"Dockerfile", "repo/sub/Dockerfile", true},
+	} {
+		l := Linter{Glob: tc.glob}
+		assert.Equal(t, tc.want, l.matches(tc.name), "%s on %s", tc.glob, tc.name)
+	}
+}

@@ -109,8 +109,14 @@ func TestLintUnknownOutput(t *testing.T) {
 		assert.True(t, strings.HasPrefix(note, "readLints: the output of tool (in /memory, exit code 1) "), note)
 		assert.Contains(t, body, strings.TrimSpace(tc.stdout + tc.stderr)[:3])
 	}
+	// A long output is shown capped, its head and tail.
+	long := strings.Repeat("no diagnostic here\n", 10000)
+	_, raw := parseLintOutput(&Linter{Command: []string{"tool"}}, lintOutput{cmdline: "tool", dir: "/m", stdout: long + "THE END\n"})
+	assert.Contains(t, raw, "bytes truncated; output is capped at 30000")
+	assert.True(t, strings.HasSuffix(raw, "THE END\n"), "the tail is kept")
+	assert.Less(t, len(raw), 31000)
 	// A linter that says nothing but fails is said to.
-	_, raw := parseLintOutput(&Linter{Command: []string{"tool"}}, lintOutput{cmdline: "tool", dir: "/m", exitCode: 2})
+	_, raw = parseLintOutput(&Linter{Command: []string{"tool"}}, lintOutput{cmdline: "tool", dir: "/m", exitCode: 2})
 	assert.Equal(t, "readLints: tool (in /m) exited with code 2 and reported nothing.\n", raw)
 	// A clean run is no note.
 	finds, raw := parseLintOutput(&Linter{Command: []string{"tool"}}, lintOutput{cmdline: "tool", dir: "/m"})

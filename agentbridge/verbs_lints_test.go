@@ -301,3 +301,15 @@ func TestReadLintsHooks(t *testing.T) {
 	})
 	assert.Contains(t, fail(t, w, VerbReadLints, obj{"paths": []string{"/memory"}}), "readLints: not approved")
 }
+
+// A linter that outlives its timeout is killed, and the call says so.
+func TestReadLintsTimeout(t *testing.T) {
+	w := kernelWorkspaceOpts(t, nil, func(o *Options) {
+		o.Lints = []Linter{{Name: "slow", Glob: "**/*.go", Command: []string{"sleep", "60"}, Timeout: time.Second}}
+	})
+	ok(t, w, "write", obj{"path": "/memory/a.go", "fileText": "package a\n"})
+	start := time.Now()
+	msg := fail(t, w, VerbReadLints, obj{"paths": []string{"/memory/a.go"}})
+	assert.Less(t, time.Since(start), 30*time.Second)
+	assert.Equal(t, "readLints: the linter slow (sleep 60) did not finish within 1s and was killed", msg)
+}

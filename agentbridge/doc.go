@@ -98,7 +98,9 @@
 //     verbs_write.go (write, edit, delete), verbs_patch.go (the apply_patch
 //     format of edit's patchContent), verbs_shell.go (shell, and the run
 //     path every shell tool shares), verbs_shell_patch.go (an apply_patch
-//     typed into a shell), verbs_checkpoint.go (the checkpoint family).
+//     typed into a shell), verbs_checkpoint.go (the checkpoint family),
+//     verbs_lints.go (readLints, which runs the configured [Linter]s in
+//     the shell's namespace; its output parsers in verbs_lints_parse.go).
 //   - The shell apart from its verbs: shell_namespace.go (the bubblewrap
 //     namespace: [ShellOptions], what is bound where, and
 //     [Workspace.Command]), shell_process.go (one command running in it,

@@ -113,6 +113,11 @@ func (a *args) paths() []string {
 			out = append(out, s)
 		}
 	}
+	if a.present("paths") { // readLints, and the checkpoint tools' limits
+		if ps, err := a.strs("paths"); err == nil {
+			out = append(out, ps...)
+		}
+	}
 	if s, err := a.str("patchContent", false); err == nil && s != "" {
 		if fps, err := ParsePatch(s); err == nil {
 			for _, fp := range fps {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -241,6 +242,13 @@ func (w *Workspace) topNames(ctx context.Context) ([]string, error) {
 // their own stdio (vfsmount exec). Its environment is the shell's. It
 // fails when the workspace has no shell.
 func (w *Workspace) Command(ctx context.Context, cwd string, argv ...string) (*exec.Cmd, error) {
+	return w.command(ctx, cwd, nil, false, argv)
+}
+
+// command is [Workspace.Command] with env (KEY=VALUE entries) set over the
+// shell's environment, and detached from the controlling terminal when
+// newSession is set (a command no terminal should reach: a linter).
+func (w *Workspace) command(ctx context.Context, cwd string, env []string, newSession bool, argv []string) (*exec.Cmd, error) {
 	if w.shell == nil {
 		return nil, errors.New("this workspace has no shell (no kernel face, or bubblewrap does not work here)")
 	}
@@ -260,7 +268,18 @@ func (w *Workspace) Command(ctx context.Context, cwd string, argv ...string) (*e
 	if err := checkNames(names); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, w.shell.bwrap, w.shell.argv(names, cwd, argv, false)...)
+	a := w.shell.argv(names, cwd, argv, newSession)
+	if len(env) > 0 {
+		// The entries go just before the "--" that ends bubblewrap's
+		// options, after (so over) the shell's own.
+		opts := slices.Clone(a[:len(a)-len(argv)-1])
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			opts = append(opts, "--setenv", k, v)
+		}
+		a = append(append(opts, "--"), argv...)
+	}
+	cmd := exec.CommandContext(ctx, w.shell.bwrap, a...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
 }

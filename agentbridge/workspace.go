@@ -23,8 +23,14 @@ type Options struct {
 	// Checkpoints, when set, adds the checkpoint tools
 	// (verbs_checkpoint.go), which are in no default list.
 	Checkpoints Checkpointer
+	// Lints, when it names linters and the workspace has a shell (they
+	// run in its namespace), adds the readLints tool (verbs_lints.go).
+	// Each must pass [Linter.Check].
+	Lints []Linter
 	// Tools is an allowlist of canonical verb names; it may only narrow
-	// the derived set. Empty means every verb the tree can serve.
+	// the derived set. Empty means every verb the tree can serve. It may
+	// name readLints (VerbReadLints), which is then offered only when it
+	// can be: naming it otherwise is an error saying why.
 	Tools []string
 	// Logger receives one line per call at debug level and start-up
 	// notes (why there is no shell); nil is silent.
@@ -150,14 +156,32 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 		}
 	}
 
+	for i := range opts.Lints {
+		if err := opts.Lints[i].Check(); err != nil {
+			return nil, fmt.Errorf("lints[%d].%v", i, err)
+		}
+	}
+	// readLints is offered where it can be honoured, never as a stub.
+	switch {
+	case len(opts.Lints) == 0:
+		avail[VerbReadLints] = "no linters are configured (lints:)"
+	case w.shell == nil:
+		avail[VerbReadLints] = "the linters run in the shell's namespace, and there is no shell: " + avail[VerbShell]
+	default:
+		avail[VerbReadLints] = ""
+	}
+
 	want := AllVerbs
+	if avail[VerbReadLints] == "" {
+		want = append(slices.Clone(AllVerbs), VerbReadLints)
+	}
 	if len(opts.Tools) > 0 {
 		want = nil
 		for _, t := range opts.Tools {
 			why, known := avail[t]
 			switch {
 			case !known:
-				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(AllVerbs, ", "))
+				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(append(slices.Clone(AllVerbs), VerbReadLints), ", "))
 			case why != "":
 				return nil, fmt.Errorf("tools: %q cannot be served: %s", t, why)
 			}
@@ -169,6 +193,9 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 		if slices.Contains(want, v.name) && avail[v.name] == "" {
 			w.verbs[v.name] = v
 		}
+	}
+	if slices.Contains(want, VerbReadLints) && avail[VerbReadLints] == "" {
+		w.verbs[VerbReadLints] = lintVerb(opts.Lints)
 	}
 	if opts.Checkpoints != nil {
 		for _, v := range checkpointVerbs(opts.Checkpoints) {
@@ -216,6 +243,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 			Annotations: ann,
 		})
 	}
+	out = append(out, w.lintDefs()...)
 	return append(out, w.checkpointDefs()...), nil
 }
 
@@ -257,6 +285,9 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 		return Result{Text: err.Error(), IsError: true}
 	}
 	t := d.find(tool)
+	if t == nil {
+		t = w.lintTool(tool)
+	}
 	if t == nil {
 		t = w.checkpointTool(tool)
 	}
@@ -318,6 +349,11 @@ func (w *Workspace) toolNames(d *dialect) []string {
 	var names []string
 	for _, t := range d.tools {
 		if w.verbs[t.verb] != nil && !t.hidden {
+			names = append(names, t.name)
+		}
+	}
+	for _, t := range lintToolList {
+		if w.verbs[t.verb] != nil {
 			names = append(names, t.name)
 		}
 	}

@@ -26,8 +26,8 @@ printed all the same), 2 for a usage error.
 
 With --server ADDR (unix:PATH or tcp:HOST:PORT) the call goes to a running
 "vfsmount serve". Otherwise the workspace is built for this one call, with a
-private kernel mount when the tool is the shell (in a mount namespace of
-its own, as root).
+private kernel mount when the tool is the shell or readLints (in a mount
+namespace of its own, as root).
 
 With --dry-run the workspace changes nothing: a read-only tool runs, an
 effectful one reports what it would do (write: the size and whether it
@@ -76,8 +76,9 @@ func printResult(a *app, res agentbridge.Result) error {
 
 func callLocal(ctx context.Context, a *app, bf *bridgeFlags, tool string, raw json.RawMessage) error {
 	mode, mountpoint := noKernel, ""
-	if isShellTool(bf.dialect, tool) {
-		// The shell's kernel face: in a mount namespace of this process's
+	if isShellTool(bf.dialect, tool) || tool == agentbridge.VerbReadLints {
+		// The shell's kernel face (readLints runs the linters in the
+		// shell's namespace): in a mount namespace of this process's
 		// own where it can be (ns_private.go).
 		mode, mountpoint = privateKernel, privateMountpoint(a)
 	}

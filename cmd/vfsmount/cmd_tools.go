@@ -33,7 +33,7 @@ func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
 		fs.StringVar(&b.dialect, "dialect", agentbridge.DialectCursor, "tool names and arguments of `D`: "+strings.Join(agentbridge.Dialects, ", "))
 	}
 	registerNoPassthrough(fs, &b.noPassthrough)
-	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell); naming one the workspace cannot serve is an error")
+	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell,readLints); naming one the workspace cannot serve is an error")
 }
 
 func (b *bridgeFlags) checkDialect() error {
@@ -84,7 +84,9 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 			b.Close()
 		}
 	}()
-	opts := agentbridge.Options{Tools: f.tools, Logger: a.logger}
+	// The linters run in the shell's namespace: readLints is offered
+	// where there is a shell (lints_config.go).
+	opts := agentbridge.Options{Tools: f.tools, Logger: a.logger, Lints: cfg.Lints}
 	if opts.Tools == nil && cfg.File != nil {
 		// --tools replaces the config file's list; either may only
 		// narrow what the mounts can serve.

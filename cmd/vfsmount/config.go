@@ -37,6 +37,8 @@ type configFile struct {
 	Checkpoint *configCheckpoint `yaml:"checkpoint"`
 	// Store is where checkpoints are pushed (store_config.go).
 	Store *configStore `yaml:"store"`
+	// Lints are the linters of the readLints tool (lints_config.go).
+	Lints []configLint `yaml:"lints"`
 
 	// baseDir resolves relative host paths of the policy sections.
 	baseDir string
@@ -177,7 +179,9 @@ var (
 		"!!timestamp": "a timestamp",
 	}
 	goTypeNames = map[string]string{
-		"main.configFile":       "a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint",
+		"main.configFile":       "a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint, lints",
+		"[]main.configLint":     "a list of linters such as {glob: \"**/*.go\", command: [go, vet, ./...]}",
+		"main.configLint":       "a mapping with keys: name, glob, command, format, severity, message, env, roots, timeout",
 		"main.configCheckpoint": "a mapping with keys: before, keep, tools",
 		"int":                   "a whole number",
 		"[]main.configMount":    "a list of mounts",

@@ -136,6 +136,10 @@ var ways = []way{
 	{name: "claude Bash cat", kind: reveals, tools: []string{"claude/Bash"}, do: shellCmd("claude", "Bash", `{"command":"cat PATH"}`)},
 	{name: "codex exec_command cat", kind: reveals, tools: []string{"codex/exec_command"}, do: shellCmd("codex", "exec_command", `{"cmd":"cat PATH"}`)},
 	{name: "codex shell_command cat", kind: reveals, tools: []string{"codex/shell_command"}, do: shellCmd("codex", "shell_command", `{"command":"cat PATH"}`)},
+	// A linter prints what it reads: one that prints the whole file (its
+	// output is no diagnostic, so it is shown raw) runs in the shell's
+	// namespace, where the rules bind it as they bind cat in the shell.
+	{name: "readLints with a linter that prints the file", kind: reveals, tools: []string{"*/readLints"}, do: tool("cursor", "readLints", `{"paths":["PATH"]}`)},
 	{name: "codex view_image", kind: reveals, tools: []string{"codex/view_image"}, do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		// An image whose bytes hold the secret: what the image part
 		// carries is what left the daemon.
@@ -474,6 +478,8 @@ policy:
   %s: [%s]
 audit: {path: %s}
 checkpoint: {tools: true, keep: 0}
+lints:
+  - {glob: "**/secret.txt", command: [cat, "{files}"]}
 `, repo, filepath.Join(dir, "mem.db"), binary(t), remote, rule, strings.Join(quoted, ", "), audit)), 0o644))
 	mp := t.TempDir()
 	f := &bridgeFlags{dialect: agentbridge.DialectCursor}
@@ -638,9 +644,10 @@ func TestPolicyWaysAreComplete(t *testing.T) {
 		names, err := agentbridge.DialectTools(d)
 		require.NoError(t, err)
 		names = append(names, agentbridge.CheckpointVerbs...)
+		names = append(names, agentbridge.LintVerbs...)
 		for _, n := range names {
 			k := d + "/" + n
-			if slices.Contains(agentbridge.CheckpointVerbs, n) {
+			if slices.Contains(agentbridge.CheckpointVerbs, n) || slices.Contains(agentbridge.LintVerbs, n) {
 				k = "*/" + n
 			}
 			assert.True(t, covered[k] || exempt[d+"/"+n] != "", "no row for the tool %s of %s", n, d)

@@ -206,7 +206,7 @@ mounts:
 		{name: "mounts not a list", yaml: "mounts: memory\n",
 			errMsg: "ws.yaml:1: want a list of mounts, got a string (memory)"},
 		{name: "document not a mapping", yaml: "- {type: memory, dst: /m}\n",
-			errMsg: "ws.yaml:1: want a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint, got a list"},
+			errMsg: "ws.yaml:1: want a mapping with keys: mounts, tools, policy, audit, approval, dry_run, checkpoint, lints, got a list"},
 		{name: "entry not a mapping", yaml: "mounts:\n  - memory\n",
 			errMsg: `ws.yaml:2: a mount must be a mapping such as {type: memory, dst: /memory}, got the value "memory"`},
 		{name: "nested value", yaml: "mounts:\n  - type: memory\n    dst:\n      - /a\n",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/mounts/checkpoint"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
 	"github.com/vfsmount/vfsmount/policy"
@@ -69,6 +70,8 @@ type workspaceConfig struct {
 	Policy *policyConfig
 	// Checkpoint are the checkpoint settings of the config file.
 	Checkpoint checkpointSettings
+	// Lints are the linters of the readLints tool (lints_config.go).
+	Lints []agentbridge.Linter
 	// HookProgram is the program git runs as the fsmonitor hook of a
 	// writable git mount (this binary; "" for none): set by the process's
 	// entry point, which knows what binary it is.
@@ -125,6 +128,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 		return nil, err
 	}
 	if cfg.Checkpoint, err = loadCheckpointConfig(cfg.File); err != nil {
+		return nil, err
+	}
+	if cfg.Lints, err = loadLintsConfig(cfg.File); err != nil {
 		return nil, err
 	}
 	if cfg.Store, err = loadStoreConfig(cfg.File, &w.Store); err != nil {

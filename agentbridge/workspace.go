@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vfsmount/vfsmount/agentbridge/semsearch"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -23,6 +24,10 @@ type Options struct {
 	// Checkpoints, when set, adds the checkpoint tools
 	// (verbs_checkpoint.go), which are in no default list.
 	Checkpoints Checkpointer
+	// SemSearch, when set, adds the semSearch tool (verbs_semsearch.go)
+	// over this engine: set only when an embeddings endpoint is
+	// configured. Without it an allowlist naming semSearch is an error.
+	SemSearch *semsearch.Engine
 	// Tools is an allowlist of canonical verb names; it may only narrow
 	// the derived set. Empty means every verb the tree can serve.
 	Tools []string
@@ -69,6 +74,8 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
+	// semEngine is semSearch's engine, nil when it is not offered.
+	semEngine *semsearch.Engine
 	// maxSessionProcs bounds the processes a session keeps running
 	// (defaultMaxSessionProcs; a test makes it small).
 	maxSessionProcs int
@@ -151,11 +158,18 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	}
 
 	want := AllVerbs
+	semWanted := opts.SemSearch != nil
 	if len(opts.Tools) > 0 {
 		want = nil
+		semWanted = false
 		for _, t := range opts.Tools {
 			why, known := avail[t]
 			switch {
+			case t == VerbSemSearch && opts.SemSearch == nil:
+				return nil, fmt.Errorf("tools: %q cannot be served: no embeddings endpoint is configured (the config file's semsearch: section)", t)
+			case t == VerbSemSearch:
+				semWanted = true
+				continue
 			case !known:
 				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(AllVerbs, ", "))
 			case why != "":
@@ -174,6 +188,10 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 		for _, v := range checkpointVerbs(opts.Checkpoints) {
 			w.verbs[v.name] = v
 		}
+	}
+	if semWanted {
+		w.semEngine = opts.SemSearch
+		w.verbs[VerbSemSearch] = semSearchVerb(opts.SemSearch)
 	}
 	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
 		v.ann.OpenWorld = true // the shell can reach the network
@@ -216,6 +234,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 			Annotations: ann,
 		})
 	}
+	out = append(out, w.semSearchDefs()...)
 	return append(out, w.checkpointDefs()...), nil
 }
 
@@ -258,7 +277,7 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 	}
 	t := d.find(tool)
 	if t == nil {
-		t = w.checkpointTool(tool)
+		t = w.extraTool(tool)
 	}
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
@@ -320,6 +339,9 @@ func (w *Workspace) toolNames(d *dialect) []string {
 		if w.verbs[t.verb] != nil && !t.hidden {
 			names = append(names, t.name)
 		}
+	}
+	if w.verbs[VerbSemSearch] != nil {
+		names = append(names, semSearchTool.name)
 	}
 	return names
 }

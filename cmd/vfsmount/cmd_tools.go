@@ -90,6 +90,11 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		// narrow what the mounts can serve.
 		opts.Tools = cfg.File.Tools
 	}
+	if cfg.SemSearch != nil {
+		if opts.SemSearch, err = cfg.SemSearch.engine(f.ws.Git.CacheDir); err != nil {
+			return nil, err
+		}
+	}
 	switch mode {
 	case probeKernel:
 		// tools lists what serve and mcp offer: the shell is there when

@@ -37,6 +37,9 @@ type configFile struct {
 	Checkpoint *configCheckpoint `yaml:"checkpoint"`
 	// Store is where checkpoints are pushed (store_config.go).
 	Store *configStore `yaml:"store"`
+	// Semsearch names the embeddings endpoint that makes the tool face
+	// offer semSearch (semsearch_config.go).
+	Semsearch *configSemsearch `yaml:"semsearch"`
 
 	// baseDir resolves relative host paths of the policy sections.
 	baseDir string

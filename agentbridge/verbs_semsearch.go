@@ -3,9 +3,7 @@ package agentbridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/vfsmount/vfsmount/agentbridge/semsearch"
@@ -222,27 +220,30 @@ func (w *Workspace) gitDocs(ctx context.Context, dir, shown string) ([]semsearch
 	if err != nil {
 		return nil, false
 	}
-	files, err := e.Tree(ctx, string(commit), string(tree), func(ctx context.Context) ([]semsearch.TreeFile, error) {
+	files, err := e.Tree(ctx, string(commit), string(tree), func(ctx context.Context) ([]semsearch.TreeFile, bool, error) {
+		// What cannot be read now (a path rule denies it) is left out,
+		// and the list is not kept for the next search.
 		var out []semsearch.TreeFile
-		err := w.walk(ctx, root, walkOpts{}, func(name, rel string, de mounts.DirEntry) error {
+		complete := true
+		o := walkOpts{unlisted: func(string, error) { complete = false }}
+		err := w.walk(ctx, root, o, func(name, rel string, de mounts.DirEntry) error {
 			if !de.Type.IsRegular() {
 				return nil
 			}
 			oid, err := mounts.GetXattr(ctx, w.fsys, name, xattrGitOID)
 			if err != nil {
+				complete = false
 				return nil
 			}
 			at, err := w.fsys.Stat(ctx, name)
 			if err != nil {
+				complete = false
 				return nil
 			}
 			out = append(out, semsearch.TreeFile{Path: rel, OID: string(oid), Size: at.Size})
 			return nil
 		})
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			err = nil
-		}
-		return out, err
+		return out, complete, err
 	})
 	if err != nil {
 		return nil, false

@@ -17,6 +17,7 @@ import (
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/policy"
 )
 
 const semConfigGo = `package cfg
@@ -263,4 +264,58 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 	assert.Equal(t, int64(0), readDirs, "not walked")
 	assert.Equal(t, int64(1), reads, "only the hit's file read")
 	assert.Equal(t, int64(1+6+1+1+1), srv.Inputs.Load(), "only the query")
+}
+
+// TestSemSearchHonoursPathRules: a file a deny_read rule covers is never
+// shown, not even when its vectors are in the cache from a search without
+// the rule; a list of a commit's files made under the rule is not kept.
+func TestSemSearchHonoursPathRules(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	repo := filepath.Join(t.TempDir(), "src")
+	testutil.GitInit(t, repo)
+	secret := "package cfg\n\n// parseConfigSecret parses the config file of secrets.\nfunc parseConfigSecret() {}\n"
+	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semConfigGo, "secret/key.go": secret, "notes.md": semNotes}, "one")
+	srv := semsearchtest.Start(t)
+	rs, err := policy.Compile(policy.Rules{DenyRead: []string{"/repo/secret/"}})
+	require.NoError(t, err)
+
+	search := func(cache string, guarded bool) string {
+		t.Helper()
+		g, err := gitfs.Open(ctx, gitfs.Options{Src: repo, CacheDir: t.TempDir(), Index: gitfs.IndexOff})
+		require.NoError(t, err)
+		t.Cleanup(func() { g.Close() })
+		u, _ := realWorkspace(t, map[string]mounts.FS{"/repo": g})
+		var fsys mounts.FS = u
+		if guarded {
+			fsys = policy.Guard(u, rs)
+		}
+		w, err := New(fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
+		require.NoError(t, err)
+		return ok(t, w, VerbSemSearch, obj{"query": "parse config file secrets"})
+	}
+
+	// Under the rule from the start: the file is not read, and the list
+	// of the commit is not kept.
+	cache := t.TempDir()
+	out := search(cache, true)
+	assert.NotContains(t, out, "secret")
+	assert.Regexp(t, `^/repo/cfg\.go:5-12`, out)
+	trees, err := filepath.Glob(filepath.Join(cache, "semsearch", "trees", "*", "*"))
+	require.NoError(t, err)
+	assert.Empty(t, trees)
+
+	// Without it, the file is found; the list and its vectors are kept.
+	out = search(cache, false)
+	assert.Regexp(t, `^/repo/secret/key\.go:3-4`, out)
+	trees, err = filepath.Glob(filepath.Join(cache, "semsearch", "trees", "*", "*"))
+	require.NoError(t, err)
+	assert.Len(t, trees, 1)
+
+	// Under the rule again, with all of it in the cache: still not shown.
+	out = search(cache, true)
+	assert.NotContains(t, out, "secret")
+	assert.Regexp(t, `^/repo/cfg\.go:5-12`, out)
 }

@@ -160,18 +160,20 @@ func BlobID(data []byte) string {
 
 // Tree returns the files of the immutable tree tree of commit (git ids),
 // from the cache directory, or by calling list and keeping its answer
-// there: a second search of the same commit neither walks nor hashes.
-func (e *Engine) Tree(ctx context.Context, commit, tree string, list func(ctx context.Context) ([]TreeFile, error)) ([]TreeFile, error) {
+// there: a second search of the same commit neither walks nor hashes. A
+// list that says it is not complete (a directory or an id it could not
+// read: a path rule, say) is used once and not kept.
+func (e *Engine) Tree(ctx context.Context, commit, tree string, list func(ctx context.Context) (files []TreeFile, complete bool, err error)) ([]TreeFile, error) {
 	if validOID(commit) && validOID(tree) {
 		if fs, ok := e.store.loadTree(commit, tree); ok {
 			return fs, nil
 		}
 	}
-	fs, err := list(ctx)
+	fs, complete, err := list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if validOID(commit) && validOID(tree) {
+	if complete && validOID(commit) && validOID(tree) {
 		_ = e.store.saveTree(commit, tree, fs) // a cache: a failed write costs a walk next time
 	}
 	return fs, nil

@@ -229,10 +229,17 @@ func TestTreeListKeptPerCommit(t *testing.T) {
 	cache := t.TempDir()
 	commit, tree := strings.Repeat("ab", 20), strings.Repeat("cd", 20)
 	calls := 0
-	list := func(context.Context) ([]semsearch.TreeFile, error) {
+	complete := false
+	list := func(context.Context) ([]semsearch.TreeFile, bool, error) {
 		calls++
-		return []semsearch.TreeFile{{Path: "a b.go", OID: strings.Repeat("01", 20), Size: 3}, {Path: "dir/\"q\".txt", OID: strings.Repeat("02", 20), Size: 4}}, nil
+		return []semsearch.TreeFile{{Path: "a b.go", OID: strings.Repeat("01", 20), Size: 3}, {Path: "dir/\"q\".txt", OID: strings.Repeat("02", 20), Size: 4}}, complete, nil
 	}
+	_, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(cache, "semsearch", "trees", commit, tree))
+	require.ErrorIs(t, err, os.ErrNotExist, "an incomplete list is not kept")
+	complete = true
+	calls = 0
 	first, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
 	require.NoError(t, err)
 	again, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)

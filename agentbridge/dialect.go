@@ -86,7 +86,7 @@ func ShellTool(dialect, tool string) bool {
 // DialectTools lists every tool dialect serves, in its order: those it
 // lists to a model and those it serves unlisted (aliases a model trained
 // on the harness may still call). The checkpoint family ([CheckpointVerbs])
-// is in every dialect, and not among them. A caller that must account for
+// and semSearch ([VerbSemSearch]) are in every dialect, and not among them. A caller that must account for
 // every way into the workspace (a security test) iterates these.
 func DialectTools(dialect string) ([]string, error) {
 	d, err := lookupDialect(dialect)

@@ -223,7 +223,7 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	cache := t.TempDir()
 
-	search := func(rev, query string) (out string, readDirs, reads int64) {
+	search := func(rev string, args obj) (out string, readDirs, reads int64) {
 		t.Helper()
 		g, err := gitfs.Open(ctx, gitfs.Options{Src: repo, Rev: rev, CacheDir: t.TempDir(), Index: gitfs.IndexOff})
 		require.NoError(t, err)
@@ -240,18 +240,18 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 		_, w := realWorkspace(t, map[string]mounts.FS{"/repo": counted, "/host": openHost(t, t.TempDir())})
 		w2, err := New(w.fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
 		require.NoError(t, err)
-		out = ok(t, w2, VerbSemSearch, obj{"query": query})
+		out = ok(t, w2, VerbSemSearch, args)
 		return out, rd.Load(), rf.Load()
 	}
 
 	// Commit one: the query, and the chunks of the three files
 	// (cfg.go: 3, srv.go: 2, NOTES.md: 1).
-	out, _, _ := search(one, "parse config file")
+	out, _, _ := search(one, obj{"query": "parse config file"})
 	assert.Regexp(t, `^/repo/cfg\.go:5-12 \(score`, out)
 	assert.Equal(t, int64(1+6), srv.Inputs.Load())
 
 	// Commit two: only NOTES.md changed, so only its one chunk.
-	out, _, _ = search(two, "frobnicated widgets")
+	out, _, _ = search(two, obj{"query": "frobnicated widgets"})
 	assert.Regexp(t, `^/repo/NOTES\.md:1-7 \(score`, out)
 	assert.Equal(t, int64(1+6+1+1), srv.Inputs.Load())
 	texts := srv.Texts()
@@ -259,11 +259,17 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 
 	// Commit two again: the list of its files is in the cache, so the
 	// mount is not walked, and only the hit's file is read.
-	out, readDirs, reads := search(two, "parse config file")
+	out, readDirs, reads := search(two, obj{"query": "parse config file"})
 	assert.Regexp(t, `^/repo/cfg\.go:5-12 \(score`, out)
 	assert.Equal(t, int64(0), readDirs, "not walked")
 	assert.Equal(t, int64(1), reads, "only the hit's file read")
 	assert.Equal(t, int64(1+6+1+1+1), srv.Inputs.Load(), "only the query")
+
+	// A directory inside the mount: its part of the list.
+	out, _, _ = search(two, obj{"query": "parse config file socket", "targetDirectories": []string{"/repo/srv"}})
+	assert.Regexp(t, `^/repo/srv/srv\.go:3-6 \(score`, out)
+	assert.NotContains(t, out, "cfg.go")
+	assert.NotContains(t, out, "NOTES.md")
 }
 
 // TestSemSearchHonoursPathRules: a file a deny_read rule covers is never

@@ -33,7 +33,7 @@ func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
 		fs.StringVar(&b.dialect, "dialect", agentbridge.DialectCursor, "tool names and arguments of `D`: "+strings.Join(agentbridge.Dialects, ", "))
 	}
 	registerNoPassthrough(fs, &b.noPassthrough)
-	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell); naming one the workspace cannot serve is an error")
+	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell, and semSearch with a semsearch: config section); naming one the workspace cannot serve is an error")
 }
 
 func (b *bridgeFlags) checkDialect() error {

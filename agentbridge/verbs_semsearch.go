@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/vfsmount/vfsmount/agentbridge/semsearch"
@@ -19,7 +20,7 @@ import (
 //
 // The files are those grep would search (no .git, no binary files, a host
 // mount's .gitignore honoured), under targetDirectories (workspace paths,
-// default the whole workspace). A git mount that cannot change is listed
+// default the whole workspace). A git mount of immutable content is listed
 // once per commit, its blob ids read from the mount (user.git.oid); any
 // other file is hashed as git would, again only when its size or time
 // changes; the engine embeds each blob once (package semsearch).
@@ -196,21 +197,32 @@ const (
 )
 
 // gitDocs lists the files below dir (shown as shown) when dir is in a git
-// mount that cannot change: the mount's files at its commit, listed once
-// per commit (semsearch.Engine.Tree), with the blob ids the mount gives.
-// ok is false for any other mount. A writable git mount is not one: a
-// file copied up keeps the blob id of the file it was.
+// mount of immutable content (mounts.Description.Immutable) and no other
+// mount is below dir: the mount's files at its commit, listed once per
+// commit (semsearch.Engine.Tree), with the blob ids the mount gives. ok is
+// false otherwise. A writable git mount is not one, even one a path rule
+// makes read-only: a file copied up keeps the blob id of the file it was.
 func (w *Workspace) gitDocs(ctx context.Context, dir, shown string) ([]semsearch.Doc, bool) {
 	e := w.semEngine
-	m, ok := w.mountFor(dir)
-	if !ok && len(w.mounts) > 0 || m.Writable || e == nil {
+	if e == nil {
 		return nil, false
 	}
 	root := "."
-	if ok {
+	if len(w.mounts) == 0 {
+		if !mounts.Describe(w.fsys).Immutable {
+			return nil, false
+		}
+	} else {
+		m, ok := w.mountFor(dir)
+		if !ok || !m.Immutable {
+			return nil, false
+		}
 		root = mounts.NameOf(m.Prefix)
-	} else if mounts.Writable(w.fsys) {
-		return nil, false
+		for _, o := range w.mounts {
+			if o.Prefix != m.Prefix && isBelow(mounts.NameOf(o.Prefix), dir) {
+				return nil, false // the walk lists it and this one's files
+			}
+		}
 	}
 	commit, err := mounts.GetXattr(ctx, w.fsys, root, xattrGitCommit)
 	if err != nil {
@@ -227,6 +239,11 @@ func (w *Workspace) gitDocs(ctx context.Context, dir, shown string) ([]semsearch
 		complete := true
 		o := walkOpts{unlisted: func(string, error) { complete = false }}
 		err := w.walk(ctx, root, o, func(name, rel string, de mounts.DirEntry) error {
+			if de.Type.IsDir() {
+				if _, other := w.mountAt(name); other {
+					return fs.SkipDir // another mount's: not this commit's
+				}
+			}
 			if !de.Type.IsRegular() {
 				return nil
 			}
@@ -267,4 +284,12 @@ func (w *Workspace) gitDocs(ctx context.Context, dir, shown string) ([]semsearch
 		out = append(out, semsearch.Doc{Path: mounts.PathOf(mounts.Join(mounts.NameOf(shown), rel)), OID: f.OID, Size: f.Size, Read: w.reader(name)})
 	}
 	return out, true
+}
+
+// isBelow reports whether name is strictly below dir (FS names).
+func isBelow(name, dir string) bool {
+	if dir == "." {
+		return name != "."
+	}
+	return strings.HasPrefix(name, dir+"/")
 }

@@ -3,6 +3,7 @@ package agentbridge
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
 	"github.com/vfsmount/vfsmount/policy"
 )
 
@@ -324,4 +326,41 @@ func TestSemSearchHonoursPathRules(t *testing.T) {
 	out = search(cache, true)
 	assert.NotContains(t, out, "secret")
 	assert.Regexp(t, `^/repo/cfg\.go:5-12`, out)
+}
+
+// TestSemSearchGitAtTheRoot: a git mount at / with a memory mount below
+// it: the search from / finds both mounts' files, the git mount's list
+// holding its own files only.
+func TestSemSearchGitAtTheRoot(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ctx := context.Background()
+	repo := filepath.Join(t.TempDir(), "src")
+	testutil.GitInit(t, repo)
+	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semConfigGo}, "one")
+	g, err := gitfs.Open(ctx, gitfs.Options{Src: repo, CacheDir: t.TempDir(), Index: gitfs.IndexOff})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	mem := memfs.New(memfs.Options{})
+	require.NoError(t, mounts.WriteFile(ctx, mem, "notes.md", []byte(semNotes), 0o644))
+	srv := semsearchtest.Start(t)
+	cache := t.TempDir()
+	for range 2 { // listing the commit, then from its list
+		_, u := realWorkspace(t, map[string]mounts.FS{"/": g, "/memory": mem})
+		w, err := New(u.fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
+		require.NoError(t, err)
+		out := ok(t, w, VerbSemSearch, obj{"query": "parse config file socket requests"})
+		assert.Contains(t, out, "/cfg.go:5-12")
+		assert.Contains(t, out, "/memory/notes.md:1-5")
+		out = ok(t, w, VerbSemSearch, obj{"query": "parse config file socket requests", "targetDirectories": []string{"/"}})
+		assert.Contains(t, out, "/memory/notes.md:1-5")
+	}
+	lists, err := filepath.Glob(filepath.Join(cache, "semsearch", "trees", "*", "*"))
+	require.NoError(t, err)
+	for _, l := range lists {
+		data, err := os.ReadFile(l)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), "notes.md", "another mount's file in the commit's list")
+	}
 }

@@ -364,3 +364,20 @@ func TestSemSearchGitAtTheRoot(t *testing.T) {
 		assert.NotContains(t, string(data), "notes.md", "another mount's file in the commit's list")
 	}
 }
+
+// TestSemSearchHonoursGitignore: in a host mount, what .gitignore names
+// is not searched (nor embedded), as grep does not search it.
+func TestSemSearchHonoursGitignore(t *testing.T) {
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{".gitignore": "build/\n", "build/gen.go": semConfigGo, "notes.md": semNotes})
+	srv := semsearchtest.Start(t)
+	_, u := realWorkspace(t, map[string]mounts.FS{"/host": openHost(t, dir)})
+	w, err := New(u.fsys, Options{SemSearch: semEngine(t, srv.URL, t.TempDir())})
+	require.NoError(t, err)
+	out := ok(t, w, VerbSemSearch, obj{"query": "parse config file socket"})
+	assert.Contains(t, out, "/host/notes.md:1-5")
+	assert.NotContains(t, out, "gen.go")
+	for _, text := range srv.Texts() {
+		assert.NotContains(t, text, "parseConfig", "an ignored file was embedded")
+	}
+}

@@ -123,9 +123,11 @@ type Doc struct {
 	// Path is the file as hits name it (a workspace path).
 	Path string
 	// OID is the file's git blob id when the caller knows it (a git
-	// mount's); otherwise the engine hashes the content, again only when
-	// Key's ModTime or Size changed.
-	OID     string
+	// mount's); otherwise the engine hashes the content.
+	OID string
+	// Key names the file for the engine's memory of what it hashed
+	// (a name in the caller's tree; "" for none): a file with the same
+	// Key, ModTime and Size as when it was hashed is not hashed again.
 	Key     string
 	ModTime time.Time
 	// Size is the file's size: one over MaxFileSize is left out unread.

@@ -85,9 +85,10 @@ func ShellTool(dialect, tool string) bool {
 
 // DialectTools lists every tool dialect serves, in its order: those it
 // lists to a model and those it serves unlisted (aliases a model trained
-// on the harness may still call). The checkpoint family ([CheckpointVerbs])
-// and readLints ([LintVerbs]) are in every dialect, and not among them. A caller that must account for
-// every way into the workspace (a security test) iterates these.
+// on the harness may still call). The checkpoint family ([CheckpointVerbs]),
+// readLints ([LintVerbs]) and semSearch ([VerbSemSearch]) are in every
+// dialect, and not among them. A caller that must account for every way
+// into the workspace (a security test) iterates these.
 func DialectTools(dialect string) ([]string, error) {
 	d, err := lookupDialect(dialect)
 	if err != nil {

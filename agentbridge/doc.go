@@ -23,6 +23,13 @@
 // allowlist ([Options.Tools]) may only narrow that set: naming a verb that
 // no mount can serve makes [New] fail.
 //
+// Two families are offered only when the host provides what they need,
+// and are the same tools in every dialect, outside the dialects' own
+// lists: the checkpoint tools ([Options.Checkpoints]) and semSearch,
+// search by meaning, when an embeddings endpoint is configured
+// ([Options.SemSearch], package semsearch); an allowlist naming semSearch
+// without one makes [New] fail.
+//
 // # Dialects
 //
 // Each dialect is one harness's tools as its current release has them,
@@ -100,7 +107,8 @@
 //     path every shell tool shares), verbs_shell_patch.go (an apply_patch
 //     typed into a shell), verbs_checkpoint.go (the checkpoint family),
 //     verbs_lints.go (readLints, which runs the configured [Linter]s in
-//     the shell's namespace; its output parsers in verbs_lints_parse.go).
+//     the shell's namespace; its output parsers in verbs_lints_parse.go),
+//     verbs_semsearch.go (semSearch, over the engine in package semsearch).
 //   - The shell apart from its verbs: shell_namespace.go (the bubblewrap
 //     namespace: [ShellOptions], what is bound where, and
 //     [Workspace.Command]), shell_process.go (one command running in it,

@@ -118,6 +118,9 @@ func (a *args) paths() []string {
 			out = append(out, ps...)
 		}
 	}
+	if ds, err := a.strs("targetDirectories"); err == nil { // semSearch
+		out = append(out, ds...)
+	}
 	if s, err := a.str("patchContent", false); err == nil && s != "" {
 		if fps, err := ParsePatch(s); err == nil {
 			for _, fp := range fps {

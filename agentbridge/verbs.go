@@ -24,6 +24,11 @@ const (
 // verbTable.
 var AllVerbs = []string{VerbRead, VerbLs, VerbGlob, VerbGrep, VerbWrite, VerbEdit, VerbDelete, VerbShell}
 
+// OptionalVerbs are the verbs offered only where the configuration lets
+// them be honoured (readLints, semSearch): offered by default then, and
+// an allowlist naming one otherwise is an error saying why.
+var OptionalVerbs = []string{VerbReadLints, VerbSemSearch}
+
 // verb is one canonical verb: what it is called, how harnesses should
 // treat it (the MCP hints), what the tree must be able to do for it to be
 // offered, and the function that runs it.

@@ -272,7 +272,7 @@ func TestReadLintsAllowlist(t *testing.T) {
 	assert.Equal(t, []string{VerbRead}, names(with(VerbRead)))
 	_, err := New(memfs.New(memfs.Options{}), Options{Tools: []string{"readlints"}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `tools: unknown tool "readlints" (known: read, ls, glob, grep, write, edit, delete, shell, readLints)`)
+	assert.Contains(t, err.Error(), `tools: unknown tool "readlints" (known: read, ls, glob, grep, write, edit, delete, shell, readLints, semSearch)`)
 }
 
 // readLints goes through BeforeCall and AfterCall like every verb, with

@@ -256,7 +256,7 @@ func TestCapabilitiesAndAllowlist(t *testing.T) {
 	_, err = New(ro, Options{Tools: []string{"read", "write"}})
 	assert.EqualError(t, err, `tools: "write" cannot be served: no mount can create files`)
 	_, err = New(ro, Options{Tools: []string{"fly"}})
-	assert.EqualError(t, err, `tools: unknown tool "fly" (known: read, ls, glob, grep, write, edit, delete, shell, readLints)`)
+	assert.EqualError(t, err, `tools: unknown tool "fly" (known: read, ls, glob, grep, write, edit, delete, shell, readLints, semSearch)`)
 	_, err = New(ro, Options{Tools: []string{"shell"}})
 	assert.EqualError(t, err, `tools: "shell" cannot be served: the kernel face is not up`)
 	w, err = New(ro, Options{Tools: []string{"grep", "read"}})

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vfsmount/vfsmount/agentbridge/semsearch"
 	"github.com/vfsmount/vfsmount/mounts"
 )
 
@@ -27,10 +28,14 @@ type Options struct {
 	// run in its namespace), adds the readLints tool (verbs_lints.go).
 	// Each must pass [Linter.Check].
 	Lints []Linter
+	// SemSearch, when set, adds the semSearch tool (verbs_semsearch.go)
+	// over this engine: set only when an embeddings endpoint is
+	// configured. Without it an allowlist naming semSearch is an error.
+	SemSearch *semsearch.Engine
 	// Tools is an allowlist of canonical verb names; it may only narrow
 	// the derived set. Empty means every verb the tree can serve. It may
-	// name readLints (VerbReadLints), which is then offered only when it
-	// can be: naming it otherwise is an error saying why.
+	// name readLints and semSearch (OptionalVerbs), which are offered only
+	// when they can be: naming one otherwise is an error saying why.
 	Tools []string
 	// Logger receives one line per call at debug level and start-up
 	// notes (why there is no shell); nil is silent.
@@ -75,6 +80,8 @@ type Workspace struct {
 	after  func(ctx context.Context, c *CallInfo, res Result, elapsed time.Duration)
 	dryRun bool
 	limits Limits
+	// semEngine is semSearch's engine, nil when it is not offered.
+	semEngine *semsearch.Engine
 	// maxSessionProcs bounds the processes a session keeps running
 	// (defaultMaxSessionProcs; a test makes it small).
 	maxSessionProcs int
@@ -170,10 +177,17 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 	default:
 		avail[VerbReadLints] = ""
 	}
+	// So is semSearch.
+	avail[VerbSemSearch] = ""
+	if opts.SemSearch == nil {
+		avail[VerbSemSearch] = "no embeddings endpoint is configured (the config file's semsearch: section)"
+	}
 
-	want := AllVerbs
-	if avail[VerbReadLints] == "" {
-		want = append(slices.Clone(AllVerbs), VerbReadLints)
+	want := slices.Clone(AllVerbs)
+	for _, v := range OptionalVerbs {
+		if avail[v] == "" {
+			want = append(want, v)
+		}
 	}
 	if len(opts.Tools) > 0 {
 		want = nil
@@ -181,7 +195,7 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 			why, known := avail[t]
 			switch {
 			case !known:
-				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(append(slices.Clone(AllVerbs), VerbReadLints), ", "))
+				return nil, fmt.Errorf("tools: unknown tool %q (known: %s)", t, strings.Join(append(slices.Clone(AllVerbs), OptionalVerbs...), ", "))
 			case why != "":
 				return nil, fmt.Errorf("tools: %q cannot be served: %s", t, why)
 			}
@@ -201,6 +215,10 @@ func New(fsys mounts.FS, opts Options) (*Workspace, error) {
 		for _, v := range checkpointVerbs(opts.Checkpoints) {
 			w.verbs[v.name] = v
 		}
+	}
+	if slices.Contains(want, VerbSemSearch) && avail[VerbSemSearch] == "" {
+		w.semEngine = opts.SemSearch
+		w.verbs[VerbSemSearch] = semSearchVerb(opts.SemSearch)
 	}
 	if v := w.verbs[VerbShell]; v != nil && opts.Shell.Network {
 		v.ann.OpenWorld = true // the shell can reach the network
@@ -244,6 +262,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 		})
 	}
 	out = append(out, w.lintDefs()...)
+	out = append(out, w.semSearchDefs()...)
 	return append(out, w.checkpointDefs()...), nil
 }
 
@@ -286,10 +305,7 @@ func (w *Workspace) Call(ctx context.Context, dialect, tool string, raw json.Raw
 	}
 	t := d.find(tool)
 	if t == nil {
-		t = w.lintTool(tool)
-	}
-	if t == nil {
-		t = w.checkpointTool(tool)
+		t = w.extraTool(tool)
 	}
 	if t == nil || w.verbs[t.verb] == nil {
 		return Result{Text: fmt.Sprintf("unknown tool %q; available tools: %s", tool, strings.Join(w.toolNames(d), ", ")), IsError: true}
@@ -356,6 +372,9 @@ func (w *Workspace) toolNames(d *dialect) []string {
 		if w.verbs[t.verb] != nil {
 			names = append(names, t.name)
 		}
+	}
+	if w.verbs[VerbSemSearch] != nil {
+		names = append(names, semSearchTool.name)
 	}
 	return names
 }

@@ -33,7 +33,7 @@ func (b *bridgeFlags) register(fs *pflag.FlagSet, withDialect bool) {
 		fs.StringVar(&b.dialect, "dialect", agentbridge.DialectCursor, "tool names and arguments of `D`: "+strings.Join(agentbridge.Dialects, ", "))
 	}
 	registerNoPassthrough(fs, &b.noPassthrough)
-	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell,readLints); naming one the workspace cannot serve is an error")
+	fs.StringSliceVar(&b.tools, "tools", nil, "offer only these tools (`LIST` of canonical names: read,ls,glob,grep,write,edit,delete,shell, readLints with a lints: config section, semSearch with a semsearch: one); naming one the workspace cannot serve is an error")
 }
 
 func (b *bridgeFlags) checkDialect() error {
@@ -91,6 +91,11 @@ func openBridge(ctx context.Context, a *app, f *bridgeFlags, mode kernelMode, mo
 		// --tools replaces the config file's list; either may only
 		// narrow what the mounts can serve.
 		opts.Tools = cfg.File.Tools
+	}
+	if cfg.SemSearch != nil {
+		if opts.SemSearch, err = cfg.SemSearch.engine(f.ws.Git.CacheDir); err != nil {
+			return nil, err
+		}
 	}
 	switch mode {
 	case probeKernel:

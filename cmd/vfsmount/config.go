@@ -39,6 +39,9 @@ type configFile struct {
 	Store *configStore `yaml:"store"`
 	// Lints are the linters of the readLints tool (lints_config.go).
 	Lints []configLint `yaml:"lints"`
+	// Semsearch names the embeddings endpoint that makes the tool face
+	// offer semSearch (semsearch_config.go).
+	Semsearch *configSemsearch `yaml:"semsearch"`
 
 	// baseDir resolves relative host paths of the policy sections.
 	baseDir string

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
+	"github.com/vfsmount/vfsmount/agentbridge/semsearch/semsearchtest"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
@@ -132,6 +133,8 @@ var ways = []way{
 	{name: "claude Grep content", kind: searches, tools: []string{"claude/Grep"}, do: tool("claude", "Grep", `{"pattern":"API_KEY","path":"DIR","output_mode":"content"}`)},
 	{name: "claude Grep files", kind: searches, do: grepFiles("claude", "Grep", `{"pattern":"API_KEY","path":"DIR"}`)},
 	{name: "codex grep_files", kind: searches, tools: []string{"codex/grep_files"}, do: grepFiles("codex", "grep_files", `{"pattern":"API_KEY","path":"DIR"}`)},
+	// semSearch answers with the chunks it finds, their text included.
+	{name: "semSearch", kind: searches, tools: []string{"*/semSearch"}, do: tool("cursor", "semSearch", `{"query":"API_KEY","targetDirectories":["DIR"]}`)},
 	{name: "cursor shell cat", kind: reveals, tools: []string{"cursor/shell"}, do: shellCmd("cursor", "shell", `{"command":"cat PATH"}`)},
 	{name: "claude Bash cat", kind: reveals, tools: []string{"claude/Bash"}, do: shellCmd("claude", "Bash", `{"command":"cat PATH"}`)},
 	{name: "codex exec_command cat", kind: reveals, tools: []string{"codex/exec_command"}, do: shellCmd("codex", "exec_command", `{"cmd":"cat PATH"}`)},
@@ -480,7 +483,8 @@ audit: {path: %s}
 checkpoint: {tools: true, keep: 0}
 lints:
   - {glob: "**/secret.txt", command: [cat, "{files}"]}
-`, repo, filepath.Join(dir, "mem.db"), binary(t), remote, rule, strings.Join(quoted, ", "), audit)), 0o644))
+semsearch: {endpoint: %s, model: bag-of-words, cache: %s}
+`, repo, filepath.Join(dir, "mem.db"), binary(t), remote, rule, strings.Join(quoted, ", "), audit, semsearchtest.Start(t).URL, filepath.Join(dir, "vectors"))), 0o644))
 	mp := t.TempDir()
 	f := &bridgeFlags{dialect: agentbridge.DialectCursor}
 	f.ws.Config = cfg
@@ -645,9 +649,10 @@ func TestPolicyWaysAreComplete(t *testing.T) {
 		require.NoError(t, err)
 		names = append(names, agentbridge.CheckpointVerbs...)
 		names = append(names, agentbridge.LintVerbs...)
+		names = append(names, agentbridge.VerbSemSearch)
 		for _, n := range names {
 			k := d + "/" + n
-			if slices.Contains(agentbridge.CheckpointVerbs, n) || slices.Contains(agentbridge.LintVerbs, n) {
+			if slices.Contains(agentbridge.CheckpointVerbs, n) || slices.Contains(agentbridge.OptionalVerbs, n) {
 				k = "*/" + n
 			}
 			assert.True(t, covered[k] || exempt[d+"/"+n] != "", "no row for the tool %s of %s", n, d)

@@ -80,6 +80,9 @@ type workspaceConfig struct {
 	// checkpoint the mounts are brought back from (nil: none).
 	Store  *storeSettings
 	resume *resumeState
+	// SemSearch is the embeddings endpoint of the semSearch tool (nil:
+	// none, no tool).
+	SemSearch *semsearchSettings
 }
 
 // load reads the config file, parses the flags, falls back to
@@ -134,6 +137,9 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 		return nil, err
 	}
 	if cfg.Store, err = loadStoreConfig(cfg.File, &w.Store); err != nil {
+		return nil, err
+	}
+	if cfg.SemSearch, err = loadSemsearchConfig(cfg.File); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -2,7 +2,6 @@ package agentbridge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -160,28 +159,6 @@ func checkpointTools() []*dialectTool {
 }
 
 // The family is the same in every dialect, and kept out of the dialects'
-// own lists (their golden files describe the harnesses' tools).
+// own lists (their golden files describe the harnesses' tools): see
+// extraToolList.
 var checkpointToolList = checkpointTools()
-
-// checkpointTool returns the family's tool called name, when the
-// workspace offers it.
-func (w *Workspace) checkpointTool(name string) *dialectTool {
-	for _, t := range checkpointToolList {
-		if t.name == name && w.verbs[t.verb] != nil {
-			return t
-		}
-	}
-	return nil
-}
-
-// checkpointDefs are the definitions of the family's tools the workspace
-// offers.
-func (w *Workspace) checkpointDefs() []ToolDef {
-	var out []ToolDef
-	for _, t := range checkpointToolList {
-		if v := w.verbs[t.verb]; v != nil {
-			out = append(out, ToolDef{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema.text), Annotations: v.ann})
-		}
-	}
-	return out
-}

@@ -188,33 +188,11 @@ const descReadLints = "Read the linter diagnostics (errors and warnings) of file
 	"The configured linters run on the files now, in the shell's namespace; the result is JSON: per file, its diagnostics " +
 	"with severity, 1-based line and character, message, source (the linter) and code."
 
-// lintToolList is the family's tool, the same in every dialect and kept
-// out of the dialects' own lists, as the checkpoint family is.
-var lintToolList = []*dialectTool{{name: VerbReadLints, verb: VerbReadLints, desc: descReadLints, schema: schema(
+// lintTool is the family's tool, the same in every dialect and kept out of
+// the dialects' own lists (extraToolList), as the checkpoint family is.
+var lintTool = &dialectTool{name: VerbReadLints, verb: VerbReadLints, desc: descReadLints, schema: schema(
 	prop{"paths", strList, "Workspace paths of files or directories (every file below) to read diagnostics for; absolute, or relative to the session's directory", true},
-)}}
-
-// lintTool returns the family's tool called name, when the workspace
-// offers it.
-func (w *Workspace) lintTool(name string) *dialectTool {
-	for _, t := range lintToolList {
-		if t.name == name && w.verbs[t.verb] != nil {
-			return t
-		}
-	}
-	return nil
-}
-
-// lintDefs are the definitions of the family's tools the workspace offers.
-func (w *Workspace) lintDefs() []ToolDef {
-	var out []ToolDef
-	for _, t := range lintToolList {
-		if v := w.verbs[t.verb]; v != nil {
-			out = append(out, ToolDef{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema.text), Annotations: v.ann})
-		}
-	}
-	return out
-}
+)}
 
 // The result, in the Cursor SDK's ReadLintsSuccess shape.
 type (

@@ -2,7 +2,6 @@ package agentbridge
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -54,31 +53,6 @@ var semSearchTool = &dialectTool{name: VerbSemSearch, verb: VerbSemSearch, desc:
 func semSearchVerb(e *semsearch.Engine) *verb {
 	return &verb{name: VerbSemSearch, ann: Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
 		run: func(w *Workspace, ctx context.Context, a *args) (string, error) { return w.semSearch(ctx, e, a) }}
-}
-
-// extraTool returns the tool called name of the families kept out of the
-// dialects' lists (checkpoints, readLints, semSearch), when the workspace
-// offers it.
-func (w *Workspace) extraTool(name string) *dialectTool {
-	if t := w.checkpointTool(name); t != nil {
-		return t
-	}
-	if t := w.lintTool(name); t != nil {
-		return t
-	}
-	if name == semSearchTool.name && w.verbs[VerbSemSearch] != nil {
-		return semSearchTool
-	}
-	return nil
-}
-
-func (w *Workspace) semSearchDefs() []ToolDef {
-	v := w.verbs[VerbSemSearch]
-	if v == nil {
-		return nil
-	}
-	t := semSearchTool
-	return []ToolDef{{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema.text), Annotations: v.ann}}
 }
 
 func (w *Workspace) semSearch(ctx context.Context, e *semsearch.Engine, a *args) (string, error) {

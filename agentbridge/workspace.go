@@ -261,9 +261,7 @@ func (w *Workspace) Tools(dialect string) ([]ToolDef, error) {
 			Annotations: ann,
 		})
 	}
-	out = append(out, w.lintDefs()...)
-	out = append(out, w.semSearchDefs()...)
-	return append(out, w.checkpointDefs()...), nil
+	return append(out, w.extraDefs()...), nil
 }
 
 // Call runs one tool of dialect ("" is canonical) with raw JSON arguments.
@@ -368,13 +366,10 @@ func (w *Workspace) toolNames(d *dialect) []string {
 			names = append(names, t.name)
 		}
 	}
-	for _, t := range lintToolList {
+	for _, t := range extraToolList {
 		if w.verbs[t.verb] != nil {
 			names = append(names, t.name)
 		}
-	}
-	if w.verbs[VerbSemSearch] != nil {
-		names = append(names, semSearchTool.name)
 	}
 	return names
 }
@@ -510,5 +505,33 @@ func (w *Workspace) readOnlyPrefixes() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// extraToolList are the tools kept out of the dialects' own lists (their
+// golden files describe the harnesses' tools), the same in every dialect:
+// readLints and semSearch where the configuration offers them, then the
+// checkpoint family where the host does.
+var extraToolList = append([]*dialectTool{lintTool, semSearchTool}, checkpointToolList...)
+
+// extraTool returns the extra tool called name, when the workspace offers
+// it.
+func (w *Workspace) extraTool(name string) *dialectTool {
+	for _, t := range extraToolList {
+		if t.name == name && w.verbs[t.verb] != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// extraDefs are the definitions of the extra tools the workspace offers.
+func (w *Workspace) extraDefs() []ToolDef {
+	var out []ToolDef
+	for _, t := range extraToolList {
+		if v := w.verbs[t.verb]; v != nil {
+			out = append(out, ToolDef{Name: t.name, Description: t.desc, InputSchema: json.RawMessage(t.schema.text), Annotations: v.ann})
+		}
+	}
 	return out
 }

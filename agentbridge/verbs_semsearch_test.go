@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vfsmount/vfsmount/agentbridge/semsearch"
 	"github.com/vfsmount/vfsmount/agentbridge/semsearch/semsearchtest"
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
@@ -22,25 +21,6 @@ import (
 	"github.com/vfsmount/vfsmount/policy"
 )
 
-const semConfigGo = `package cfg
-
-import "os"
-
-// parseConfig reads the config file at path and parses it.
-func parseConfig(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(string(data)), nil
-}
-
-// retryBackoff waits longer after each failed attempt.
-func retryBackoff(attempt int) int {
-	return attempt * attempt
-}
-`
-
 const semServerGo = `package srv
 
 // listen accepts connections on the socket and serves requests.
@@ -48,20 +28,6 @@ func listen(addr string) error {
 	return serve(addr)
 }
 `
-
-const semNotes = `# Notes
-
-The server listens on a socket and answers requests.
-
-Logging goes to standard error.
-`
-
-func semEngine(t *testing.T, url, cache string) *semsearch.Engine {
-	t.Helper()
-	e, err := semsearch.New(semsearch.Config{Endpoint: url, Model: "test-embed", CacheDir: cache})
-	require.NoError(t, err)
-	return e
-}
 
 func toolNamesOf(t *testing.T, w *Workspace, dialect string) []string {
 	t.Helper()
@@ -78,7 +44,7 @@ func toolNamesOf(t *testing.T, w *Workspace, dialect string) []string {
 // no dialect's list, a call is an unknown tool, and an allowlist naming it
 // is an error that says why.
 func TestSemSearchNotOfferedWithoutEndpoint(t *testing.T) {
-	w := fixture(t, map[string]string{"/repo/cfg.go": semConfigGo}, Options{})
+	w := fixture(t, map[string]string{"/repo/cfg.go": semsearchtest.ConfigGo}, Options{})
 	for _, d := range Dialects {
 		assert.NotContains(t, toolNamesOf(t, w, d), VerbSemSearch, d)
 	}
@@ -100,7 +66,7 @@ func memoryOnly(t *testing.T) mounts.FS {
 // allowlist may leave it out.
 func TestSemSearchOffered(t *testing.T) {
 	srv := semsearchtest.Start(t)
-	e := semEngine(t, srv.URL, t.TempDir())
+	e := semsearchtest.Engine(t, srv.URL, t.TempDir())
 	w := fixture(t, nil, Options{SemSearch: e})
 	for _, d := range Dialects {
 		defs, err := w.Tools(d)
@@ -144,12 +110,12 @@ func TestSemSearchOffered(t *testing.T) {
 func TestSemSearchFindsByMeaning(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	w := fixture(t, map[string]string{
-		"/repo/cfg.go":         semConfigGo,
+		"/repo/cfg.go":         semsearchtest.ConfigGo,
 		"/repo/srv/srv.go":     semServerGo,
-		"/memory/notes.md":     semNotes,
+		"/memory/notes.md":     semsearchtest.NotesMD,
 		"/memory/image.png":    "\x89PNG\x00\x00config file parse",
-		"/repo/.git/config.go": semConfigGo,
-	}, Options{SemSearch: semEngine(t, srv.URL, t.TempDir())})
+		"/repo/.git/config.go": semsearchtest.ConfigGo,
+	}, Options{SemSearch: semsearchtest.Engine(t, srv.URL, t.TempDir())})
 
 	out := ok(t, w, VerbSemSearch, obj{"query": "parse config file", "explanation": "to find the parser"})
 	first, _, _ := strings.Cut(out, "\n\n")
@@ -180,7 +146,7 @@ func TestSemSearchFindsByMeaning(t *testing.T) {
 // hashed and embedded again; unchanged ones are not.
 func TestSemSearchFollowsChanges(t *testing.T) {
 	srv := semsearchtest.Start(t)
-	w := fixture(t, map[string]string{"/memory/a.md": semNotes, "/memory/b.go": semConfigGo}, Options{SemSearch: semEngine(t, srv.URL, t.TempDir())})
+	w := fixture(t, map[string]string{"/memory/a.md": semsearchtest.NotesMD, "/memory/b.go": semsearchtest.ConfigGo}, Options{SemSearch: semsearchtest.Engine(t, srv.URL, t.TempDir())})
 	ok(t, w, VerbSemSearch, obj{"query": "socket"})
 	before := srv.Inputs.Load()
 	ok(t, w, VerbWrite, obj{"path": "/memory/a.md", "fileText": "Widgets are frobnicated nightly.\n"})
@@ -194,13 +160,13 @@ func TestSemSearchFollowsChanges(t *testing.T) {
 func TestSemSearchEndpointDown(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	srv.Status.Store(502)
-	w := fixture(t, map[string]string{"/repo/cfg.go": semConfigGo}, Options{SemSearch: semEngine(t, srv.URL, t.TempDir())})
+	w := fixture(t, map[string]string{"/repo/cfg.go": semsearchtest.ConfigGo}, Options{SemSearch: semsearchtest.Engine(t, srv.URL, t.TempDir())})
 	msg := fail(t, w, VerbSemSearch, obj{"query": "config"})
 	assert.Equal(t, "semSearch: embeddings endpoint "+srv.URL+` answered 502 Bad Gateway: {"error":{"message":"model not loaded"}}`, msg)
 	assert.Contains(t, ok(t, w, VerbRead, obj{"path": "/repo/cfg.go"}), "parseConfig")
 	assert.Contains(t, ok(t, w, VerbGrep, obj{"pattern": "retryBackoff"}), "/repo/cfg.go")
 
-	down := fixture(t, map[string]string{"/repo/cfg.go": semConfigGo}, Options{SemSearch: semEngine(t, "http://127.0.0.1:1", t.TempDir())})
+	down := fixture(t, map[string]string{"/repo/cfg.go": semsearchtest.ConfigGo}, Options{SemSearch: semsearchtest.Engine(t, "http://127.0.0.1:1", t.TempDir())})
 	assert.Equal(t, "semSearch: embeddings endpoint http://127.0.0.1:1 is unreachable: connection refused", fail(t, down, VerbSemSearch, obj{"query": "config"}))
 	assert.Contains(t, ok(t, down, VerbRead, obj{"path": "/repo/cfg.go"}), "parseConfig")
 
@@ -220,8 +186,8 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "src")
 	testutil.GitInit(t, repo)
-	one := testutil.GitCommit(t, repo, map[string]string{"cfg.go": semConfigGo, "srv/srv.go": semServerGo, "NOTES.md": semNotes}, "one")
-	two := testutil.GitCommit(t, repo, map[string]string{"NOTES.md": semNotes + "\nWidgets are frobnicated nightly.\n"}, "two")
+	one := testutil.GitCommit(t, repo, map[string]string{"cfg.go": semsearchtest.ConfigGo, "srv/srv.go": semServerGo, "NOTES.md": semsearchtest.NotesMD}, "one")
+	two := testutil.GitCommit(t, repo, map[string]string{"NOTES.md": semsearchtest.NotesMD + "\nWidgets are frobnicated nightly.\n"}, "two")
 	srv := semsearchtest.Start(t)
 	cache := t.TempDir()
 
@@ -240,7 +206,7 @@ func TestSemSearchAcrossCommits(t *testing.T) {
 			}
 		}})
 		_, w := realWorkspace(t, map[string]mounts.FS{"/repo": counted, "/host": openHost(t, t.TempDir())})
-		w2, err := New(w.fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
+		w2, err := New(w.fsys, Options{SemSearch: semsearchtest.Engine(t, srv.URL, cache)})
 		require.NoError(t, err)
 		out = ok(t, w2, VerbSemSearch, args)
 		return out, rd.Load(), rf.Load()
@@ -285,7 +251,7 @@ func TestSemSearchHonoursPathRules(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "src")
 	testutil.GitInit(t, repo)
 	secret := "package cfg\n\n// parseConfigSecret parses the config file of secrets.\nfunc parseConfigSecret() {}\n"
-	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semConfigGo, "secret/key.go": secret, "notes.md": semNotes}, "one")
+	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semsearchtest.ConfigGo, "secret/key.go": secret, "notes.md": semsearchtest.NotesMD}, "one")
 	srv := semsearchtest.Start(t)
 	rs, err := policy.Compile(policy.Rules{DenyRead: []string{"/repo/secret/"}})
 	require.NoError(t, err)
@@ -300,7 +266,7 @@ func TestSemSearchHonoursPathRules(t *testing.T) {
 		if guarded {
 			fsys = policy.Guard(u, rs)
 		}
-		w, err := New(fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
+		w, err := New(fsys, Options{SemSearch: semsearchtest.Engine(t, srv.URL, cache)})
 		require.NoError(t, err)
 		return ok(t, w, VerbSemSearch, obj{"query": "parse config file secrets"})
 	}
@@ -338,17 +304,17 @@ func TestSemSearchGitAtTheRoot(t *testing.T) {
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "src")
 	testutil.GitInit(t, repo)
-	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semConfigGo}, "one")
+	testutil.GitCommit(t, repo, map[string]string{"cfg.go": semsearchtest.ConfigGo}, "one")
 	g, err := gitfs.Open(ctx, gitfs.Options{Src: repo, CacheDir: t.TempDir(), Index: gitfs.IndexOff})
 	require.NoError(t, err)
 	t.Cleanup(func() { g.Close() })
 	mem := memfs.New(memfs.Options{})
-	require.NoError(t, mounts.WriteFile(ctx, mem, "notes.md", []byte(semNotes), 0o644))
+	require.NoError(t, mounts.WriteFile(ctx, mem, "notes.md", []byte(semsearchtest.NotesMD), 0o644))
 	srv := semsearchtest.Start(t)
 	cache := t.TempDir()
 	for range 2 { // listing the commit, then from its list
 		_, u := realWorkspace(t, map[string]mounts.FS{"/": g, "/memory": mem})
-		w, err := New(u.fsys, Options{SemSearch: semEngine(t, srv.URL, cache)})
+		w, err := New(u.fsys, Options{SemSearch: semsearchtest.Engine(t, srv.URL, cache)})
 		require.NoError(t, err)
 		out := ok(t, w, VerbSemSearch, obj{"query": "parse config file socket requests"})
 		assert.Contains(t, out, "/cfg.go:5-12")
@@ -369,10 +335,10 @@ func TestSemSearchGitAtTheRoot(t *testing.T) {
 // is not searched (nor embedded), as grep does not search it.
 func TestSemSearchHonoursGitignore(t *testing.T) {
 	dir := t.TempDir()
-	testutil.WriteFiles(t, dir, map[string]string{".gitignore": "build/\n", "build/gen.go": semConfigGo, "notes.md": semNotes})
+	testutil.WriteFiles(t, dir, map[string]string{".gitignore": "build/\n", "build/gen.go": semsearchtest.ConfigGo, "notes.md": semsearchtest.NotesMD})
 	srv := semsearchtest.Start(t)
 	_, u := realWorkspace(t, map[string]mounts.FS{"/host": openHost(t, dir)})
-	w, err := New(u.fsys, Options{SemSearch: semEngine(t, srv.URL, t.TempDir())})
+	w, err := New(u.fsys, Options{SemSearch: semsearchtest.Engine(t, srv.URL, t.TempDir())})
 	require.NoError(t, err)
 	out := ok(t, w, VerbSemSearch, obj{"query": "parse config file socket"})
 	assert.Contains(t, out, "/host/notes.md:1-5")

@@ -15,32 +15,6 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge/semsearch/semsearchtest"
 )
 
-const configGo = `package cfg
-
-import "os"
-
-// parseConfig reads the config file at path and parses it.
-func parseConfig(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(string(data)), nil
-}
-
-// retryBackoff waits longer after each failed attempt.
-func retryBackoff(attempt int) int {
-	return attempt * attempt
-}
-`
-
-const notesMD = `# Notes
-
-The server listens on a socket and answers requests.
-
-Logging goes to standard error.
-`
-
 func docs(files map[string]string) []semsearch.Doc {
 	var out []semsearch.Doc
 	for p, text := range files {
@@ -49,19 +23,12 @@ func docs(files map[string]string) []semsearch.Doc {
 	return out
 }
 
-func newEngine(t *testing.T, url, cache string) *semsearch.Engine {
-	t.Helper()
-	e, err := semsearch.New(semsearch.Config{Endpoint: url, Model: "test-embed", CacheDir: cache})
-	require.NoError(t, err)
-	return e
-}
-
 // TestSearchRanksByMeaning: the chunk that shares the query's words comes
 // first, with its lines and text.
 func TestSearchRanksByMeaning(t *testing.T) {
 	srv := semsearchtest.Start(t)
-	e := newEngine(t, srv.URL, t.TempDir())
-	hits, st, err := e.Search(context.Background(), "parse config file", docs(map[string]string{"/r/cfg.go": configGo, "/r/NOTES.md": notesMD}), 10)
+	e := semsearchtest.Engine(t, srv.URL, t.TempDir())
+	hits, st, err := e.Search(context.Background(), "parse config file", docs(map[string]string{"/r/cfg.go": semsearchtest.ConfigGo, "/r/NOTES.md": semsearchtest.NotesMD}), 10)
 	require.NoError(t, err)
 	require.NotEmpty(t, hits)
 	assert.Equal(t, "/r/cfg.go", hits[0].Path)
@@ -74,7 +41,7 @@ func TestSearchRanksByMeaning(t *testing.T) {
 	assert.Equal(t, 2, st.Files)
 	assert.Equal(t, 4, st.Chunks) // cfg.go: header, 2 funcs; NOTES.md: one chunk
 
-	hits, _, err = e.Search(context.Background(), "retry after failed attempt", docs(map[string]string{"/r/cfg.go": configGo, "/r/NOTES.md": notesMD}), 1)
+	hits, _, err = e.Search(context.Background(), "retry after failed attempt", docs(map[string]string{"/r/cfg.go": semsearchtest.ConfigGo, "/r/NOTES.md": semsearchtest.NotesMD}), 1)
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	assert.Equal(t, 14, hits[0].Start)
@@ -87,14 +54,14 @@ func TestSearchEmbedsEachBlobOnce(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	cache := t.TempDir()
 	ctx := context.Background()
-	files := map[string]string{"/a/cfg.go": configGo, "/b/cfg.go": configGo, "/a/NOTES.md": notesMD}
-	_, st, err := newEngine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
+	files := map[string]string{"/a/cfg.go": semsearchtest.ConfigGo, "/b/cfg.go": semsearchtest.ConfigGo, "/a/NOTES.md": semsearchtest.NotesMD}
+	_, st, err := semsearchtest.Engine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
 	require.NoError(t, err)
 	assert.Equal(t, 2, st.EmbeddedBlobs)
 	assert.Equal(t, int64(1+4), srv.Inputs.Load(), "the query and 4 chunks")
 
 	for range 2 {
-		_, st, err = newEngine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
+		_, st, err = semsearchtest.Engine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
 		require.NoError(t, err)
 		assert.Equal(t, 0, st.EmbeddedBlobs)
 		assert.Equal(t, 3, st.Files)
@@ -108,8 +75,8 @@ func TestSearchRecomputesACorruptEntry(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	cache := t.TempDir()
 	ctx := context.Background()
-	files := map[string]string{"/cfg.go": configGo}
-	_, _, err := newEngine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
+	files := map[string]string{"/cfg.go": semsearchtest.ConfigGo}
+	_, _, err := semsearchtest.Engine(t, srv.URL, cache).Search(ctx, "config", docs(files), 10)
 	require.NoError(t, err)
 	var entry string
 	require.NoError(t, filepath.Walk(cache, func(p string, info os.FileInfo, err error) error {
@@ -119,7 +86,7 @@ func TestSearchRecomputesACorruptEntry(t *testing.T) {
 		return err
 	}))
 	require.NotEmpty(t, entry)
-	assert.Equal(t, semsearch.BlobID([]byte(configGo)), filepath.Base(entry))
+	assert.Equal(t, semsearch.BlobID([]byte(semsearchtest.ConfigGo)), filepath.Base(entry))
 	good, err := os.ReadFile(entry)
 	require.NoError(t, err)
 
@@ -131,7 +98,7 @@ func TestSearchRecomputesACorruptEntry(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(entry, bad, 0o644))
 			before := srv.Inputs.Load()
-			hits, st, err := newEngine(t, srv.URL, cache).Search(ctx, "parse config file", docs(files), 10)
+			hits, st, err := semsearchtest.Engine(t, srv.URL, cache).Search(ctx, "parse config file", docs(files), 10)
 			require.NoError(t, err)
 			assert.Equal(t, 1, st.EmbeddedBlobs)
 			assert.Equal(t, before+1+3, srv.Inputs.Load())
@@ -147,10 +114,10 @@ func TestSearchRecomputesACorruptEntry(t *testing.T) {
 // when its size or time changes.
 func TestSearchHashesAChangedFile(t *testing.T) {
 	srv := semsearchtest.Start(t)
-	e := newEngine(t, srv.URL, t.TempDir())
+	e := semsearchtest.Engine(t, srv.URL, t.TempDir())
 	ctx := context.Background()
 	reads := 0
-	content := configGo
+	content := semsearchtest.ConfigGo
 	mtime := time.Unix(1000, 0)
 	doc := func() []semsearch.Doc {
 		return []semsearch.Doc{{Path: "/h/cfg.go", Key: "h/cfg.go", ModTime: mtime, Size: int64(len(content)),
@@ -162,7 +129,7 @@ func TestSearchHashesAChangedFile(t *testing.T) {
 	_, _, err = e.Search(ctx, "zzz unrelated", doc(), 10)
 	require.NoError(t, err)
 	assert.Equal(t, 1, reads, "same size and time: not hashed again")
-	content, mtime = notesMD, time.Unix(2000, 0)
+	content, mtime = semsearchtest.NotesMD, time.Unix(2000, 0)
 	hits, st, err := e.Search(ctx, "socket requests", doc(), 10)
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.EmbeddedBlobs)
@@ -175,12 +142,12 @@ func TestSearchHashesAChangedFile(t *testing.T) {
 func TestSearchEndpointDown(t *testing.T) {
 	srv := semsearchtest.Start(t)
 	srv.Status.Store(503)
-	_, _, err := newEngine(t, srv.URL, t.TempDir()).Search(context.Background(), "config", docs(map[string]string{"/cfg.go": configGo}), 10)
+	_, _, err := semsearchtest.Engine(t, srv.URL, t.TempDir()).Search(context.Background(), "config", docs(map[string]string{"/cfg.go": semsearchtest.ConfigGo}), 10)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "embeddings endpoint "+srv.URL+" answered 503 Service Unavailable")
 	assert.Contains(t, err.Error(), "model not loaded")
 
-	_, _, err = newEngine(t, "http://127.0.0.1:1", t.TempDir()).Search(context.Background(), "config", nil, 10)
+	_, _, err = semsearchtest.Engine(t, "http://127.0.0.1:1", t.TempDir()).Search(context.Background(), "config", nil, 10)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "embeddings endpoint http://127.0.0.1:1 is unreachable: connection refused")
 }
@@ -234,15 +201,15 @@ func TestTreeListKeptPerCommit(t *testing.T) {
 		calls++
 		return []semsearch.TreeFile{{Path: "a b.go", OID: strings.Repeat("01", 20), Size: 3}, {Path: "dir/\"q\".txt", OID: strings.Repeat("02", 20), Size: 4}}, complete, nil
 	}
-	_, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
+	_, err := semsearchtest.Engine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(cache, "semsearch", "trees", commit, tree))
 	require.ErrorIs(t, err, os.ErrNotExist, "an incomplete list is not kept")
 	complete = true
 	calls = 0
-	first, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
+	first, err := semsearchtest.Engine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
 	require.NoError(t, err)
-	again, err := newEngine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
+	again, err := semsearchtest.Engine(t, srv.URL, cache).Tree(context.Background(), commit, tree, list)
 	require.NoError(t, err)
 	assert.Equal(t, first, again)
 	assert.Equal(t, 1, calls)

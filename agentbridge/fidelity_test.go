@@ -278,6 +278,35 @@ func TestFidelityCursor(t *testing.T) {
 	}
 }
 
+// TestFidelityCursorOptional: readLints and semSearch take exactly the
+// arguments of the SDK's ReadLintsArgs and SemSearchArgs, required where
+// they are, and the SDK still has tool calls of those names.
+func TestFidelityCursorOptional(t *testing.T) {
+	pkgs := fidelityPackages(t)
+	src, err := os.ReadFile(filepath.Join(pkgs["cursor"], "dist", "cjs", "vendor", "cursor-sdk-shared", "tool-call-types.d.ts"))
+	require.NoError(t, err)
+	field := regexp.MustCompile(`(?m)^\s{4}(\w+): (z\.ZodOptional<)?`)
+	for _, c := range []struct {
+		tool   *dialectTool
+		schema string
+	}{{lintTool, "ReadLintsArgsSchema"}, {semSearchTool, "SemSearchArgsSchema"}} {
+		start := bytes.Index(src, []byte("export declare const "+c.schema+": z.ZodObject<{"))
+		require.GreaterOrEqual(t, start, 0, "@cursor/sdk %s has no %s", fidelityCursor, c.schema)
+		block := src[start:]
+		block = block[:bytes.Index(block, []byte(`}, "strip"`))]
+		want := map[string]bool{} // argument -> required
+		for _, m := range field.FindAllSubmatch(block, -1) {
+			want[string(m[1])] = len(m[2]) == 0
+		}
+		got := map[string]bool{}
+		for k, p := range schemaProps(t, c.tool) {
+			got[k] = p.req
+		}
+		assert.Equal(t, want, got, "%s against @cursor/sdk %s %s", c.tool.name, fidelityCursor, c.schema)
+		assert.Contains(t, string(src), `type: z.ZodLiteral<"`+c.tool.name+`">`, "@cursor/sdk %s has no %s tool call", fidelityCursor, c.tool.name)
+	}
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {

@@ -47,6 +47,11 @@ type WritableGitOptions struct {
 	// Branch is the branch the .git's HEAD names ("" is the source's
 	// current one, or a detached HEAD: gitfs.DotGitOptions).
 	Branch string
+	// Worktree is where git runs in the checkout: the mount's path in the
+	// shell tool's namespace (its prefix, /repo). A new .git's index then
+	// carries git's untracked cache for it, so git's first status reads
+	// no directory (gitfs.DotGitOptions.Worktree). "" writes none.
+	Worktree string
 	// HookProgram is the program git runs as the fsmonitor hook:
 	// "PROGRAM fsmonitor SOCKET 2 TOKEN" (the vfsmount binary). "" sets no
 	// hook: git then checks every file itself.
@@ -114,7 +119,7 @@ func NewWritableGit(ctx context.Context, git *gitfs.FS, upper mounts.FS, opts Wr
 	a, err := w.Stat(ctx, dotGit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeDotGit(ctx, opts.Branch, w, objects); err != nil {
+		if err := writeDotGit(ctx, opts, w, objects); err != nil {
 			return nil, fmt.Errorf("writing .git: %w", err)
 		}
 	case err != nil:
@@ -153,16 +158,21 @@ func (w *WritableGit) FSMonitorSocket() string { return w.fsmSocket }
 func (w *WritableGit) ShellBinds() []agentbridge.ShellBind { return w.binds }
 
 // writeDotGit writes a new .git for the commit.
-func writeDotGit(ctx context.Context, branch string, w *WritableGit, objects string) error {
-	token := w.Journal().Token()
+func writeDotGit(ctx context.Context, opts WritableGitOptions, w *WritableGit, objects string) error {
+	token, worktree := w.Journal().Token(), ""
 	changes, err := w.Changes(ctx)
 	if err != nil {
 		return err
 	}
-	if len(changes) > 0 {
+	switch {
+	case len(changes) > 0:
 		token = staleToken
+	case opts.HookProgram != "":
+		// The checkout is the commit's tree, and the hook will say what
+		// changes: git may trust an untracked cache of it.
+		worktree = opts.Worktree
 	}
-	files, err := w.Git().DotGit(ctx, gitfs.DotGitOptions{Branch: branch, Token: token, ObjectsDir: objects})
+	files, err := w.Git().DotGit(ctx, gitfs.DotGitOptions{Branch: opts.Branch, Token: token, Worktree: worktree, ObjectsDir: objects})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,50 @@ func hookSocket(t *testing.T, r string) string {
 	return string(m[1])
 }
 
+// TestE2EGitFirstStatus: the first git status in a new writable /repo, run
+// where the shell tool runs it, reads no directory (the index the mount
+// makes carries git's untracked cache, and the fsmonitor hook says nothing
+// changed); and what changes after is what git in a native checkout finds:
+// the same commands, the same status.
+func TestE2EGitFirstStatus(t *testing.T) {
+	files := map[string]string{"a.txt": "a\n", "top/.gitignore": "*.log\n"}
+	for _, d := range []string{"top/x", "top/x/deep", "top/y", "z"} {
+		files[d+"/f.txt"] = d + "\n"
+	}
+	repo, _ := testutil.GitRepo(t, files)
+	changes := `
+		echo n > top/x/deep/new.txt
+		mkdir -p top/new/dir && echo n > top/new/dir/f.txt
+		echo n > root.txt && echo l > top/y/skip.log && echo l > z/kept.log
+		echo '*.tmp' > z/.gitignore && echo t > z/t.tmp
+		rm top/x/f.txt
+	`
+	native := filepath.Join(t.TempDir(), "native")
+	testutil.Git(t, filepath.Dir(native), "clone", "-q", repo, native)
+	sh(t, native, changes)
+	want := sh(t, native, "git status --porcelain")
+	require.Contains(t, want, "?? top/new/", "the oracle sees the changes")
+
+	code, stdout, stderr := runBinary(t, "exec", "--mount", "type=git,src="+repo+",dst=/repo,writable", "--", "sh", "-c", `
+		cd /repo
+		GIT_TRACE2_PERF=/tmp/first git status --porcelain
+		grep -o 'read_directo.*' /tmp/first | grep -E 'opendir|node-creation|directories-visited'
+		echo ---
+		`+changes+`
+		git status --porcelain
+		echo ---
+		git status --porcelain
+	`)
+	require.Equal(t, 0, code, stderr)
+	parts := strings.Split(stdout, "---\n")
+	require.Len(t, parts, 3, stdout)
+	assert.Regexp(t, `directories-visited:6\n`, parts[0], "git walked the tree from the cache")
+	assert.Regexp(t, `opendir:0\n`, parts[0], "the first status read no directory")
+	assert.Regexp(t, `node-creation:0\n`, parts[0])
+	assert.Equal(t, want, parts[1], "after the changes, the native checkout's status")
+	assert.Equal(t, want, parts[2], "again, from the cache git wrote")
+}
+
 // TestE2EGitInRepo runs git in a writable /repo through the kernel, as in a
 // checkout of the commit: every command of the issue, its effect checked.
 func TestE2EGitInRepo(t *testing.T) {

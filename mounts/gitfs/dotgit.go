@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sync/errgroup"
@@ -48,6 +49,12 @@ type DotGitOptions struct {
 	Branch string
 	// Token is the fsmonitor token the index carries ("" for none).
 	Token string
+	// Worktree, with a Token, is where git runs in the checkout (the
+	// shell's path of the mount, /repo): the index then carries git's
+	// untracked cache for it, saying no directory holds an untracked
+	// file (dotgit_untracked.go). Give it only for a checkout that is
+	// the commit's tree, unchanged; "" writes none.
+	Worktree string
 	// ObjectsDir is the source's object directory, as ObjectsDir
 	// returns it; "" asks for it.
 	ObjectsDir string
@@ -69,7 +76,7 @@ func (f *FS) DotGit(ctx context.Context, o DotGitOptions) (map[string][]byte, er
 			return nil, err
 		}
 	}
-	index, err := f.index(ctx, o.Token)
+	index, err := f.index(ctx, o.Token, o.Worktree)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +169,9 @@ type cacheTree struct {
 // index is the commit's tree as a version 2 index file (git's
 // Documentation/gitformat-index.txt), with the stat data the mount reports,
 // a cache-tree extension (TREE) and, with a token, an fsmonitor extension
-// (FSMN) saying no entry is dirty as of that token.
-func (f *FS) index(ctx context.Context, token string) ([]byte, error) {
+// (FSMN) saying no entry is dirty as of that token, preceded, with a
+// worktree, by the untracked cache (UNTR), which git must read first.
+func (f *FS) index(ctx context.Context, token, worktree string) ([]byte, error) {
 	var ents []indexEntry
 	root, err := f.indexWalk(ctx, f.root, ".", "", &ents)
 	if err != nil {
@@ -233,18 +241,34 @@ func (f *FS) index(ctx context.Context, token string) ([]byte, error) {
 	b.WriteString("TREE")
 	be32(&b, uint32(tb.Len()))
 	b.Write(tb.Bytes())
+	if token != "" && worktree != "" {
+		var uts syscall.Utsname
+		if err := syscall.Uname(&uts); err != nil {
+			return nil, fmt.Errorf("gitfs: uname: %w", err)
+		}
+		var sysname []byte
+		for _, c := range uts.Sysname {
+			if c == 0 {
+				break
+			}
+			sysname = append(sysname, byte(c))
+		}
+		var ub bytes.Buffer
+		if err := f.writeUntracked(ctx, &ub, untrackedTree(ents), worktree, string(sysname)); err != nil {
+			return nil, err
+		}
+		b.WriteString("UNTR")
+		be32(&b, uint32(ub.Len()))
+		b.Write(ub.Bytes())
+	}
 	if token != "" {
 		var fb bytes.Buffer
 		be32(&fb, 2) // extension version 2: an opaque token
 		fb.WriteString(token)
 		fb.WriteByte(0)
-		// An empty EWAH bitmap (no entry dirty): bit size 0, one
-		// running-length word of 0, that word's position 0.
+		// An empty EWAH bitmap: no entry dirty.
 		var ewah bytes.Buffer
-		be32(&ewah, 0)
-		be32(&ewah, 1)
-		ewah.Write(make([]byte, 8))
-		be32(&ewah, 0)
+		writeEWAH(&ewah, nil)
 		be32(&fb, uint32(ewah.Len()))
 		fb.Write(ewah.Bytes())
 		b.WriteString("FSMN")

@@ -1,6 +1,7 @@
 package gitfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -86,4 +87,13 @@ func TestDotGit(t *testing.T) {
 	sub := openFS(t, Options{Src: src, Subdir: "d"})
 	_, err = sub.DotGit(ctx, DotGitOptions{})
 	assert.Error(t, err, "a subdir is not the commit's root")
+}
+
+// TestPutVarint: git's varint.c encodings (each continued group one less).
+func TestPutVarint(t *testing.T) {
+	for v, want := range map[uint64][]byte{0: {0}, 127: {127}, 128: {0x80, 0x00}, 255: {0x80, 0x7f}, 16511: {0xff, 0x7f}, 16512: {0x80, 0x80, 0x00}} {
+		var b bytes.Buffer
+		putVarint(&b, v)
+		assert.Equal(t, want, b.Bytes(), "%d", v)
+	}
 }

@@ -99,6 +99,12 @@ func runMount(ctx context.Context, a *app, wf *workspaceFlags, passthrough bool,
 	if err := checkUppers(cfg.Mounts, abs); err != nil {
 		return err
 	}
+	// git runs at the mountpoint here, not in the shell tool's namespace,
+	// and names it by its real path.
+	cfg.WorktreeRoot = abs
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		cfg.WorktreeRoot = real
+	}
 	switch state {
 	case fusefs.StateLive:
 		return &exitError{code: exitFailure, err: fmt.Errorf(

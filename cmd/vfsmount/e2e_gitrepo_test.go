@@ -70,6 +70,19 @@ func TestE2EGitFirstStatus(t *testing.T) {
 	assert.Regexp(t, `node-creation:0\n`, parts[0])
 	assert.Equal(t, want, parts[1], "after the changes, the native checkout's status")
 	assert.Equal(t, want, parts[2], "again, from the cache git wrote")
+
+	// vfsmount mount: git runs at the mountpoint, and the cache is for it.
+	mnt := t.TempDir()
+	startMount(t, mnt, "--mount", "type=git,src="+repo+",dst=/repo,writable")
+	first := filepath.Join(t.TempDir(), "first")
+	cmd := exec.Command("git", "status", "--porcelain")
+	cmd.Dir, cmd.Env = filepath.Join(mnt, "repo"), append(os.Environ(), "GIT_TRACE2_PERF="+first)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, string(out))
+	trace, err := os.ReadFile(first)
+	require.NoError(t, err)
+	assert.Regexp(t, `opendir:0\n`, string(trace), "the first status at the mountpoint read no directory")
 }
 
 // TestE2EGitInRepo runs git in a writable /repo through the kernel, as in a

@@ -57,6 +57,9 @@ type buildEnv struct {
 	// HookProgram is git's fsmonitor hook program for writable git
 	// mounts (workspaceConfig.HookProgram).
 	HookProgram string
+	// Worktree is where git runs in the workspace
+	// (workspaceConfig.WorktreeRoot): "" is the shell tool's namespace.
+	Worktree string
 	// Self is this program's binary, what a remote mount installs as its
 	// peer ("" when it cannot be told: a test binary).
 	Self string

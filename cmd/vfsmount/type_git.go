@@ -206,7 +206,7 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 	w, err := workspace.NewWritableGit(ctx, f, upper, workspace.WritableGitOptions{
 		Overlay:     overlayfs.Options{Logger: env.Logger},
 		Branch:      spec.String("branch"),
-		Worktree:    spec.Dst,
+		Worktree:    filepath.Join(env.Worktree, spec.Dst),
 		HookProgram: env.HookProgram,
 		Logger:      env.Logger,
 	})

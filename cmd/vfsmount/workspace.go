@@ -76,6 +76,11 @@ type workspaceConfig struct {
 	// writable git mount (this binary; "" for none): set by the process's
 	// entry point, which knows what binary it is.
 	HookProgram string
+	// WorktreeRoot is where git runs in the workspace: "" is the shell
+	// tool's namespace, where a mount is at its path (/repo); the mount
+	// command sets its mountpoint, where git runs at MNT/repo. A writable
+	// git mount's new .git holds git's untracked cache for that path.
+	WorktreeRoot string
 	// Store is where checkpoints are pushed (nil: nowhere); resume is the
 	// checkpoint the mounts are brought back from (nil: none).
 	Store  *storeSettings
@@ -252,6 +257,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			Gid:         uint32(os.Getgid()),
 			Git:         cfg.Git,
 			HookProgram: cfg.HookProgram,
+			Worktree:    cfg.WorktreeRoot,
 			Self:        cfg.HookProgram,
 			Resume:      cfg.resume,
 		}

@@ -22,6 +22,7 @@ ARG VERSION=dev
 # CGO_ENABLED=0: a static binary, independent of the base image's libc.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
         -o /out/vfsmount ./cmd/vfsmount \
+    && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/vfsmount-fsmonitor ./cmd/vfsmount-fsmonitor \
     && /out/vfsmount version
 
 FROM debian:bookworm-slim
@@ -31,6 +32,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends fuse3 bubblewrap ca-certificates bash \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/vfsmount /usr/local/bin/vfsmount
+# git's fsmonitor hook for writable git mounts, found beside vfsmount.
+COPY --from=build /out/vfsmount-fsmonitor /usr/local/bin/vfsmount-fsmonitor
 # Git mounts clone URL sources here; mount a volume to keep clones.
 ENV XDG_CACHE_HOME=/var/cache
 RUN mkdir -p /var/cache/vfsmount

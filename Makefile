@@ -2,6 +2,9 @@
 
 GO        ?= go
 BIN       := bin/vfsmount
+# git's fsmonitor hook for writable git mounts: a small program vfsmount
+# names as the hook when it finds it beside itself.
+HOOKBIN   := bin/vfsmount-fsmonitor
 MNT       := mnt
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
@@ -27,8 +30,9 @@ FIDELITY_DIR ?= $(HOME)/.cache/vfsmount-fidelity
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/vfsmount (static: a remote mount installs this binary as its peer on another machine)
+build: ## build bin/vfsmount (static: a remote mount installs this binary as its peer on another machine) and its git hook bin/vfsmount-fsmonitor
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/vfsmount
+	CGO_ENABLED=0 $(GO) build -o $(HOOKBIN) ./cmd/vfsmount-fsmonitor
 
 test: ## run every test, FUSE integration tests included (VFSMOUNT_REQUIRE_FUSE=1 makes a missing /dev/fuse fail)
 	$(GO) test -count=1 -timeout $(TIMEOUT) ./...
@@ -91,15 +95,16 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 .PHONY: install uninstall
 
-install: build ## install bin/vfsmount into PREFIX/bin (PREFIX=/usr/local), with bash, zsh and fish completions
+install: build ## install bin/vfsmount and its git hook into PREFIX/bin (PREFIX=/usr/local), with bash, zsh and fish completions
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/vfsmount
+	install -D -m 0755 $(HOOKBIN) $(DESTDIR)$(PREFIX)/bin/vfsmount-fsmonitor
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vfsmount
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_vfsmount
 	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/vfsmount.fish
 
 uninstall: ## remove what make install installed
-	rm -f $(DESTDIR)$(PREFIX)/bin/vfsmount \
+	rm -f $(DESTDIR)$(PREFIX)/bin/vfsmount $(DESTDIR)$(PREFIX)/bin/vfsmount-fsmonitor \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/vfsmount \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_vfsmount \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/vfsmount.fish

@@ -101,10 +101,13 @@ func run(o *options, verbose bool) error {
 		return err
 	}
 	bin := filepath.Join(root, "bin", "vfsmount")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/vfsmount")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build: %w", err)
+	// As make build: the binary, and beside it the git hook it names.
+	for _, b := range [][2]string{{bin, "./cmd/vfsmount"}, {filepath.Join(root, "bin", "vfsmount-fsmonitor"), "./cmd/vfsmount-fsmonitor"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build %s: %w", b[1], err)
+		}
 	}
 	suites := map[string]func(*options, string, bool) error{
 		"memory": runMemory, "host": runHost, "git": runGit, "overlay": runOverlay, "grep": runGrep,

@@ -52,10 +52,11 @@ type WritableGitOptions struct {
 	// carries git's untracked cache for it, so git's first status reads
 	// no directory (gitfs.DotGitOptions.Worktree). "" writes none.
 	Worktree string
-	// HookProgram is the program git runs as the fsmonitor hook:
-	// "PROGRAM fsmonitor SOCKET 2 TOKEN" (the vfsmount binary). "" sets no
-	// hook: git then checks every file itself.
-	HookProgram string
+	// Hook is the command git runs as the fsmonitor hook, before SOCKET
+	// VERSION TOKEN: the vfsmount binary and "fsmonitor", or the
+	// vfsmount-fsmonitor program. Empty sets no hook: git then checks
+	// every file itself.
+	Hook []string
 	// Logger receives its logs (nil: silent).
 	Logger *slog.Logger
 }
@@ -110,9 +111,13 @@ func NewWritableGit(ctx context.Context, git *gitfs.FS, upper mounts.FS, opts Wr
 		}
 	}
 	hook := ""
-	if exe := opts.HookProgram; exe != "" {
-		w.binds = append(w.binds, agentbridge.ShellBind{Path: exe}, agentbridge.ShellBind{Path: srv.path, Writable: true})
-		hook = "\tfsmonitor = " + gitConfigQuote(shellQuote(exe)+" fsmonitor "+shellQuote(srv.path)) + "\n" +
+	if len(opts.Hook) > 0 {
+		w.binds = append(w.binds, agentbridge.ShellBind{Path: opts.Hook[0]}, agentbridge.ShellBind{Path: srv.path, Writable: true})
+		var words []string
+		for _, a := range append(slices.Clone(opts.Hook), srv.path) {
+			words = append(words, shellQuote(a))
+		}
+		hook = "\tfsmonitor = " + gitConfigQuote(strings.Join(words, " ")) + "\n" +
 			"\tfsmonitorHookVersion = 2\n"
 	}
 
@@ -167,7 +172,7 @@ func writeDotGit(ctx context.Context, opts WritableGitOptions, w *WritableGit, o
 	switch {
 	case len(changes) > 0:
 		token = staleToken
-	case opts.HookProgram != "":
+	case len(opts.Hook) > 0:
 		// The checkout is the commit's tree, and the hook will say what
 		// changes: git may trust an untracked cache of it.
 		worktree = opts.Worktree

@@ -176,3 +176,17 @@ func TestServeRefusesBadListen(t *testing.T) {
 		assert.Contains(t, errOut, "serve: --listen")
 	}
 }
+
+// TestFSMonitorHook: the hook is vfsmount-fsmonitor where it is beside the
+// binary and can run, else the binary's fsmonitor command.
+func TestFSMonitorHook(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "vfsmount")
+	assert.Nil(t, fsmonitorHook(""))
+	assert.Equal(t, []string{self, "fsmonitor"}, fsmonitorHook(self))
+	helper := filepath.Join(dir, "vfsmount-fsmonitor")
+	require.NoError(t, os.WriteFile(helper, nil, 0o644))
+	assert.Equal(t, []string{self, "fsmonitor"}, fsmonitorHook(self), "not executable")
+	require.NoError(t, os.Chmod(helper, 0o755))
+	assert.Equal(t, []string{helper}, fsmonitorHook(self))
+}

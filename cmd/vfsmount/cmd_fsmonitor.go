@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"strings"
-	"time"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vfsmount/vfsmount/internal/fsmhook"
 )
 
 // git's fsmonitor hook (core.fsmonitor, hook protocol version 2) for the
@@ -25,12 +22,9 @@ import (
 // tool binds the socket and this binary at the same paths in its namespace,
 // so the hook works there as on the workstation.
 //
-// The wire protocol is the hook's own: the client sends "VERSION\nTOKEN\n";
-// the server answers the bytes git wants on the hook's stdout — the next
-// token, NUL, then each changed path and NUL, or "/" NUL when it cannot tell
-// (a token of another run, or older than what the journal remembers) —
-// and closes. Anything else (version 1, a daemon gone) is an error: git then
-// checks every file, which is slow but correct.
+// The client and its wire protocol are package fsmhook's, which the small
+// vfsmount-fsmonitor program shares: where that program is beside this
+// binary, the .git names it instead (fsmonitorHook), as it starts faster.
 
 func fsmonitorCommand(a *app) *cobra.Command {
 	return &cobra.Command{
@@ -48,7 +42,7 @@ answer: git then checks every file itself.`,
 		Args:              exactArgs(3),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ans, err := queryFSMonitor(cmd.Context(), args[0], args[1], args[2])
+			ans, err := fsmhook.Query(cmd.Context(), args[0], args[1], args[2])
 			if err != nil {
 				return &exitError{code: exitFailure, err: err}
 			}
@@ -58,30 +52,22 @@ answer: git then checks every file itself.`,
 	}
 }
 
-// queryFSMonitor asks the daemon on sock what changed since token.
-func queryFSMonitor(ctx context.Context, sock, version, token string) ([]byte, error) {
-	if version != "2" {
-		return nil, fmt.Errorf("fsmonitor: hook protocol version %s: only version 2 is served (set core.fsmonitorHookVersion=2)", version)
+// fsmonitorHookHelper is the small program that answers the hook as the
+// fsmonitor command does (cmd/vfsmount-fsmonitor).
+const fsmonitorHookHelper = "vfsmount-fsmonitor"
+
+// fsmonitorHook is the command git runs as a writable git mount's
+// fsmonitor hook, before SOCKET VERSION TOKEN: vfsmount-fsmonitor beside
+// this binary when it is there (it starts in about a quarter of this
+// binary's time, which every git status pays), else this binary's
+// fsmonitor command; none without a binary (self "").
+func fsmonitorHook(self string) []string {
+	if self == "" {
+		return nil
 	}
-	if strings.ContainsAny(token, "\n\x00") {
-		return nil, errors.New("fsmonitor: bad token")
+	helper := filepath.Join(filepath.Dir(self), fsmonitorHookHelper)
+	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		return []string{helper}
 	}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(ctx, "unix", sock)
-	if err != nil {
-		return nil, fmt.Errorf("fsmonitor: no vfsmount answers on %s: %w", sock, err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(c, version+"\n"+token+"\n"); err != nil {
-		return nil, fmt.Errorf("fsmonitor: %w", err)
-	}
-	ans, err := io.ReadAll(c)
-	if err != nil {
-		return nil, fmt.Errorf("fsmonitor: %w", err)
-	}
-	if i := strings.IndexByte(string(ans), 0); i <= 0 {
-		return nil, errors.New("fsmonitor: the daemon sent no token")
-	}
-	return ans, nil
+	return []string{self, "fsmonitor"}
 }

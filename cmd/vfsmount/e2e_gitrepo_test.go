@@ -18,12 +18,13 @@ import (
 	"github.com/vfsmount/vfsmount/internal/testutil"
 )
 
-// hookSocket is the fsmonitor socket the mount's .git names.
+// hookSocket is the fsmonitor socket the mount's .git names: the hook
+// command's last word.
 func hookSocket(t *testing.T, r string) string {
 	t.Helper()
 	conf, err := os.ReadFile(filepath.Join(r, ".git", "vfsmount.config"))
 	require.NoError(t, err)
-	m := regexp.MustCompile(`fsmonitor '([^']+)'`).FindSubmatch(conf)
+	m := regexp.MustCompile(`fsmonitor = "[^"]* '([^']+)'"`).FindSubmatch(conf)
 	require.NotNil(t, m, "the config names the hook: %s", conf)
 	return string(m[1])
 }
@@ -186,6 +187,21 @@ func TestE2EGitInRepo(t *testing.T) {
 	code, _, stderr = runBinary(t, "fsmonitor", sock, "1", tok2)
 	assert.Equal(t, 1, code, "version 1 is not served")
 	assert.Contains(t, stderr, "version 2")
+	// The .git names the small hook program beside the binary, which
+	// answers as the fsmonitor command does.
+	helper := filepath.Join(filepath.Dir(binary(t)), "vfsmount-fsmonitor")
+	conf, err := os.ReadFile(filepath.Join(r, ".git", "vfsmount.config"))
+	require.NoError(t, err)
+	assert.Contains(t, string(conf), `fsmonitor = "'`+helper+`' '`+sock+`'"`)
+	out, err := exec.Command(helper, sock, "2", tok2).Output()
+	require.NoError(t, err)
+	_, rest, _ = strings.Cut(string(out), "\x00")
+	assert.Equal(t, "dir/b.txt\x00n\x00n/\x00n/x\x00", rest)
+	var ee *exec.ExitError
+	_, err = exec.Command(helper, sock, "1", tok2).Output()
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(ee.Stderr), "version 2")
 	assert.Equal(t, " M dir/b.txt\n?? n/\n", sh(t, r, "git status --porcelain"))
 
 	// A reset through the control socket is a change git hears of too.

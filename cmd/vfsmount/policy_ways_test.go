@@ -24,6 +24,7 @@ import (
 	"github.com/vfsmount/vfsmount/agentbridge"
 	"github.com/vfsmount/vfsmount/agentbridge/jsonrpc"
 	"github.com/vfsmount/vfsmount/agentbridge/semsearch/semsearchtest"
+	"github.com/vfsmount/vfsmount/internal/fsmhook"
 	"github.com/vfsmount/vfsmount/internal/fusetest"
 	"github.com/vfsmount/vfsmount/internal/testutil"
 	"github.com/vfsmount/vfsmount/mounts"
@@ -245,7 +246,7 @@ var ways = []way{
 		w := s.repoOverlay(t)
 		token := w.Journal().Token()
 		s.operatorWrite(t, p, "API_KEY=after\n")
-		ans, err := queryFSMonitor(context.Background(), w.FSMonitorSocket(), "2", token)
+		ans, err := fsmhook.Query(context.Background(), w.FSMonitorSocket(), "2", token)
 		return strings.ReplaceAll(string(ans), "\x00", "\n"), err
 	}},
 

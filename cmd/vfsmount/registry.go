@@ -54,9 +54,9 @@ type buildEnv struct {
 	Uid, Gid uint32
 	// Git holds the workspace-wide git settings (cache, offline).
 	Git gitSettings
-	// HookProgram is git's fsmonitor hook program for writable git
-	// mounts (workspaceConfig.HookProgram).
-	HookProgram string
+	// Hook is git's fsmonitor hook command for writable git mounts
+	// (fsmonitorHook).
+	Hook []string
 	// Worktree is where git runs in the workspace
 	// (workspaceConfig.WorktreeRoot): "" is the shell tool's namespace.
 	Worktree string

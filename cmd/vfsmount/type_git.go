@@ -204,11 +204,11 @@ func buildWritable(ctx context.Context, spec *mountSpec, env *buildEnv, f *gitfs
 		}
 	}
 	w, err := workspace.NewWritableGit(ctx, f, upper, workspace.WritableGitOptions{
-		Overlay:     overlayfs.Options{Logger: env.Logger},
-		Branch:      spec.String("branch"),
-		Worktree:    filepath.Join(env.Worktree, spec.Dst),
-		HookProgram: env.HookProgram,
-		Logger:      env.Logger,
+		Overlay:  overlayfs.Options{Logger: env.Logger},
+		Branch:   spec.String("branch"),
+		Worktree: filepath.Join(env.Worktree, spec.Dst),
+		Hook:     env.Hook,
+		Logger:   env.Logger,
 	})
 	switch {
 	case errors.Is(err, overlayfs.ErrOtherLower), errors.Is(err, overlayfs.ErrBadUpper):

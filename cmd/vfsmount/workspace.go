@@ -72,9 +72,10 @@ type workspaceConfig struct {
 	Checkpoint checkpointSettings
 	// Lints are the linters of the readLints tool (lints_config.go).
 	Lints []agentbridge.Linter
-	// HookProgram is the program git runs as the fsmonitor hook of a
-	// writable git mount (this binary; "" for none): set by the process's
-	// entry point, which knows what binary it is.
+	// HookProgram is this binary ("" when it cannot be told): git's
+	// fsmonitor hook for a writable git mount (fsmonitorHook) and a remote
+	// mount's peer. Set by the process's entry point, which knows what
+	// binary it is.
 	HookProgram string
 	// WorktreeRoot is where git runs in the workspace: "" is the shell
 	// tool's namespace, where a mount is at its path (/repo); the mount
@@ -252,14 +253,14 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			return nil, specErrorf(spec.Origin, "unknown mount type %q", spec.Type)
 		}
 		env := &buildEnv{
-			Logger:      logger.With("mount", spec.Dst),
-			Uid:         uint32(os.Getuid()),
-			Gid:         uint32(os.Getgid()),
-			Git:         cfg.Git,
-			HookProgram: cfg.HookProgram,
-			Worktree:    cfg.WorktreeRoot,
-			Self:        cfg.HookProgram,
-			Resume:      cfg.resume,
+			Logger:   logger.With("mount", spec.Dst),
+			Uid:      uint32(os.Getuid()),
+			Gid:      uint32(os.Getgid()),
+			Git:      cfg.Git,
+			Hook:     fsmonitorHook(cfg.HookProgram),
+			Worktree: cfg.WorktreeRoot,
+			Self:     cfg.HookProgram,
+			Resume:   cfg.resume,
 		}
 		fsys, err := mt.Build(ctx, spec, env)
 		closers = append(closers, env.onClose...)

@@ -40,7 +40,8 @@ var builds struct {
 }
 
 // Binary builds cmd/vfsmount with the given go build flags, once per test
-// binary and set of flags, outside any FUSE mount, and returns its path.
+// binary and set of flags, outside any FUSE mount, and returns its path;
+// cmd/vfsmount-fsmonitor is built beside it, as make build does.
 // Without flags, $VFSMOUNT_BINARY (a release candidate to test as it is)
 // is used instead when set. Tests that use it call [Main] from TestMain.
 func Binary(tb testing.TB, flags ...string) string {
@@ -60,6 +61,12 @@ func Binary(tb testing.TB, flags ...string) string {
 			tb.Fatalf("build vfsmount: %v", err)
 		}
 		builds.dir, builds.bins = dir, map[string]string{}
+		// Beside every binary, as make build puts it: the small program
+		// the binaries name as git's fsmonitor hook when it is there.
+		args := []string{"build", "-o", filepath.Join(dir, "vfsmount-fsmonitor"), "github.com/vfsmount/vfsmount/cmd/vfsmount-fsmonitor"}
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			tb.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
 	p := filepath.Join(builds.dir, fmt.Sprintf("vfsmount-%d", len(builds.bins)))
 	args := append(append([]string{"build"}, flags...), "-o", p, "github.com/vfsmount/vfsmount/cmd/vfsmount")

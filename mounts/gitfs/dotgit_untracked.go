@@ -60,7 +60,8 @@ func untrackedTree(ents []indexEntry) *untrackedDir {
 			parent, name = p[:i], p[i+1:]
 		}
 		d := &untrackedDir{name: name, dir: p}
-		get(parent).subs = append(get(parent).subs, d)
+		pd := get(parent)
+		pd.subs = append(pd.subs, d)
 		dirs[p] = d
 		return d
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -285,12 +286,14 @@ func TestHostEscapeRaceThroughKernel(t *testing.T) {
 func TestHostDifferential(t *testing.T) {
 	src := t.TempDir()
 	w := newHostWorkspace(t, src)
-	hostDifferential(t, w.host("."), src)
+	hostDifferential(t, w.host("."), src, 0)
 }
 
 // hostDifferential is the differential of a mount at mnt that serves the
-// host directory src (a host mount, or a remote mount's peer).
-func hostDifferential(t *testing.T, mnt, src string) {
+// host directory src (a host mount, or a remote mount's peer). lag is how
+// long the directory behind the mount may take to show the last writes (0:
+// it must at once).
+func hostDifferential(t *testing.T, mnt, src string, lag time.Duration) {
 	const ops = 2500
 	rng := diffRand(t)
 	ref := t.TempDir()
@@ -366,6 +369,11 @@ func hostDifferential(t *testing.T, mnt, src string) {
 	t.Logf("%d of %d operations succeeded; %d entries in the final tree", succeeded, i, len(want))
 	require.Greater(t, succeeded, i/4, "the sequence must mostly do things, not fail")
 	require.Greater(t, len(want), 10, "the sequence must leave a tree worth comparing")
+	if lag > 0 {
+		// The machine behind the mount may see the last writes a moment
+		// late (see TestRemoteDifferential): wait for that state.
+		_ = waitFor(lag, func() bool { return reflect.DeepEqual(want, treeOf(t, src)) })
+	}
 	assert.Equal(t, want, treeOf(t, src), "the host directory behind the mount")
 	// Attributes the kernel cached expire after a second (fusefs's
 	// mutable timeout); then the view through the mount must agree too.
@@ -498,4 +506,17 @@ func TestHostListingsFollowOutsideChanges(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond)
 		assert.NotContains(t, names(dir), "new", "%s: a file removed behind the mount is gone", dir)
 	}
+}
+
+// waitFor polls cond until it holds or d has passed, and reports whether
+// it held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }

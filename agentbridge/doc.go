@@ -181,6 +181,7 @@
 //     Limits.MaxShellTimeout; its processes end with it. Jobs a command
 //     left running (`server &`) are kept until they end or the session
 //     does, with no time limit; a call without a session stops them. Under
-//     a terminal (tty) and on a remote mount's machine a command ends with
-//     its process, jobs included.
+//     a terminal (tty) a command ends with its process, jobs included; on
+//     a remote mount's machine the session does not keep a command's jobs
+//     (the call ends with its shell; their later output is not kept).
 package agentbridge

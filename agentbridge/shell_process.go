@@ -94,8 +94,9 @@ type procSpec struct {
 
 // cwdTrap reports the shell's final directory on fd 3 and keeps its exit
 // status. It is on the command's first line so bash's line numbers in
-// error messages are the caller's. A remote command's shell runs it:
-// there the command ends with the process.
+// error messages are the caller's. A remote command's shell runs it (and
+// a terminal's): there the call ends with the shell, and the session does
+// not keep its jobs.
 const cwdTrap = `trap '__vfsmount_rc=$?; printf "%s\0" "$PWD" 2>/dev/null >&3; exit $__vfsmount_rc' EXIT; `
 
 // jobTrap is cwdTrap with the exit status and the number of jobs the

@@ -372,7 +372,8 @@ func hostDifferential(t *testing.T, mnt, src string, lag time.Duration) {
 	if lag > 0 {
 		// The machine behind the mount may see the last writes a moment
 		// late (see TestRemoteDifferential): wait for that state.
-		_ = waitFor(lag, func() bool { return reflect.DeepEqual(want, treeOf(t, src)) })
+		assert.Eventually(t, func() bool { return reflect.DeepEqual(want, treeOf(t, src)) }, lag, 20*time.Millisecond,
+			"the host directory behind the mount, within %v", lag)
 	}
 	assert.Equal(t, want, treeOf(t, src), "the host directory behind the mount")
 	// Attributes the kernel cached expire after a second (fusefs's
@@ -506,17 +507,4 @@ func TestHostListingsFollowOutsideChanges(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond)
 		assert.NotContains(t, names(dir), "new", "%s: a file removed behind the mount is gone", dir)
 	}
-}
-
-// waitFor polls cond until it holds or d has passed, and reports whether
-// it held.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }

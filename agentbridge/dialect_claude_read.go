@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 // Claude Code's Read (dialect_claude.go), answered as its current release
@@ -101,7 +103,7 @@ func (w *Workspace) readWhole(ctx context.Context, a *args, p wpath) ([]byte, er
 	if attr.Size > w.limits.MaxFileBytes {
 		return nil, fmt.Errorf("%s %s: %d bytes is more than the %d a read returns whole", a.tool, p.abs(), attr.Size, w.limits.MaxFileBytes)
 	}
-	data, err := readInto(ctx, w.fsys, real, nil, false)
+	data, err := readInto(ctx, w.fsys, real, mounts.OpenOptions{}, nil, false)
 	if err != nil {
 		return nil, w.explain(ctx, a.tool, p, err)
 	}

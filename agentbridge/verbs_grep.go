@@ -505,7 +505,7 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 					mu.Unlock()
 					return
 				}
-				data, err := readInto(ctx, w.fsys, files[i].name, buf[:0], true)
+				data, err := readInto(ctx, w.fsys, files[i].name, mounts.OpenOptions{Scan: true}, buf[:0], true)
 				if err != nil {
 					continue // vanished or unreadable: skipped, as rg does
 				}
@@ -531,10 +531,11 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 // mounts.ReadFile allocates a fresh 64 KiB chunk per file, which over tens
 // of thousands of small files costs more than searching them.
 //
-// With sniff set, a file over sniffLen bytes whose first sniffLen bytes
+// o are the open's options (the search's reads are a scan). With sniff
+// set, a file over sniffLen bytes whose first sniffLen bytes
 // hold a NUL (binary: search skips it) is read that far only.
-func readInto(ctx context.Context, fsys mounts.FS, name string, buf []byte, sniff bool) ([]byte, error) {
-	f, err := fsys.Open(ctx, name)
+func readInto(ctx context.Context, fsys mounts.FS, name string, o mounts.OpenOptions, buf []byte, sniff bool) ([]byte, error) {
+	f, err := mounts.OpenWith(ctx, fsys, name, o)
 	if err != nil {
 		return nil, err
 	}

@@ -311,13 +311,13 @@ func TestGrepLargeFilesBinaryOrNot(t *testing.T) {
 	got := ok(t, w, "grep", obj{"pattern": "needle", "path": "/repo", "outputMode": "files_with_matches"})
 	assert.ElementsMatch(t, []string{"/repo/big.txt", "/repo/late-nul.txt"}, strings.Fields(got))
 
-	data, err := readInto(context.Background(), w.fsys, "repo/big.bin", nil, true)
+	data, err := readInto(context.Background(), w.fsys, "repo/big.bin", mounts.OpenOptions{}, nil, true)
 	require.NoError(t, err)
 	assert.Len(t, data, sniffLen, "binary: its head only")
-	data, err = readInto(context.Background(), w.fsys, "repo/big.bin", nil, false)
+	data, err = readInto(context.Background(), w.fsys, "repo/big.bin", mounts.OpenOptions{}, nil, false)
 	require.NoError(t, err)
 	assert.Len(t, data, 1+len(pad)+len("needle\n"), "whole without sniff")
-	data, err = readInto(context.Background(), w.fsys, "repo/big.txt", nil, true)
+	data, err = readInto(context.Background(), w.fsys, "repo/big.txt", mounts.OpenOptions{}, nil, true)
 	require.NoError(t, err)
 	assert.Equal(t, pad+"needle\n", string(data))
 }

@@ -165,7 +165,9 @@ func (w *Workspace) statDocs(ctx context.Context, files []grepFile) []semsearch.
 }
 
 func (w *Workspace) reader(name string) func(ctx context.Context) ([]byte, error) {
-	return func(ctx context.Context) ([]byte, error) { return readInto(ctx, w.fsys, name, nil, false) }
+	return func(ctx context.Context) ([]byte, error) {
+		return readInto(ctx, w.fsys, name, mounts.OpenOptions{}, nil, false)
+	}
 }
 
 // Extended attributes of a git mount (mounts/gitfs).

@@ -125,6 +125,12 @@ type OpenOptions struct {
 	// mount that works at open (a git mount decodes the blob, and counts
 	// the open towards a scan) may put that off until the first read.
 	InCase bool
+	// Scan says the open is one of a scan the caller drives itself,
+	// reading many files side by side with workers of its own (the tool
+	// face's grep). A mount that reads ahead of the scans it detects (a
+	// git mount) need not read ahead of this one: it would do the
+	// caller's work twice, for a reader that is not the kernel.
+	Scan bool
 }
 
 // OpenWithFS is implemented by a mount that acts on [OpenOptions] (a git

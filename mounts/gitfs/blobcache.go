@@ -42,6 +42,10 @@ type blobCache struct {
 	// content is read from it before it is decoded, and what is decoded
 	// is stored in it.
 	store *blobStore
+	// pack, when set, is the tree pack of the mount's tree
+	// (treepack.go): content is served from its mapping before the store
+	// or a decode is tried.
+	pack atomic.Pointer[treePack]
 
 	// loads counts decodes, so tests can tell a hit from a miss; shed
 	// counts the entries dropped because the kernel keeps their pages.
@@ -64,8 +68,11 @@ type blob struct {
 	mem  []byte
 	file *os.File
 	off  int64 // where the content starts in file
-	refs int   // open files using it; pinned in entries while > 0
-	gone bool  // out of entries (evicted, or the cache closed)
+	// pack is the tree pack whose mapping mem is, referenced until the
+	// entry drops.
+	pack *treePack
+	refs int  // open files using it; pinned in entries while > 0
+	gone bool // out of entries (evicted, or the cache closed)
 	// held says a reader the kernel's page cache does not serve used
 	// it: it stays when the kernel's files close (releaseKept).
 	held bool
@@ -175,6 +182,13 @@ func isContextErr(err error) bool {
 
 // fill decodes the blob into memory or a spill file.
 func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
+	if p := c.pack.Load(); p != nil && p.acquire() {
+		if data, ok := p.content(b.hash); ok {
+			b.mem, b.size, b.pack = data, int64(len(data)), p
+			return nil
+		}
+		p.release()
+	}
 	if c.store != nil && c.store.get(b, c.spillAt) {
 		return nil
 	}
@@ -371,6 +385,10 @@ func (b *blob) drop() {
 		b.file.Close()
 	}
 	b.mem = nil
+	if b.pack != nil {
+		b.pack.release()
+		b.pack = nil
+	}
 }
 
 // bytes returns the whole content: its memory, or, spilled to disk, read
@@ -416,6 +434,19 @@ func (b *blob) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// setPack serves content from p from now on; after close it releases p.
+func (c *blobCache) setPack(p *treePack) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		p.release()
+		return
+	}
+	if old := c.pack.Swap(p); old != nil {
+		old.release()
+	}
+}
+
 // close drops every unpinned entry and refuses new ones; pinned entries are
 // dropped when their files close.
 func (c *blobCache) close() {
@@ -423,6 +454,9 @@ func (c *blobCache) close() {
 	c.closed = true
 	c.entries.Clear()
 	c.mu.Unlock()
+	if p := c.pack.Swap(nil); p != nil {
+		p.release() // unmapped once the last entry using it drops
+	}
 	if c.store != nil {
 		c.store.close()
 	}

@@ -246,21 +246,35 @@ func TestBlobStoreWriteFailureFallsBackToMemory(t *testing.T) {
 }
 
 // The index build stores what it decodes: a later daemon searching with
-// that index reads the candidates from the store, decoding nothing.
+// that index reads the candidates from the tree pack, decoding nothing;
+// and from the blob store when the pack cannot be written.
 func TestIndexBuildFillsTheBlobStore(t *testing.T) {
 	dir, _ := gittest.SmallRepo(t, searchFiles)
-	cache := t.TempDir()
-	f := openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager})
-	f.search.wait()
-	require.Zero(t, f.blobs.loads.Load(), "the build reads objects, not the cache")
-	require.NoError(t, f.Close())
+	for _, packed := range []bool{true, false} {
+		cache := t.TempDir()
+		if !packed {
+			// A file where the pack's directory would be.
+			require.NoError(t, os.MkdirAll(filepath.Join(cache, "blobs"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(cache, "blobs", "trees"), nil, 0o644))
+		}
+		f := openFS(t, Options{Src: dir, CacheDir: cache, Index: IndexEager})
+		f.search.wait()
+		require.Zero(t, f.blobs.loads.Load(), "the build reads objects, not the cache")
+		require.NoError(t, f.Close())
 
-	second := openFS(t, Options{Src: dir, CacheDir: cache})
-	for name, want := range searchFiles {
-		got, err := mounts.ReadFile(context.Background(), second, name)
-		require.NoError(t, err)
-		assert.Equal(t, want, string(got), name)
+		second := openFS(t, Options{Src: dir, CacheDir: cache})
+		for name, want := range searchFiles {
+			got, err := mounts.ReadFile(context.Background(), second, name)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(got), name)
+		}
+		assert.Zero(t, second.blobs.loads.Load(), "decoded nothing")
+		if packed {
+			assert.NotNil(t, second.blobs.pack.Load(), "the tree pack")
+			assert.Zero(t, second.blobs.store.hits.Load())
+		} else {
+			assert.Nil(t, second.blobs.pack.Load())
+			assert.Equal(t, int64(len(searchFiles)), second.blobs.store.hits.Load())
+		}
 	}
-	assert.Zero(t, second.blobs.loads.Load(), "decoded nothing")
-	assert.Equal(t, int64(len(searchFiles)), second.blobs.store.hits.Load())
 }

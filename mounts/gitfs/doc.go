@@ -73,14 +73,20 @@
 // decoded it, large content straight into its entry, which the open file
 // then reads. Every mount checks the store before decoding, so a second
 // daemon's mount of a commit whose blobs were read before decodes
-// nothing (the index build stores what it decodes too: a daemon that
-// searches with the index reads its candidates from the store), and the
-// kernel's page cache (which can reclaim it) holds the
+// nothing, and the kernel's page cache (which can reclaim it) holds the
 // content rather than the daemon's heap: the heap cache keeps 16 MiB of
 // it at most. Entries are written to a temporary file and renamed into
 // place (two daemons at once are harmless) and checked whole on every
 // read (header, blob id, size, CRC-32C): an entry cut short or corrupt
 // is removed and the blob decoded again. The store is not pruned.
+//
+// The index build, which reads every file of the tree, writes them (and
+// the tree's trees) into one file instead, the tree pack,
+// CacheDir/blobs/trees/<tree id>.v1.pack (treepack.go): every later mount
+// of a commit with that tree maps it at open and reads sizes, content and
+// trees from it, with no system call, inflate or delta per object (each
+// content checked against its CRC-32C the first time it is used). The
+// store then keeps what is read of other commits.
 //
 // # Search
 //

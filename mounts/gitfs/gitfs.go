@@ -275,6 +275,9 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, badSource(opts.Src, fmt.Errorf("root tree %s: %w", f.root.hash, err))
 	}
 	f.search = newSearcher(f, cacheDir, opts.Index)
+	if cacheDir != "" {
+		f.openTreePack(treePackPath(cacheDir, f.search.key))
+	}
 	return f, nil
 }
 
@@ -301,6 +304,22 @@ func (f *FS) Describe() mounts.Description {
 		src += ":" + f.subdir
 	}
 	return mounts.Description{Type: "git", Source: src, Immutable: true}
+}
+
+// openTreePack serves sizes and content from the tree pack at path when
+// there is a sound one; a bad one is removed, logged, and written again by
+// the next index build.
+func (f *FS) openTreePack(path string) {
+	p, err := openTreePack(path, f.search.key)
+	switch {
+	case err == nil:
+		f.blobs.setPack(p)
+	case !errors.Is(err, fs.ErrNotExist):
+		f.log.Warn("gitfs: tree pack ignored", "path", path, "err", unwrapPath(err))
+		if errors.Is(err, errTreePackCorrupt) {
+			os.Remove(path)
+		}
+	}
 }
 
 // Close releases the repository and the caches. Files still open keep
@@ -337,11 +356,23 @@ func (f *FS) tree(h plumbing.Hash) (*tree, error) {
 	if t := f.trees.get(h); t != nil {
 		return t, nil
 	}
-	raw, err := f.obj.Bytes(plumbing.TreeObject, h)
-	if err != nil {
-		return nil, err
+	var t *tree
+	var bad []badEntry
+	var err error
+	if p := f.blobs.pack.Load(); p != nil && p.acquire() {
+		// The tree pack holds the trees of its tree too.
+		if raw, ok := p.content(h); ok {
+			t, bad, err = parseTree(raw) // copies what it keeps
+		}
+		p.release()
 	}
-	t, bad, err := parseTree(raw)
+	if t == nil {
+		raw, rerr := f.obj.Bytes(plumbing.TreeObject, h)
+		if rerr != nil {
+			return nil, rerr
+		}
+		t, bad, err = parseTree(raw)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -506,14 +537,23 @@ func (f *FS) attrOf(op, name string, n node, sized bool) (mounts.Attr, error) {
 	return a, nil
 }
 
-// size returns a blob's size from its header, remembered in its entry.
+// size returns a blob's size from the tree pack, or else its header,
+// remembered in its entry.
 func (f *FS) size(n node) (int64, error) {
 	if n.e != nil {
 		if s := n.e.loadSize(); s >= 0 {
 			return s, nil
 		}
 	}
-	s, err := f.obj.Size(n.hash)
+	s, ok := int64(0), false
+	if p := f.blobs.pack.Load(); p != nil && p.acquire() {
+		s, ok = p.size(n.hash)
+		p.release()
+	}
+	var err error
+	if !ok {
+		s, err = f.obj.Size(n.hash)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -661,7 +701,7 @@ func (f *FS) OpenWith(ctx context.Context, name string, o mounts.OpenOptions) (m
 		// Decoded at the first read, if any, and no part of a scan.
 		return fl, nil
 	}
-	f.walk.opened(name)
+	f.walk.opened(name, !o.Scan)
 	if _, err := fl.blob(ctx, "open"); err != nil {
 		return nil, err
 	}

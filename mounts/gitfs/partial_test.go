@@ -224,13 +224,34 @@ func TestPartialCloneSearchReadsCandidates(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ready)
 
+	re, err := syntax.Parse("file 1 of", syntax.Perl)
+	require.NoError(t, err)
+
+	// The build wrote the tree's pack: its content is there, and
+	// nothing is fetched.
 	clone := partialClone(t, d, "blob:none")
 	before := missingObjects(t, clone)
 	conns := d.Conns.Load()
 	f := openFS(t, Options{Src: clone, CacheDir: cache})
-	re, err := syntax.Parse("file 1 of", syntax.Perl)
-	require.NoError(t, err)
 	names, complete, err := f.Candidates(ctx, ".", re)
+	require.NoError(t, err)
+	require.True(t, complete)
+	for _, n := range names {
+		data, err := mounts.ReadFile(ctx, f, n)
+		require.NoError(t, err)
+		assert.Contains(t, string(data), "file 1 of")
+	}
+	require.NoError(t, f.Close())
+	assert.Equal(t, conns, d.Conns.Load(), "read from the tree pack: no fetch")
+	assert.Equal(t, before, missingObjects(t, clone))
+
+	// Without the pack, the candidates are fetched.
+	require.NoError(t, os.Remove(treePackPath(cache, full.search.key)))
+	clone = partialClone(t, d, "blob:none")
+	before = missingObjects(t, clone)
+	conns = d.Conns.Load()
+	f = openFS(t, Options{Src: clone, CacheDir: cache})
+	names, complete, err = f.Candidates(ctx, ".", re)
 	require.NoError(t, err)
 	require.True(t, complete, "the index in the cache directory narrows")
 	assert.Equal(t, []string{"a/f1.txt", "b/f1.txt", "c/deep/f1.txt"}, names)

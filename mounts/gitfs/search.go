@@ -42,10 +42,12 @@ var _ mounts.SearchFS = (*FS)(nil)
 // directory, keyed by the tree's id, so every mount of a commit with the
 // same tree — on this machine, in any daemon — shares it.
 type searcher struct {
-	f    *FS
-	dir  string // where indexes live; "" keeps the index in memory only
-	key  []byte // the served tree's id
-	mode IndexMode
+	f   *FS
+	dir string // where indexes live; "" keeps the index in memory only
+	// packPath is where the build writes the tree pack ("": nowhere).
+	packPath string
+	key      []byte // the served tree's id
+	mode     IndexMode
 
 	mu       sync.Mutex
 	ix       *codeindex.Index
@@ -75,6 +77,7 @@ func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 	}
 	if cacheDir != "" {
 		s.dir = filepath.Join(cacheDir, "index")
+		s.packPath = treePackPath(cacheDir, s.key)
 	}
 	if mode == IndexEager {
 		s.index()
@@ -158,11 +161,23 @@ func (f *FS) prefetchNames(ctx context.Context, names []string) {
 	f.candidates.Store(&searched)
 	hs := make([]plumbing.Hash, 0, len(names))
 	for _, name := range names {
-		if n, err := f.resolve(ctx, "search", name); err == nil && !n.kind.isDir() {
+		if n, err := f.resolve(ctx, "search", name); err == nil && !n.kind.isDir() && !f.packed(n.hash) {
 			hs = append(hs, n.hash)
 		}
 	}
 	f.obj.PrefetchAsync(hs)
+}
+
+// packed says whether the tree pack holds h: its content is read from
+// there, with nothing to fetch.
+func (f *FS) packed(h plumbing.Hash) bool {
+	p := f.blobs.pack.Load()
+	if p == nil || !p.acquire() {
+		return false
+	}
+	defer p.release()
+	_, ok := p.find(h)
+	return ok
 }
 
 // source returns the index searches narrow with: the tree's own, or
@@ -376,8 +391,15 @@ func (s *searcher) make() (*codeindex.Index, error) {
 	if err := s.pause(); err != nil {
 		return nil, err
 	}
+	pack := s.packWriter()
+	abort := func() {
+		if pack != nil {
+			pack.abort()
+		}
+	}
 	var files []indexed
-	if err := s.list(s.f.root.hash, "", &files); err != nil {
+	if err := s.list(s.f.root.hash, "", &files, pack); err != nil {
+		abort()
 		return nil, err
 	}
 	names := make([]string, len(files))
@@ -385,6 +407,7 @@ func (s *searcher) make() (*codeindex.Index, error) {
 		names[i] = files[i].name
 	}
 	if err := s.prefetch(files); err != nil {
+		abort()
 		return nil, err
 	}
 	b := codeindex.NewBuilder(names, min(4, runtime.GOMAXPROCS(0)))
@@ -395,14 +418,48 @@ func (s *searcher) make() (*codeindex.Index, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = s.fill(b, k, files)
+			errs[k] = s.fill(b, k, files, pack)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		abort()
 		return nil, err
 	}
-	return b.Index(s.key)
+	ix, err := b.Index(s.key)
+	if err != nil {
+		abort()
+		return nil, err
+	}
+	s.publishPack(pack)
+	return ix, nil
+}
+
+// packWriter starts the tree pack the build writes as it reads the files,
+// unless the mount already serves one or there is no cache directory; a
+// pack that cannot be started is logged once, and the build goes on.
+func (s *searcher) packWriter() *treePackWriter {
+	if s.packPath == "" || s.f.blobs.pack.Load() != nil {
+		return nil
+	}
+	w, err := newTreePackWriter(s.packPath, s.key)
+	if err != nil {
+		s.f.logOnce("treepack:"+s.packPath, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
+		return nil
+	}
+	return w
+}
+
+// publishPack finishes the tree pack and serves content from it.
+func (s *searcher) publishPack(w *treePackWriter) {
+	if w == nil {
+		return
+	}
+	if err := w.finish(); err != nil {
+		s.f.logOnce("treepack:"+s.packPath, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
+		return
+	}
+	s.f.openTreePack(s.packPath)
 }
 
 // prefetchBatch is how many objects one fetch of the index build asks a
@@ -435,8 +492,8 @@ func (s *searcher) prefetch(files []indexed) error {
 
 // list appends the regular files below tree h, in walk order (the
 // entries of a directory by name, each directory's contents after it),
-// named below prefix.
-func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed) error {
+// named below prefix; and puts the trees into the tree pack w, if any.
+func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed, w *treePackWriter) error {
 	if s.stopped() {
 		return errStopped
 	}
@@ -444,13 +501,20 @@ func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed) error {
 	if err != nil {
 		return err
 	}
+	if w != nil {
+		raw, err := s.f.obj.Bytes(plumbing.TreeObject, h)
+		if err != nil {
+			return err
+		}
+		w.add(h, raw)
+	}
 	for i := range t.entries {
 		e := &t.entries[i]
 		switch e.kind {
 		case kindFile, kindExec:
 			*out = append(*out, indexed{prefix + e.name, e.hash})
 		case kindDir:
-			if err := s.list(e.hash, prefix+e.name+"/", out); err != nil {
+			if err := s.list(e.hash, prefix+e.name+"/", out, w); err != nil {
 				return err
 			}
 		case kindGitlink:
@@ -459,7 +523,7 @@ func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed) error {
 				p = mounts.Join(s.f.root.path, p)
 			}
 			if sub, ok := s.f.subs[p]; ok && !sub.tree.IsZero() {
-				if err := s.list(sub.tree, prefix+e.name+"/", out); err != nil {
+				if err := s.list(sub.tree, prefix+e.name+"/", out, w); err != nil {
 					return err
 				}
 			}
@@ -481,7 +545,8 @@ func (s *searcher) stopped() bool {
 // for scanning (the search then meets its error itself). While a scan is
 // reading the mount (a search that could not use the index, a tar), the
 // build waits, so that it does not slow the scan down.
-func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
+// The content read goes into the tree pack w too, when there is one.
+func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed, w *treePackWriter) error {
 	lo, hi := b.Range(k)
 	var buf []byte
 	cached := 0
@@ -494,6 +559,9 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 			// Decoded by a read of the mount (the scan of the search
 			// that started the build): no inflate.
 			b.Add(k, id, data)
+			if w != nil {
+				w.add(files[id].hash, data)
+			}
 			s.f.blobs.release(bl)
 			cached++
 			continue
@@ -516,9 +584,12 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed) error {
 			b.Scan(id)
 			continue
 		}
-		if st := s.f.blobs.store; st != nil {
-			// Into the blob store too: the daemons that search with
+		if w != nil {
+			// Into the tree pack too: the daemons that search with
 			// this index later read the candidates from there.
+			w.add(files[id].hash, buf)
+		} else if st := s.f.blobs.store; st != nil {
+			// Into the blob store, failing that.
 			if err := st.write(files[id].hash, buf); err != nil {
 				st.fail(err)
 			}

@@ -196,7 +196,7 @@ func (s *searcher) files(e *entry, prefix string, fn func(string)) error {
 		fn(prefix + e.name)
 	case e.kind == kindDir:
 		var out []indexed
-		if err := s.list(e.hash, prefix+e.name+"/", &out); err != nil {
+		if err := s.list(e.hash, prefix+e.name+"/", &out, nil); err != nil {
 			return err
 		}
 		for _, f := range out {

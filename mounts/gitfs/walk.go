@@ -125,9 +125,11 @@ func (w *walker) listed(name string, t *tree) {
 
 // opened is told of every file opened. The detector decides whether it is
 // part of a scan; when it starts one in its directory, the files after it
-// there are queued on top.
-func (w *walker) opened(name string) {
-	if !w.det.Opened(name).Started {
+// there are queued on top, if ahead: a scan whose reader reads side by
+// side itself (mounts.OpenOptions.Scan) is only counted, so that the
+// index build keeps out of its way.
+func (w *walker) opened(name string, ahead bool) {
+	if !w.det.Opened(name).Started || !ahead {
 		return
 	}
 	dir := path.Dir(name)

@@ -165,3 +165,27 @@ func TestOfferedPagesAreNotKeptDecoded(t *testing.T) {
 	f.walk.ahead("b", nb.hash, buf, false)
 	assert.True(t, cached(nb.hash), "decoded, to be offered later: kept")
 }
+
+// A scan the reader drives itself (mounts.OpenOptions.Scan: the tool
+// face's grep, with workers of its own) is counted, so that the index
+// build keeps out of its way, but not read ahead of: nothing is decoded
+// or offered for it.
+func TestAScanOfItsOwnIsNotReadAhead(t *testing.T) {
+	dir, _ := gittest.SmallRepo(t, map[string]string{"d/a": "alpha", "d/b": "bravo", "d/c": "charlie", "d/e": "echo"})
+	f := openFS(t, Options{Src: dir})
+	p := &pages{got: map[string]string{}}
+	require.True(t, mounts.OfferPages(f, p.sink))
+	ctx := context.Background()
+	for _, name := range []string{"d/a", "d/b"} {
+		fl, err := mounts.OpenWith(ctx, f, name, mounts.OpenOptions{Scan: true})
+		require.NoError(t, err)
+		require.NoError(t, fl.Close())
+	}
+	assert.True(t, f.walk.scanning(), "a scan is on")
+	f.walk.mu.Lock()
+	queued := len(f.walk.stack) + f.walk.active
+	f.walk.mu.Unlock()
+	assert.Zero(t, queued, "nothing queued")
+	assert.Zero(t, f.walk.decoded.Load())
+	assert.Zero(t, f.walk.offered.Load())
+}

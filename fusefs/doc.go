@@ -461,6 +461,11 @@
 //
 // Writes go straight to the mount (WriteAt) and are visible to every reader
 // when the WRITE request returns, so there is nothing to flush on close:
-// FLUSH answers ENOSYS (see "# Caching"). FSYNC calls
+// FLUSH answers ENOSYS (see "# Caching"). But for a remote mount's
+// connection (kind notified), whose writes are pipelined to the other
+// machine: there FLUSH waits until the peer answered every write of the
+// handle ([mounts.Flusher]), so that what a program closed is what a
+// reader on that machine sees next (close-to-open), and a write the peer
+// refused is the error of close(2). FSYNC calls
 // [mounts.WritableFile.Sync].
 package fusefs

@@ -136,6 +136,17 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) (errno syscall.Errno) 
 	return h.n.conn.errs.errno("fsync", wf.Sync())
 }
 
+// Flush waits for the writes made through h to reach where every reader
+// of the mount sees them (mounts.Flusher), for close(2).
+func (h *handle) Flush(ctx context.Context) (errno syscall.Errno) {
+	defer h.n.conn.rescue("flush", &errno)
+	wf, ok := handleWriter(h)
+	if !ok {
+		return 0
+	}
+	return h.n.conn.errs.errno("flush", mounts.Flush(wf))
+}
+
 func (h *handle) Release(ctx context.Context) (errno syscall.Errno) {
 	defer h.n.conn.rescue("release", &errno)
 	h.n.mu.Lock()

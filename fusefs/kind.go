@@ -96,6 +96,11 @@ type strategy struct {
 	// changed are dropped. Content that never changes has nothing to
 	// invalidate.
 	changes bool
+	// flushes answers FLUSH (close(2)) by flushing the handle's file
+	// ([mounts.Flusher]): its mount's writes may still be on their way
+	// when WRITE returns (a remote mount pipelines them). Elsewhere FLUSH
+	// answers ENOSYS once, and the kernel sends no more.
+	flushes bool
 }
 
 // strategies is the strategy of each kind.
@@ -121,6 +126,7 @@ var strategies = [...]strategy{
 		rootDropsAll: true,
 		policy:       (*conn).mountPolicy,
 		changes:      true,
+		flushes:      true,
 	},
 }
 

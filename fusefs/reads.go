@@ -6,6 +6,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/vfsmount/vfsmount/mounts"
 )
 
 var (
@@ -41,8 +43,27 @@ func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off in
 // this connection: writes reach the mount when they are made, so close(2)
 // has nothing to push, and every close saves a round trip. Closing the
 // mount's file (for the audit log's coalesced write line) happens at
-// RELEASE.
-func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno { return syscall.ENOSYS }
+// RELEASE. On a connection whose mount's writes may still be on their way
+// (strategy.flushes: a remote mount), close(2) waits for them.
+func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
+	if !n.conn.how.flushes {
+		return syscall.ENOSYS
+	}
+	if h := asHandle(f); h != nil {
+		return h.Flush(ctx)
+	}
+	return 0
+}
+
+// noFlush is FOPEN_NOFLUSH for a file opened on a connection that answers
+// FLUSH but that has nothing to flush (read only): its close(2) then costs
+// no round trip.
+func (c *conn) noFlush(f mounts.File) uint32 {
+	if _, ok := f.(mounts.Flusher); c.how.flushes && !ok {
+		return fuse.FOPEN_NOFLUSH
+	}
+	return 0
+}
 
 // Fsync syncs through the handle, or without one on a copy-on-write
 // connection (fsyncNoHandle); a file of immutable content has nothing to

@@ -101,6 +101,8 @@ type notifiedWorkspace struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	refuse bool
+	// slow makes the peer's writes slow (slowWrites) from when it is set.
+	slow atomic.Bool
 }
 
 func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspace {
@@ -122,7 +124,7 @@ func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspac
 		a, b := net.Pipe()
 		w.conns = append(w.conns, b)
 		go func() {
-			_ = peer.Serve(context.Background(), b, b, w.calls, peer.Options{Dir: w.src, Build: "test"})
+			_ = peer.Serve(context.Background(), b, b, slowWrites{w.calls, &w.slow}, peer.Options{Dir: w.src, Build: "test"})
 			b.Close()
 		}()
 		return a, nil
@@ -425,4 +427,69 @@ func TestRemoteKernelColdReadFromPages(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(w.ws, name))
 		return err == nil && string(b) == "changed elsewhere\n"
 	}, 5*time.Second, 10*time.Millisecond, "a file changed after its pages went in reads as changed")
+}
+
+// slowWrites makes the writes through the files the peer opens while on
+// is set slow (each answered writeDelay late), and those of a file named
+// "*.full" fail with ENOSPC.
+type slowWrites struct {
+	*peerCalls
+	on *atomic.Bool
+}
+
+const writeDelay = 50 * time.Millisecond
+
+func (s slowWrites) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	f, err := s.peerCalls.OpenFile(ctx, name, flag, perm)
+	if w, ok := f.(mounts.WritableFile); ok && err == nil && s.on.Load() {
+		return &slowFile{WritableFile: w, full: filepath.Ext(name) == ".full"}, nil
+	}
+	return f, err
+}
+
+type slowFile struct {
+	mounts.WritableFile
+	full bool
+}
+
+func (f *slowFile) WriteAt(p []byte, off int64) (int, error) {
+	time.Sleep(writeDelay) // the far machine's disk, or the link, being slow
+	if f.full {
+		return 0, syscall.ENOSPC
+	}
+	return f.WritableFile.WriteAt(p, off)
+}
+
+// Close-to-open on a remote mount: writes are pipelined to the peer, yet
+// what a program wrote and closed through the kernel is what a reader on
+// the remote machine sees right after close(2) returns (FLUSH waits for
+// the peer's answers), and a write the peer refused is close(2)'s error.
+func TestRemoteKernelCloseToOpen(t *testing.T) {
+	w := newNotifiedWorkspace(t, nil)
+	w.slow.Store(true)
+	data := make([]byte, 600<<10) // several WRITE requests
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("out%d.txt", i)
+		require.NoError(t, os.WriteFile(filepath.Join(w.ws, name), data, 0o644))
+		got, err := os.ReadFile(filepath.Join(w.src, name)) // on the remote machine
+		require.NoError(t, err)
+		require.Equal(t, len(data), len(got), "the remote file right after close(2)")
+		require.True(t, string(got) == string(data))
+	}
+	err := os.WriteFile(filepath.Join(w.ws, "disk.full"), data[:100], 0o644)
+	require.ErrorIs(t, err, syscall.ENOSPC, "the peer's refusal, at close(2)")
+
+	// A close with nothing to flush costs no round trip.
+	before := w.counts.Snapshot()
+	for i := range 3 {
+		got, err := os.ReadFile(filepath.Join(w.ws, fmt.Sprintf("out%d.txt", i)))
+		require.NoError(t, err)
+		require.Equal(t, len(data), len(got))
+	}
+	assert.Zero(t, w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "FLUSHes of files opened to read")
+	require.NoError(t, os.WriteFile(filepath.Join(w.ws, "out0.txt"), data[:10], 0o644))
+	assert.Equal(t, uint64(1), w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "the FLUSH of a file written")
 }

@@ -466,6 +466,11 @@ func (w *writableFile) Truncate(size int64) error {
 	return err
 }
 
+// Flush returns once the peer answered every write sent through w: a
+// reader on the remote machine sees them (mounts.Flusher; the kernel
+// face's close).
+func (w *writableFile) Flush() error { return w.drain() }
+
 // Sync returns once the peer's fsync did: the data is on the remote disk.
 func (w *writableFile) Sync() error {
 	w.touch(false)
@@ -506,8 +511,9 @@ func (w *writableFile) Close() error {
 		w.f.cache.invalidate(w.name)
 	}
 	if werr != nil {
-		// Through the kernel a close cannot fail (no FLUSH): the writer
-		// learns of it at its next write or fsync; here it is said.
+		// Through the kernel, close(2) met it already (FLUSH waits
+		// for the writes); the RELEASE that brings us here has no
+		// caller to tell, so it is said here.
 		w.f.log.Error("remote: a write was not confirmed by the peer", "source", w.f.opts.Source, "file", w.name, "err", werr)
 		return werr
 	}

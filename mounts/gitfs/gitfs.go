@@ -313,6 +313,7 @@ func (f *FS) openTreePack(path string) {
 	p, err := openTreePack(path, f.search.key)
 	switch {
 	case err == nil:
+		usedTreePack(path)
 		f.blobs.setPack(p)
 	case !errors.Is(err, fs.ErrNotExist):
 		f.log.Warn("gitfs: tree pack ignored", "path", path, "err", unwrapPath(err))

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
@@ -40,6 +42,10 @@ import (
 // it was mapped (by hand: no daemon truncates one) faults the daemon, as
 // it would git with its own packs.
 //
+// A cache directory keeps the treePackKeep packs used last (a mount's
+// open counts as a use): each is a whole copy of its tree, and every
+// commit an agent makes has a tree of its own.
+//
 // The pages the daemon touches leave its resident set every trimEvery
 // bytes (MADV_DONTNEED): they stay in the page cache, which can reclaim
 // them, and a later read maps them again.
@@ -65,6 +71,11 @@ const (
 	// treePackTrimEvery is how many bytes are served from a pack's
 	// mapping between two trims of its resident pages.
 	treePackTrimEvery = 32 << 20
+	// treePackKeep is how many tree packs a cache directory keeps, the
+	// ones used last: each is a copy of its tree (what the per-blob
+	// store keeps once for every commit), and an agent's commits each
+	// make a tree of their own.
+	treePackKeep = 4
 )
 
 var errTreePackCorrupt = errors.New("tree pack: corrupt")
@@ -297,7 +308,42 @@ func (w *treePackWriter) finish() error {
 		os.Remove(w.f.Name())
 		return err
 	}
+	pruneTreePacks(filepath.Dir(w.path), treePackKeep)
 	return nil
+}
+
+// usedTreePack marks the pack at path as used now (its modification
+// time), for pruneTreePacks.
+func usedTreePack(path string) {
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
+}
+
+// pruneTreePacks removes the packs of dir but the keep used last. A daemon
+// that has one mapped reads on from it: the file goes with its last
+// mapping.
+func pruneTreePacks(dir string, keep int) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type pack struct {
+		name string
+		used time.Time
+	}
+	var packs []pack
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".v1.pack") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			packs = append(packs, pack{e.Name(), fi.ModTime()})
+		}
+	}
+	slices.SortFunc(packs, func(a, b pack) int { return b.used.Compare(a.used) })
+	for _, p := range packs[min(keep, len(packs)):] {
+		_ = os.Remove(filepath.Join(dir, p.name))
+	}
 }
 
 // abort removes what was written.

@@ -3,9 +3,11 @@ package gitfs
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
@@ -160,4 +162,36 @@ func TestTreePackOutlivesClose(t *testing.T) {
 	assert.Equal(t, searchFiles["a.go"], string(buf[:n]))
 	require.NoError(t, file.Close())
 	assert.Zero(t, p.refs.Load(), "unmapped")
+}
+
+// A cache directory keeps the tree packs used last, treePackKeep of them:
+// publishing one removes the oldest, and opening one counts as a use.
+func TestTreePackPrune(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for i := range treePackKeep + 2 {
+		p := filepath.Join(dir, fmt.Sprintf("%040d.v1.pack", i))
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+		when := old.Add(time.Duration(i) * time.Minute) // 0 is the oldest
+		require.NoError(t, os.Chtimes(p, when, when))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other"), nil, 0o644))
+	usedTreePack(filepath.Join(dir, fmt.Sprintf("%040d.v1.pack", 0))) // used now
+	key := []byte("a tree id, 20 bytes.")
+	w, err := newTreePackWriter(filepath.Join(dir, "new.v1.pack"), key)
+	require.NoError(t, err)
+	w.add(hashOf(1), []byte("content"))
+	require.NoError(t, w.finish())
+
+	var left []string
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	assert.ElementsMatch(t, []string{
+		"new.v1.pack", fmt.Sprintf("%040d.v1.pack", 0),
+		fmt.Sprintf("%040d.v1.pack", treePackKeep+1), fmt.Sprintf("%040d.v1.pack", treePackKeep),
+		"other",
+	}, left)
 }

@@ -43,8 +43,8 @@ type blobCache struct {
 	// is stored in it.
 	store *blobStore
 	// pack, when set, is the tree pack of the mount's tree
-	// (treepack.go): content is served from its mapping before the store
-	// or a decode is tried.
+	// (treepack.go): acquire serves content from its mapping before the
+	// cache, the store or a decode is tried.
 	pack atomic.Pointer[treePack]
 
 	// loads counts decodes, so tests can tell a hit from a miss; shed
@@ -110,6 +110,9 @@ var errCacheClosed = errors.New("blob cache closed")
 // leave early) cost a cold scan of small files (BenchmarkTree/scan) a
 // quarter of its time or more.
 func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (*blob, error) {
+	if b := c.packed(h); b != nil {
+		return b, nil
+	}
 	for {
 		if b, err := c.pin(h); b != nil || err != nil {
 			return b, err
@@ -134,6 +137,24 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 		}
 		return nil, err
 	}
+}
+
+// packed returns h's content from the tree pack, pinned, when the pack
+// holds it sound: an entry of its own, outside the cache (gone from the
+// start), which drops when its last reader releases it. Content in the
+// mapping costs nothing to find again, so keeping it in the LRU would only
+// push out what did cost a decode.
+func (c *blobCache) packed(h plumbing.Hash) *blob {
+	p := c.pack.Load()
+	if p == nil || !p.acquire() {
+		return nil
+	}
+	data, ok := p.content(h)
+	if !ok {
+		p.release()
+		return nil
+	}
+	return &blob{hash: h, size: int64(len(data)), mem: data, pack: p, refs: 1, gone: true}
 }
 
 // flightKey is h as a singleflight key. It takes h by value: slicing the
@@ -182,13 +203,6 @@ func isContextErr(err error) bool {
 
 // fill decodes the blob into memory or a spill file.
 func (c *blobCache) fill(ctx context.Context, b *blob, load loader) error {
-	if p := c.pack.Load(); p != nil && p.acquire() {
-		if data, ok := p.content(b.hash); ok {
-			b.mem, b.size, b.pack = data, int64(len(data)), p
-			return nil
-		}
-		p.release()
-	}
 	if c.store != nil && c.store.get(b, c.spillAt) {
 		return nil
 	}

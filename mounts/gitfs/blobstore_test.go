@@ -272,6 +272,7 @@ func TestIndexBuildFillsTheBlobStore(t *testing.T) {
 		if packed {
 			assert.NotNil(t, second.blobs.pack.Load(), "the tree pack")
 			assert.Zero(t, second.blobs.store.hits.Load())
+			assert.Zero(t, second.blobs.entries.Len(), "the pack's content is not cached again")
 		} else {
 			assert.Nil(t, second.blobs.pack.Load())
 			assert.Equal(t, int64(len(searchFiles)), second.blobs.store.hits.Load())

@@ -600,10 +600,13 @@ func (s *searcher) fill(b *codeindex.Builder, k int, files []indexed, w *treePac
 }
 
 // cached returns blob h pinned in the blob cache, and its content, when
-// the cache holds it: its memory, or read into *buf's storage if it
+// the cache (or the tree pack) holds it: its memory, or read into *buf's storage if it
 // spilled to disk. The caller releases it.
 func (s *searcher) cached(h plumbing.Hash, buf *[]byte) (*blob, []byte) {
 	bl, err := s.f.blobs.pin(h)
+	if bl == nil && err == nil {
+		bl = s.f.blobs.packed(h) // a build whose index was lost, not its pack
+	}
 	if bl == nil || err != nil {
 		return nil, nil
 	}

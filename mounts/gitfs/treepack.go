@@ -119,12 +119,15 @@ func parseTreePack(data, key []byte) (*treePack, error) {
 	if string(data[:4]) != treePackMagic || string(tr[24:28]) != treePackMagic {
 		return nil, errTreePackCorrupt
 	}
-	keyLen := int64(binary.LittleEndian.Uint32(tr[0:]))
+	keyLen := uint64(binary.LittleEndian.Uint32(tr[0:]))
 	tableOff := binary.LittleEndian.Uint64(tr[4:])
 	count := binary.LittleEndian.Uint64(tr[12:])
 	crc := binary.LittleEndian.Uint32(tr[20:])
-	tableEnd := uint64(end-treePackTrailer) - uint64(keyLen)
-	if keyLen != int64(len(key)) || tableOff < 4 || tableOff > tableEnd || (tableEnd-tableOff)/packEntrySize != count || (tableEnd-tableOff)%packEntrySize != 0 {
+	if keyLen != uint64(len(key)) || 4+keyLen > uint64(end-treePackTrailer) {
+		return nil, errTreePackCorrupt
+	}
+	tableEnd := uint64(end-treePackTrailer) - keyLen
+	if tableOff < 4 || tableOff > tableEnd || (tableEnd-tableOff)/packEntrySize != count || (tableEnd-tableOff)%packEntrySize != 0 {
 		return nil, errTreePackCorrupt
 	}
 	if crc32.Checksum(data[tableOff:end-treePackTrailer], castagnoli) != crc || !bytes.Equal(data[tableEnd:end-treePackTrailer], key) {

@@ -68,6 +68,9 @@ func TestTreePackCorrupt(t *testing.T) {
 		"header magic":      func(b []byte) []byte { b[0] ^= 1; return b },
 		"table offset":      func(b []byte) []byte { b[len(b)-treePackTrailer+4]++; return b },
 		"zeros, as a crash": func(b []byte) []byte { return make([]byte, len(b)) },
+		"only the ends": func(b []byte) []byte {
+			return append(b[:len(treePackMagic):len(treePackMagic)], b[len(b)-treePackTrailer:]...)
+		},
 	} {
 		path := filepath.Join(t.TempDir(), "p")
 		require.NoError(t, os.WriteFile(path, bad(append([]byte(nil), good...)), 0o644))

@@ -46,6 +46,11 @@ type blobCache struct {
 	// (treepack.go): acquire serves content from its mapping before the
 	// cache, the store or a decode is tried.
 	pack atomic.Pointer[treePack]
+	// ancPack, when set, is the tree pack of the ancestor whose index the
+	// mount's searches narrow with until its own is built
+	// (search_ancestor.go): the files a later commit did not change are
+	// in it. Looked in after pack.
+	ancPack atomic.Pointer[treePack]
 
 	// loads counts decodes, so tests can tell a hit from a miss; shed
 	// counts the entries dropped because the kernel keeps their pages.
@@ -145,16 +150,34 @@ func (c *blobCache) acquire(ctx context.Context, h plumbing.Hash, load loader) (
 // mapping costs nothing to find again, so keeping it in the LRU would only
 // push out what did cost a decode.
 func (c *blobCache) packed(h plumbing.Hash) *blob {
-	p := c.pack.Load()
-	if p == nil || !p.acquire() {
-		return nil
-	}
-	data, ok := p.content(h)
-	if !ok {
+	var b *blob
+	c.inPacks(func(p *treePack) bool {
+		data, ok := p.content(h)
+		if ok {
+			p.acquire() // the entry's
+			b = &blob{hash: h, size: int64(len(data)), mem: data, pack: p, refs: 1, gone: true}
+		}
+		return ok
+	})
+	return b
+}
+
+// inPacks calls fn with the mount's tree pack, then the ancestor's, each
+// referenced for the call, until fn returns true; it reports whether one
+// did.
+func (c *blobCache) inPacks(fn func(p *treePack) bool) bool {
+	for _, ptr := range [...]*atomic.Pointer[treePack]{&c.pack, &c.ancPack} {
+		p := ptr.Load()
+		if p == nil || !p.acquire() {
+			continue
+		}
+		found := fn(p)
 		p.release()
-		return nil
+		if found {
+			return true
+		}
 	}
-	return &blob{hash: h, size: int64(len(data)), mem: data, pack: p, refs: 1, gone: true}
+	return false
 }
 
 // flightKey is h as a singleflight key. It takes h by value: slicing the
@@ -448,15 +471,20 @@ func (b *blob) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// setPack serves content from p from now on; after close it releases p.
-func (c *blobCache) setPack(p *treePack) {
+// setPack serves content from p, the mount's tree pack (or with anc an
+// ancestor's), from now on; after close it releases p.
+func (c *blobCache) setPack(p *treePack, anc bool) {
+	ptr := &c.pack
+	if anc {
+		ptr = &c.ancPack
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		p.release()
 		return
 	}
-	if old := c.pack.Swap(p); old != nil {
+	if old := ptr.Swap(p); old != nil {
 		old.release()
 	}
 }
@@ -468,8 +496,10 @@ func (c *blobCache) close() {
 	c.closed = true
 	c.entries.Clear()
 	c.mu.Unlock()
-	if p := c.pack.Swap(nil); p != nil {
-		p.release() // unmapped once the last entry using it drops
+	for _, ptr := range [...]*atomic.Pointer[treePack]{&c.pack, &c.ancPack} {
+		if p := ptr.Swap(nil); p != nil {
+			p.release() // unmapped once the last entry using it drops
+		}
 	}
 	if c.store != nil {
 		c.store.close()

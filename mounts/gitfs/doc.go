@@ -86,8 +86,10 @@
 // of a commit with that tree maps it at open and reads sizes, content and
 // trees from it, with no system call, inflate or delta per object (each
 // content checked against its CRC-32C the first time it is used). The
-// store then keeps what is read of other commits. Each pack is a whole
-// copy of its tree: the cache directory keeps the four used last.
+// store then keeps what is read of other commits. A mount whose searches
+// narrow with an ancestor's index (below) reads what it did not change
+// from that ancestor's pack. Each pack is a whole copy of its tree: the
+// cache directory keeps the four used last.
 //
 // # Search
 //

@@ -276,7 +276,7 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 	}
 	f.search = newSearcher(f, cacheDir, opts.Index)
 	if cacheDir != "" {
-		f.openTreePack(treePackPath(cacheDir, f.search.key))
+		f.openTreePack(treePackPath(cacheDir, f.search.key), f.search.key, false)
 	}
 	return f, nil
 }
@@ -306,15 +306,16 @@ func (f *FS) Describe() mounts.Description {
 	return mounts.Description{Type: "git", Source: src, Immutable: true}
 }
 
-// openTreePack serves sizes and content from the tree pack at path when
-// there is a sound one; a bad one is removed, logged, and written again by
-// the next index build.
-func (f *FS) openTreePack(path string) {
-	p, err := openTreePack(path, f.search.key)
+// openTreePack serves sizes and content from the tree pack at path, of
+// the tree with key (the mount's, or with anc an ancestor's), when there
+// is a sound one; a bad one is removed, logged, and written again by the
+// next index build of its tree.
+func (f *FS) openTreePack(path string, key []byte, anc bool) {
+	p, err := openTreePack(path, key)
 	switch {
 	case err == nil:
 		usedTreePack(path)
-		f.blobs.setPack(p)
+		f.blobs.setPack(p, anc)
 	case !errors.Is(err, fs.ErrNotExist):
 		f.log.Warn("gitfs: tree pack ignored", "path", path, "err", unwrapPath(err))
 		if errors.Is(err, errTreePackCorrupt) {
@@ -360,14 +361,15 @@ func (f *FS) tree(h plumbing.Hash) (*tree, error) {
 	var t *tree
 	var bad []badEntry
 	var err error
-	if p := f.blobs.pack.Load(); p != nil && p.acquire() {
-		// The tree pack holds the trees of its tree too.
-		if raw, ok := p.content(h); ok {
+	// The tree packs hold the trees of their trees too.
+	packed := f.blobs.inPacks(func(p *treePack) bool {
+		raw, ok := p.content(h)
+		if ok {
 			t, bad, err = parseTree(raw) // copies what it keeps
 		}
-		p.release()
-	}
-	if t == nil {
+		return ok
+	})
+	if !packed {
 		raw, rerr := f.obj.Bytes(plumbing.TreeObject, h)
 		if rerr != nil {
 			return nil, rerr
@@ -546,13 +548,13 @@ func (f *FS) size(n node) (int64, error) {
 			return s, nil
 		}
 	}
-	s, ok := int64(0), false
-	if p := f.blobs.pack.Load(); p != nil && p.acquire() {
-		s, ok = p.size(n.hash)
-		p.release()
-	}
+	var s int64
 	var err error
-	if !ok {
+	if !f.blobs.inPacks(func(p *treePack) bool {
+		var ok bool
+		s, ok = p.size(n.hash)
+		return ok
+	}) {
 		s, err = f.obj.Size(n.hash)
 	}
 	if err != nil {

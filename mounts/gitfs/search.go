@@ -44,10 +44,11 @@ var _ mounts.SearchFS = (*FS)(nil)
 type searcher struct {
 	f   *FS
 	dir string // where indexes live; "" keeps the index in memory only
-	// packPath is where the build writes the tree pack ("": nowhere).
-	packPath string
-	key      []byte // the served tree's id
-	mode     IndexMode
+	// cacheDir is the cache directory ("": none); packPath is where the
+	// build writes the tree pack ("": nowhere).
+	cacheDir, packPath string
+	key                []byte // the served tree's id
+	mode               IndexMode
 
 	mu       sync.Mutex
 	ix       *codeindex.Index
@@ -77,7 +78,7 @@ func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 	}
 	if cacheDir != "" {
 		s.dir = filepath.Join(cacheDir, "index")
-		s.packPath = treePackPath(cacheDir, s.key)
+		s.cacheDir, s.packPath = cacheDir, treePackPath(cacheDir, s.key)
 	}
 	if mode == IndexEager {
 		s.index()
@@ -171,13 +172,10 @@ func (f *FS) prefetchNames(ctx context.Context, names []string) {
 // packed says whether the tree pack holds h: its content is read from
 // there, with nothing to fetch.
 func (f *FS) packed(h plumbing.Hash) bool {
-	p := f.blobs.pack.Load()
-	if p == nil || !p.acquire() {
-		return false
-	}
-	defer p.release()
-	_, ok := p.find(h)
-	return ok
+	return f.blobs.inPacks(func(p *treePack) bool {
+		_, ok := p.find(h)
+		return ok
+	})
 }
 
 // source returns the index searches narrow with: the tree's own, or
@@ -197,6 +195,11 @@ func (s *searcher) source() (*codeindex.Index, *ancestor) {
 	if !s.ancLooked {
 		s.ancLooked = true
 		s.anc = s.findAncestor()
+		if s.anc != nil && s.cacheDir != "" {
+			// The files this commit did not change are in the
+			// ancestor's tree pack, if it has one.
+			s.f.openTreePack(treePackPath(s.cacheDir, s.anc.tree[:]), s.anc.tree[:], true)
+		}
 	}
 	if s.anc == nil {
 		return nil, nil
@@ -459,7 +462,7 @@ func (s *searcher) publishPack(w *treePackWriter) {
 		s.f.logOnce("treepack:"+s.packPath, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
 		return
 	}
-	s.f.openTreePack(s.packPath)
+	s.f.openTreePack(s.packPath, s.key, false)
 }
 
 // prefetchBatch is how many objects one fetch of the index build asks a

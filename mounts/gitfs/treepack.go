@@ -42,6 +42,11 @@ import (
 // it was mapped (by hand: no daemon truncates one) faults the daemon, as
 // it would git with its own packs.
 //
+// Content is found by id, so a pack serves any tree that shares its
+// blobs: a mount whose searches narrow with an ancestor's index
+// (search_ancestor.go) also maps that ancestor's pack, and reads from it
+// the files its commit did not change.
+//
 // A cache directory keeps the treePackKeep packs used last (a mount's
 // open counts as a use): each is a whole copy of its tree, and every
 // commit an agent makes has a tree of its own.

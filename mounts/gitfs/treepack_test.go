@@ -198,3 +198,29 @@ func TestTreePackPrune(t *testing.T) {
 		"other",
 	}, left)
 }
+
+// A mount of a later commit narrows its first searches with its parent's
+// index, and reads the files it did not change from the parent's tree
+// pack: only the changed one is decoded.
+func TestTreePackOfTheAncestor(t *testing.T) {
+	dir, cache, _, head := parentIndexed(t) // b/c.txt changed since
+	g := openFS(t, Options{Src: dir, Rev: head, CacheDir: cache})
+	require.Nil(t, g.blobs.pack.Load(), "this tree has no pack of its own")
+	// Nor will it get one: the index build the search starts cannot
+	// publish its pack over a directory (so what is read below comes
+	// from the parent's, whenever the build ends).
+	require.NoError(t, os.Mkdir(treePackPath(cache, g.search.key), 0o755))
+	_, ok, err := g.Candidates(context.Background(), ".", parseRe(t, "hello"))
+	require.NoError(t, err)
+	require.True(t, ok, "narrowed with the parent's index")
+	require.NotNil(t, g.blobs.ancPack.Load(), "the parent's pack")
+	for name, want := range searchFiles {
+		if name == "b/c.txt" {
+			want = "Hello, changed\n"
+		}
+		got, err := mounts.ReadFile(context.Background(), g, name)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), name)
+	}
+	assert.Equal(t, int64(1), g.blobs.loads.Load(), "only the changed file decoded")
+}

@@ -72,11 +72,11 @@ type workspaceConfig struct {
 	Checkpoint checkpointSettings
 	// Lints are the linters of the readLints tool (lints_config.go).
 	Lints []agentbridge.Linter
-	// HookProgram is this binary ("" when it cannot be told): git's
-	// fsmonitor hook for a writable git mount (fsmonitorHook) and a remote
-	// mount's peer. Set by the process's entry point, which knows what
-	// binary it is.
-	HookProgram string
+	// Self is this binary ("" when it cannot be told): git's fsmonitor
+	// hook for a writable git mount (fsmonitorHook) and a remote mount's
+	// peer. Set by the process's entry point, which knows what binary it
+	// is.
+	Self string
 	// WorktreeRoot is where git runs in the workspace: "" is the shell
 	// tool's namespace, where a mount is at its path (/repo); the mount
 	// command sets its mountpoint, where git runs at MNT/repo. A writable
@@ -98,7 +98,7 @@ func (w *workspaceFlags) load(ctx context.Context, logger *slog.Logger) (*worksp
 	if w.Git.CacheSize < 0 {
 		return nil, usageErrorf("--cache-size: must not be negative, got %d", w.Git.CacheSize)
 	}
-	cfg := &workspaceConfig{Types: mountTypes(), Git: w.Git, HookProgram: w.Self}
+	cfg := &workspaceConfig{Types: mountTypes(), Git: w.Git, Self: w.Self}
 	var raws []rawSpec
 	if w.Config != "" {
 		file, specs, err := loadConfig(w.Config)
@@ -246,6 +246,7 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			return nil, usageError(err)
 		}
 	}
+	hook := fsmonitorHook(cfg.Self)
 	for i := range cfg.Mounts {
 		spec := &cfg.Mounts[i]
 		mt, ok := reg[spec.Type]
@@ -257,9 +258,9 @@ func buildWorkspace(ctx context.Context, cfg *workspaceConfig, logger *slog.Logg
 			Uid:      uint32(os.Getuid()),
 			Gid:      uint32(os.Getgid()),
 			Git:      cfg.Git,
-			Hook:     fsmonitorHook(cfg.HookProgram),
+			Hook:     hook,
 			Worktree: cfg.WorktreeRoot,
-			Self:     cfg.HookProgram,
+			Self:     cfg.Self,
 			Resume:   cfg.resume,
 		}
 		fsys, err := mt.Build(ctx, spec, env)

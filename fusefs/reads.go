@@ -59,10 +59,13 @@ func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
 // FLUSH but that has nothing to flush (read only): its close(2) then costs
 // no round trip.
 func (c *conn) noFlush(f mounts.File) uint32 {
-	if _, ok := f.(mounts.Flusher); c.how.flushes && !ok {
-		return fuse.FOPEN_NOFLUSH
+	if !c.how.flushes {
+		return 0
 	}
-	return 0
+	if _, ok := f.(mounts.Flusher); ok {
+		return 0
+	}
+	return fuse.FOPEN_NOFLUSH
 }
 
 // Fsync syncs through the handle, or without one on a copy-on-write

@@ -275,8 +275,8 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, badSource(opts.Src, fmt.Errorf("root tree %s: %w", f.root.hash, err))
 	}
 	f.search = newSearcher(f, cacheDir, opts.Index)
-	if cacheDir != "" {
-		f.openTreePack(treePackPath(cacheDir, f.search.key), f.search.key, false)
+	if f.search.packPath != "" {
+		f.openTreePack(f.search.packPath, f.search.key, false)
 	}
 	return f, nil
 }
@@ -353,29 +353,38 @@ func checkName(op, name string) error {
 	return nil
 }
 
-// tree returns the decoded tree h, from the cache or the repository.
+// tree returns the decoded tree h, from the cache, a tree pack or the
+// repository.
 func (f *FS) tree(h plumbing.Hash) (*tree, error) {
 	if t := f.trees.get(h); t != nil {
 		return t, nil
 	}
 	var t *tree
-	var bad []badEntry
 	var err error
 	// The tree packs hold the trees of their trees too.
-	packed := f.blobs.inPacks(func(p *treePack) bool {
+	if f.blobs.inPacks(func(p *treePack) bool {
 		raw, ok := p.content(h)
 		if ok {
-			t, bad, err = parseTree(raw) // copies what it keeps
+			t, err = f.treeOf(h, raw) // parseTree copies what it keeps
 		}
 		return ok
-	})
-	if !packed {
-		raw, rerr := f.obj.Bytes(plumbing.TreeObject, h)
-		if rerr != nil {
-			return nil, rerr
-		}
-		t, bad, err = parseTree(raw)
+	}) {
+		return t, err
 	}
+	raw, err := f.obj.Bytes(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	return f.treeOf(h, raw)
+}
+
+// treeOf decodes raw, the object of tree h, into the cache, unless it is
+// there; the entries it hides are logged once.
+func (f *FS) treeOf(h plumbing.Hash, raw []byte) (*tree, error) {
+	if t := f.trees.get(h); t != nil {
+		return t, nil
+	}
+	t, bad, err := parseTree(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -500,16 +500,20 @@ func (s *searcher) list(h plumbing.Hash, prefix string, out *[]indexed, w *treeP
 	if s.stopped() {
 		return errStopped
 	}
-	t, err := s.f.tree(h)
+	var t *tree
+	var err error
+	if w == nil {
+		t, err = s.f.tree(h)
+	} else {
+		// Read once: into the pack, and decoded from the same bytes.
+		var raw []byte
+		if raw, err = s.f.obj.Bytes(plumbing.TreeObject, h); err == nil {
+			w.add(h, raw)
+			t, err = s.f.treeOf(h, raw)
+		}
+	}
 	if err != nil {
 		return err
-	}
-	if w != nil {
-		raw, err := s.f.obj.Bytes(plumbing.TreeObject, h)
-		if err != nil {
-			return err
-		}
-		w.add(h, raw)
 	}
 	for i := range t.entries {
 		e := &t.entries[i]

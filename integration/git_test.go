@@ -121,6 +121,13 @@ func mountGit(t *testing.T, repo *gitRepo) *gitMount {
 	fusetest.Need(t)
 	f, err := gitfs.Open(context.Background(), gitfs.Options{Src: repo.dir, CacheDir: t.TempDir(), CacheSize: 16 << 20})
 	require.NoError(t, err)
+	return mountGitFS(t, f)
+}
+
+// mountGitFS is mountGit of a git mount already open; the mount closes it.
+func mountGitFS(t *testing.T, f *gitfs.FS) *gitMount {
+	t.Helper()
+	fusetest.Need(t)
 	u, err := union.New(map[string]mounts.FS{"/repo": f, "/memory": memfs.New(memfs.Options{})})
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -560,4 +567,57 @@ func TestGitWorkspaceIncomplete(t *testing.T) {
 	code, out = status()
 	assert.Equal(t, 2, code)
 	assert.Equal(t, dir+": not mounted\n", out)
+}
+
+// TestGitTreePackThroughKernel: a mount whose cache directory holds its
+// tree's pack (written by an index build of the same commit) serves its
+// files through the kernel from the pack. The mount is of a blobless
+// clone, offline: it has no blob to decode, so every file read whole and
+// right comes from the pack; without the pack the same read is EIO.
+func TestGitTreePackThroughKernel(t *testing.T) {
+	fusetest.Need(t)
+	ctx := context.Background()
+	src := t.TempDir()
+	files := map[string]string{}
+	for i := range 40 {
+		files[fmt.Sprintf("d%d/f%02d.txt", i%4, i)] = strings.Repeat(fmt.Sprintf("file %d\n", i), 50+i)
+	}
+	testutil.WriteFiles(t, src, files)
+	testutil.Git(t, src, "init", "-q")
+	testutil.Git(t, src, "add", "-A")
+	testutil.Git(t, src, "commit", "-qm", "files")
+	testutil.Git(t, src, "config", "uploadpack.allowFilter", "true")
+	clone := filepath.Join(t.TempDir(), "clone")
+	testutil.Git(t, filepath.Dir(clone), "clone", "-q", "--filter=blob:none", "--no-checkout", "file://"+src, clone)
+
+	cache := t.TempDir()
+	full, err := gitfs.Open(ctx, gitfs.Options{Src: src, CacheDir: cache, Index: gitfs.IndexEager})
+	require.NoError(t, err)
+	ready, err := full.WaitIndex(ctx)
+	require.NoError(t, err)
+	require.True(t, ready)
+	require.NoError(t, full.Close())
+
+	f, err := gitfs.Open(ctx, gitfs.Options{Src: clone, CacheDir: cache, Offline: true})
+	require.NoError(t, err)
+	m := mountGitFS(t, f)
+	for name, want := range files { // in map order, and a scan of each directory
+		fi, err := os.Stat(m.repo(name))
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(want)), fi.Size(), name)
+		got, err := os.ReadFile(m.repo(name))
+		require.NoError(t, err, name)
+		assert.Equal(t, want, string(got), name)
+	}
+	m.unmount(t)
+
+	packs, err := filepath.Glob(filepath.Join(cache, "blobs", "trees", "*.pack"))
+	require.NoError(t, err)
+	require.Len(t, packs, 1)
+	require.NoError(t, os.Remove(packs[0]))
+	f, err = gitfs.Open(ctx, gitfs.Options{Src: clone, CacheDir: cache, Offline: true})
+	require.NoError(t, err)
+	m = mountGitFS(t, f)
+	_, err = os.ReadFile(m.repo("d0/f00.txt"))
+	require.ErrorIs(t, err, syscall.EIO, "without the pack, an offline blobless clone has nothing to read")
 }

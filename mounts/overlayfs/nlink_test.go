@@ -1,6 +1,7 @@
 package overlayfs_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,16 @@ func TestMergedDirectoryNlink(t *testing.T) {
 		// Past the few a stat checks one by one.
 		lower, _ := memLower(t, "d0/", "d1/", "d2/", "d3/", "d4/", "d5/", "d6/", "d7/", "d8/", "d9/",
 			"README.md", "a.txt", "dir1/f.txt", "dir1/sub/g.txt", "full/one.txt", "deep/a/b/c/d.go")
+		mergedNlink(t, lower)
+	})
+	t.Run("past the lookups", func(t *testing.T) {
+		// More lower directories than a stat looks up one by one: the
+		// upper is listed.
+		specs := []string{"README.md", "a.txt", "dir1/f.txt", "dir1/sub/g.txt", "full/one.txt", "deep/a/b/c/d.go"}
+		for i := range 70 {
+			specs = append(specs, fmt.Sprintf("d%02d/", i))
+		}
+		lower, _ := memLower(t, specs...)
 		mergedNlink(t, lower)
 	})
 }

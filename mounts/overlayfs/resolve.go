@@ -206,46 +206,55 @@ func (f *FS) attr(ctx context.Context, e *ent) (mounts.Attr, error) {
 // with the upper's). A stat of a merged directory, which the kernel asks
 // for after every entry the directory gains or loses, then reads no
 // entry's bookkeeping, and the lower's listing only once when the lower
-// never changes: sed -i over n files of one directory cost n² entries'
-// bookkeeping.
+// never changes.
+//
+// The upper's own directories are counted from its link count where it
+// keeps POSIX ones (the memory upper, ext4, tmpfs: 2 plus its
+// subdirectories), and a few lower directories are then looked up one by
+// one: a stat in a directory of n files costs a few lookups, not a
+// listing of n entries. An upper that reports another count (btrfs gives
+// a directory 1), or many lower directories, take the listing.
 func (f *FS) subdirs(ctx context.Context, e *ent) (uint32, error) {
+	ldirs, err := f.lowerSubdirs(ctx, e.lower)
+	if err != nil {
+		return 0, err
+	}
+	if e.ua.Nlink >= 2 && len(ldirs) <= subdirLookups {
+		n := e.ua.Nlink - 2
+		for _, name := range ldirs {
+			_, err := f.upper.Stat(ctx, up(mounts.Join(e.name, name)))
+			switch {
+			case isNotExist(err):
+				n++
+			case err != nil:
+				return 0, cause(err)
+			}
+		}
+		return n, nil
+	}
 	uents, err := f.upper.ReadDir(ctx, up(e.name))
 	if err != nil {
 		return 0, cause(err)
 	}
 	var n uint32
+	hidden := make(map[string]struct{}, len(uents))
 	for _, ue := range uents {
 		if ue.Type.IsDir() {
 			n++
 		}
-	}
-	ldirs, err := f.lowerSubdirs(ctx, e.lower)
-	if err != nil {
-		return 0, err
-	}
-	if len(ldirs) > 8 {
-		hidden := make(map[string]struct{}, len(uents))
-		for _, ue := range uents {
-			hidden[ue.Name] = struct{}{}
-		}
-		for _, name := range ldirs {
-			if _, ok := hidden[name]; !ok {
-				n++
-			}
-		}
-		return n, nil
+		hidden[ue.Name] = struct{}{}
 	}
 	for _, name := range ldirs {
-		_, err := f.upper.Stat(ctx, up(mounts.Join(e.name, name)))
-		switch {
-		case isNotExist(err):
+		if _, ok := hidden[name]; !ok {
 			n++
-		case err != nil:
-			return 0, cause(err)
 		}
 	}
 	return n, nil
 }
+
+// subdirLookups is the most lower directories subdirs looks up one by one
+// in the upper rather than list it.
+const subdirLookups = 64
 
 // lowerSubdirs returns the names of the directories in lower directory
 // dir: listed once and kept when the lower never changes (a commit).

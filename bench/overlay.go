@@ -21,7 +21,12 @@ package main
 // warm both sides (the first status builds git's untracked cache; on the
 // overlay the first answer of the fsmonitor hook after a mount is "/",
 // everything), then keep the best of -reps runs; the first status right
-// after the mount is reported apart.
+// after the mount is reported apart. The edit rows (issue 32) follow: sed
+// -i over 500 of the commit's files, git status and git diff --stat after
+// those edits, and git checkout of the commit two back, which changes every
+// file the two commits after it changed (the generated history: two
+// commits that each change some 1,800 files, then one that adds bigFile),
+// the size of a checkout 100 commits back in a busy repository.
 
 import (
 	"bytes"
@@ -160,7 +165,10 @@ func runOverlay(o *options, bin string, verbose bool) error {
 			if _, err := gitOut(repo, "checkout", "-q", "--", bigFile); err != nil {
 				return err
 			}
-			return gitRows(&r, i, repo, native, best)
+			if err := gitRows(&r, i, repo, native, best); err != nil {
+				return err
+			}
+			return editRows(&r, i, repo, native, sha, best)
 		}); err != nil {
 			return err
 		}
@@ -256,6 +264,75 @@ func gitRows(r *overlayResults, i int, repo, native string, best func(*float64, 
 	return nil
 }
 
+// editFiles is how many files of the commit editRows edits with sed -i.
+const editFiles = 500
+
+// editRows times small-file work over many files of the commit (issue 32)
+// on the overlay and on the native checkout, leaving both at sha: sed -i
+// over editFiles files, git status and git diff --stat after those edits,
+// and git checkout of the parent commit (which changes every file the
+// last commit changed) and back.
+func editRows(r *overlayResults, i int, repo, native, sha string, best func(*float64, int, float64)) error {
+	out, err := gitOut(native, "ls-files", "--", "*.go")
+	if err != nil {
+		return err
+	}
+	all := strings.Fields(out)
+	if len(all) < editFiles {
+		return fmt.Errorf("sed -i row: the commit has %d Go files, want %d", len(all), editFiles)
+	}
+	step := len(all) / editFiles
+	var edit []string
+	for k := range editFiles {
+		edit = append(edit, all[k*step])
+	}
+	for _, side := range []struct {
+		dir                    string
+		sed, status, diff, out *float64
+	}{
+		{repo, &r.sed, &r.sedStatus, &r.sedDiff, &r.checkout},
+		{native, &r.sedN, &r.sedStatusN, &r.sedDiffN, &r.checkoutN},
+	} {
+		sed := exec.Command("sed", append([]string{"-i", "-e", "s/a/A/"}, edit...)...)
+		sed.Dir = side.dir
+		start := time.Now()
+		if b, err := sed.CombinedOutput(); err != nil {
+			return fmt.Errorf("sed -i in %s: %w: %s", side.dir, err, b)
+		}
+		best(side.sed, i, ms(time.Since(start)))
+		if _, err := timeGit(side.dir, "status", "--porcelain"); err != nil { // warm
+			return err
+		}
+		v, err := timeGitCheck(side.dir, edit, "status", "--porcelain")
+		if err != nil {
+			return err
+		}
+		best(side.status, i, v)
+		if v, err = timeGit(side.dir, "diff", "--stat"); err != nil {
+			return err
+		}
+		best(side.diff, i, v)
+		if _, err := gitOut(side.dir, "checkout", "-q", "--", "."); err != nil {
+			return err
+		}
+		if v, err = timeGit(side.dir, "checkout", "-q", "--detach", sha+"~2"); err != nil {
+			return err
+		}
+		best(side.out, i, v)
+		if _, err := gitOut(side.dir, "checkout", "-q", "--detach", sha); err != nil {
+			return err
+		}
+	}
+	if i == 0 {
+		changed, err := gitOut(native, "diff", "--name-only", sha+"~2", sha)
+		if err != nil {
+			return err
+		}
+		r.checkoutFiles = len(strings.Fields(changed))
+	}
+	return nil
+}
+
 type overlayResults struct {
 	ready, readyGit              float64
 	cold, coldGit, warm, warmGit float64
@@ -268,6 +345,11 @@ type overlayResults struct {
 	statusClean, statusCleanN    float64
 	statusDirty, statusDirtyN    float64
 	diff, diffN, commit, commitN float64
+	sed, sedN                    float64 // sed -i over editFiles files of the commit
+	sedStatus, sedStatusN        float64 // git status after those edits
+	sedDiff, sedDiffN            float64 // git diff --stat after them
+	checkout, checkoutN          float64 // git checkout of the commit two back
+	checkoutFiles                int     // the files that checkout changes
 }
 
 func (r *overlayResults) print(files int, o *options) {
@@ -296,6 +378,10 @@ func (r *overlayResults) print(files int, o *options) {
 	row(workload{Name: "overlay: git status, 10 changes", Unit: "ms", Target: 1.5}, r.statusDirty, r.statusDirtyN, "(native)")
 	row(workload{Name: "overlay: git diff, 10 changes", Unit: "ms"}, r.diff, r.diffN, "(native)")
 	row(workload{Name: "overlay: git commit -a, 10 changes", Unit: "ms"}, r.commit, r.commitN, "(native)")
+	row(workload{Name: fmt.Sprintf("overlay: sed -i over %d files of the commit", editFiles), Unit: "ms", Target: 4}, r.sed, r.sedN, "(native)")
+	row(workload{Name: fmt.Sprintf("overlay: git status after %d edits", editFiles), Unit: "ms", Target: 1.5}, r.sedStatus, r.sedStatusN, "(native)")
+	row(workload{Name: fmt.Sprintf("overlay: git diff --stat after %d edits", editFiles), Unit: "ms", Target: 1.5}, r.sedDiff, r.sedDiffN, "(native)")
+	row(workload{Name: fmt.Sprintf("overlay: git checkout two commits back (%d files)", r.checkoutFiles), Unit: "ms", Target: 2}, r.checkout, r.checkoutN, "(native)")
 	tw.Flush()
 	verdict := "ok"
 	if r.statusDirty > 100 {

@@ -66,6 +66,26 @@ func (f *FS) ListXattr(ctx context.Context, name string) ([]string, error) {
 	return slices.Sorted(maps.Keys(n.xattrs)), nil
 }
 
+// RangeXattrs calls fn with each attribute of name whose name starts with
+// prefix, in no order, the value valid only during the call: the overlay
+// reads its bookkeeping with one lookup where ListXattr and GetXattr take
+// one each. fn must not call into f.
+func (f *FS) RangeXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) error {
+	n, err := f.lookup("listxattr", name)
+	if err != nil {
+		return err
+	}
+	defer f.mu.RUnlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for attr, v := range n.xattrs {
+		if strings.HasPrefix(attr, prefix) {
+			fn(attr, v)
+		}
+	}
+	return nil
+}
+
 // SetXattr stores a user.* attribute on a file or directory. Symlinks take
 // none (fs.ErrPermission), as on Linux; GetXattr on one finds nothing
 // (mounts.ErrNoAttr). Name and value count against the

@@ -80,6 +80,10 @@ func (f *FS) readMeta(ctx context.Context, upath string, a mounts.Attr) (meta, e
 
 func (f *FS) readXattrs(ctx context.Context, upath string) (meta, error) {
 	var m meta
+	if r, ok := f.upper.(xattrRanger); ok {
+		err := r.RangeXattrs(ctx, upath, xattrNS, m.set)
+		return m, err
+	}
 	names, err := mounts.ListXattr(ctx, f.upper, upath)
 	if err != nil {
 		return m, err
@@ -92,22 +96,36 @@ func (f *FS) readXattrs(ctx context.Context, upath string) (meta, error) {
 		if err != nil {
 			return m, err
 		}
-		switch attr {
-		case xOrigin:
-			if len(v) == 8 {
-				m.origin, m.hasOrigin = binary.BigEndian.Uint64(v), true
-			}
-		case xFrom:
-			m.from, m.hasFrom = string(v), true
-		case xWhiteout:
-			m.whiteout = true
-		case xOpaque:
-			m.opaque = true
-		case xRedirect:
-			m.redirect, m.hasRedirect = string(v), true
-		}
+		m.set(attr, v)
 	}
 	return m, nil
+}
+
+// xattrRanger is an upper that reads the attributes of an entry with a
+// name prefix in one lookup (memfs), where ListXattr and GetXattr take one
+// each: a resolve reads the bookkeeping of every upper directory on its
+// way.
+type xattrRanger interface {
+	RangeXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) error
+}
+
+// set records the bookkeeping attribute attr of value v in m; v is not
+// kept.
+func (m *meta) set(attr string, v []byte) {
+	switch attr {
+	case xOrigin:
+		if len(v) == 8 {
+			m.origin, m.hasOrigin = binary.BigEndian.Uint64(v), true
+		}
+	case xFrom:
+		m.from, m.hasFrom = string(v), true
+	case xWhiteout:
+		m.whiteout = true
+	case xOpaque:
+		m.opaque = true
+	case xRedirect:
+		m.redirect, m.hasRedirect = string(v), true
+	}
 }
 
 func (f *FS) readSidecar(ctx context.Context, upath string, a mounts.Attr) (meta, error) {

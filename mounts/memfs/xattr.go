@@ -66,14 +66,15 @@ func (f *FS) ListXattr(ctx context.Context, name string) ([]string, error) {
 	return slices.Sorted(maps.Keys(n.xattrs)), nil
 }
 
-// RangeXattrs calls fn with each attribute of name whose name starts with
-// prefix, in no order, the value valid only during the call: the overlay
-// reads its bookkeeping with one lookup where ListXattr and GetXattr take
-// one each. fn must not call into f.
-func (f *FS) RangeXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) error {
-	n, err := f.lookup("listxattr", name)
+// StatXattrs returns the attributes of name, as Stat, and calls fn with
+// each of its extended attributes whose name starts with prefix, in no
+// order, the value valid only during the call: the overlay reads an upper
+// entry and its bookkeeping with one lookup where Stat, ListXattr and
+// GetXattr take one each. fn must not call into f.
+func (f *FS) StatXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) (mounts.Attr, error) {
+	n, err := f.lookup("stat", name)
 	if err != nil {
-		return err
+		return mounts.Attr{}, err
 	}
 	defer f.mu.RUnlock()
 	n.mu.RLock()
@@ -83,7 +84,7 @@ func (f *FS) RangeXattrs(ctx context.Context, name, prefix string, fn func(attr 
 			fn(attr, v)
 		}
 	}
-	return nil
+	return n.attr(), nil
 }
 
 // SetXattr stores a user.* attribute on a file or directory. Symlinks take

@@ -8,7 +8,8 @@ import (
 
 // BenchmarkStat compares a lookup of an untouched deep name through the
 // overlay with the same lookup on the git mount below it, and with a
-// changed sibling directory on the way.
+// changed sibling directory on the way, and of a changed deep name (every
+// directory on its way in the upper).
 func BenchmarkStat(b *testing.B) {
 	g := gitLower(b, gitRepo(b, map[string]string{"src/pkg/deep/deeper/leaf.go": "package deeper\n", "src/other.go": "x"}, nil))
 	o, _ := newOverlay(b, g)
@@ -27,4 +28,9 @@ func BenchmarkStat(b *testing.B) {
 		b.Fatal(err)
 	}
 	run("overlay-changed-parent", o)
+	// Every directory on the way in the upper, as after a checkout.
+	if err := mounts.WriteFile(bg, o, "src/pkg/deep/deeper/leaf.go", []byte("changed"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	run("overlay-upper-deep", o)
 }

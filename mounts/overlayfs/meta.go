@@ -80,8 +80,8 @@ func (f *FS) readMeta(ctx context.Context, upath string, a mounts.Attr) (meta, e
 
 func (f *FS) readXattrs(ctx context.Context, upath string) (meta, error) {
 	var m meta
-	if r, ok := f.upper.(xattrRanger); ok {
-		err := r.RangeXattrs(ctx, upath, xattrNS, m.set)
+	if r, ok := f.upper.(xattrStater); ok {
+		_, err := r.StatXattrs(ctx, upath, xattrNS, m.set)
 		return m, err
 	}
 	names, err := mounts.ListXattr(ctx, f.upper, upath)
@@ -101,12 +101,32 @@ func (f *FS) readXattrs(ctx context.Context, upath string) (meta, error) {
 	return m, nil
 }
 
-// xattrRanger is an upper that reads the attributes of an entry with a
-// name prefix in one lookup (memfs), where ListXattr and GetXattr take one
-// each: a resolve reads the bookkeeping of every upper directory on its
-// way.
-type xattrRanger interface {
-	RangeXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) error
+// xattrStater is an upper that gives an entry's attributes and those of
+// its extended attributes with a name prefix in one lookup (memfs), where
+// Stat, ListXattr and GetXattr take one each: a resolve reads every upper
+// directory on its way and its bookkeeping.
+type xattrStater interface {
+	StatXattrs(ctx context.Context, name, prefix string, fn func(attr string, value []byte)) (mounts.Attr, error)
+}
+
+// statMeta returns the attributes of the upper entry upath and its
+// bookkeeping.
+func (f *FS) statMeta(ctx context.Context, upath string) (mounts.Attr, meta, error) {
+	if r, ok := f.upper.(xattrStater); ok {
+		var m meta
+		a, err := r.StatXattrs(ctx, upath, xattrNS, m.set)
+		if err != nil || takesXattrs(a.Mode) {
+			return a, m, err
+		}
+		m, err = f.readSidecar(ctx, upath, a)
+		return a, m, err
+	}
+	a, err := f.upper.Stat(ctx, upath)
+	if err != nil {
+		return a, meta{}, err
+	}
+	m, err := f.readMeta(ctx, upath, a)
+	return a, m, err
 }
 
 // set records the bookkeeping attribute attr of value v in m; v is not

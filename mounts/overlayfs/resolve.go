@@ -81,14 +81,10 @@ func (f *FS) resolve(ctx context.Context, name string) (*ent, error) {
 	for rest != "" {
 		elem, tail, _ := strings.Cut(rest, "/")
 		child := mounts.Join(cur.name, elem)
-		a, err := f.upper.Stat(ctx, up(child))
+		a, m, err := f.statMeta(ctx, up(child))
 		if isNotExist(err) {
 			break
 		}
-		if err != nil {
-			return nil, cause(err)
-		}
-		m, err := f.readMeta(ctx, up(child), a)
 		if err != nil {
 			return nil, cause(err)
 		}

@@ -505,12 +505,13 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 					mu.Unlock()
 					return
 				}
-				data, err := readInto(ctx, w.fsys, files[i].name, mounts.OpenOptions{Scan: true}, buf[:0], true)
+				var err error
+				buf, err = searchFile(ctx, w.fsys, files[i].name, buf[:0], func(data []byte) {
+					results[i] = q.search(files[i].shown, data)
+				})
 				if err != nil {
 					continue // vanished or unreadable: skipped, as rg does
 				}
-				results[i] = q.search(files[i].shown, data)
-				buf = data
 				if cap(buf) > grepKeepBuf {
 					buf = nil // a large file's: not kept for the next
 				}
@@ -527,6 +528,33 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 	return hits, firstErr
 }
 
+// searchFile opens name for a search's scan and hands its content to fn
+// while it is open: in place where the file holds it in memory
+// (mounts.Content: a commit's blob), otherwise read into buf's storage as
+// readInto reads it. A file over sniffLen bytes whose first sniffLen bytes
+// hold a NUL (binary: search skips it) is handed over that far only. It
+// returns buf's storage, grown as needed, for the next file.
+func searchFile(ctx context.Context, fsys mounts.FS, name string, buf []byte, fn func(data []byte)) ([]byte, error) {
+	f, err := mounts.OpenWith(ctx, fsys, name, mounts.OpenOptions{Scan: true})
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	if data, ok := mounts.Content(f); ok {
+		if len(data) > sniffLen && bytes.IndexByte(data[:sniffLen], 0) >= 0 {
+			data = data[:sniffLen]
+		}
+		fn(data)
+		return buf, nil
+	}
+	data, err := readOpen(f, buf, true)
+	if err != nil {
+		return buf, err
+	}
+	fn(data)
+	return data, nil
+}
+
 // readInto reads a whole file into buf's storage, growing it as needed.
 // mounts.ReadFile allocates a fresh 64 KiB chunk per file, which over tens
 // of thousands of small files costs more than searching them.
@@ -540,6 +568,11 @@ func readInto(ctx context.Context, fsys mounts.FS, name string, o mounts.OpenOpt
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f, buf, sniff)
+}
+
+// readOpen is readInto of a file already open.
+func readOpen(f mounts.File, buf []byte, sniff bool) ([]byte, error) {
 	a, err := f.Stat()
 	if err != nil {
 		return nil, err

@@ -119,6 +119,24 @@ func Flush(f File) error {
 	return nil
 }
 
+// ContentFile is a file that holds its whole content in memory, never to
+// change (a blob of a commit): Content returns it, valid until the file
+// closes and never to be written to, or false where the file reads its
+// content otherwise. A reader that only looks at the bytes (a search)
+// reads them in place, without the copy ReadAt makes.
+type ContentFile interface {
+	Content() ([]byte, bool)
+}
+
+// Content returns f's content in place when f holds it ([ContentFile]).
+// Wrappers of files forward it with this.
+func Content(f File) ([]byte, bool) {
+	if c, ok := f.(ContentFile); ok {
+		return c.Content()
+	}
+	return nil, false
+}
+
 // Open flags understood by OpenFile, as os and syscall define them.
 // O_RDONLY, O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC, O_APPEND.
 

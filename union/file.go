@@ -13,6 +13,7 @@ var (
 	_ mounts.FDFile       = (*fdWritableFile)(nil)
 	_ mounts.WritableFile = (*fdWritableFile)(nil)
 	_ mounts.Flusher      = (*writableFile)(nil)
+	_ mounts.ContentFile  = (*file)(nil)
 )
 
 // file is a mount's open file seen through the union: Stat reports the
@@ -68,6 +69,10 @@ func (f *file) Stat() (mounts.Attr, error) {
 }
 
 func (f *file) Close() error { return f.fix(f.f.Close()) }
+
+// Content forwards the mount file's content held in memory
+// (mounts.ContentFile).
+func (f *file) Content() ([]byte, bool) { return mounts.Content(f.f) }
 
 type writableFile struct {
 	file

@@ -108,12 +108,13 @@ type FS struct {
 }
 
 var (
-	_ mounts.FS         = (*FS)(nil)
-	_ mounts.XattrFS    = (*FS)(nil)
-	_ mounts.StatFSer   = (*FS)(nil)
-	_ mounts.Describer  = (*FS)(nil)
-	_ mounts.StatDirFS  = (*FS)(nil)
-	_ mounts.OpenWithFS = (*FS)(nil)
+	_ mounts.FS          = (*FS)(nil)
+	_ mounts.XattrFS     = (*FS)(nil)
+	_ mounts.StatFSer    = (*FS)(nil)
+	_ mounts.Describer   = (*FS)(nil)
+	_ mounts.StatDirFS   = (*FS)(nil)
+	_ mounts.ContentFile = (*file)(nil)
+	_ mounts.OpenWithFS  = (*FS)(nil)
 
 	_ mounts.PageOfferer = (*FS)(nil)
 )
@@ -794,6 +795,22 @@ func (fl *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (fl *file) Stat() (mounts.Attr, error) { return fl.attr, nil }
+
+// Content returns the blob's bytes in place when they are in memory or in
+// a tree pack's mapping (mounts.ContentFile): pinned while the file is
+// open, and never changed. A blob spilled to a file is read with ReadAt.
+func (fl *file) Content() ([]byte, bool) {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	if fl.closed {
+		return nil, false
+	}
+	b, err := fl.blob(context.Background(), "read")
+	if err != nil || b.file != nil || int64(len(b.mem)) != b.size {
+		return nil, false
+	}
+	return b.mem[:b.size:b.size], true
+}
 
 func (fl *file) Close() error {
 	fl.mu.Lock()

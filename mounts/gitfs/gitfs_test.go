@@ -25,6 +25,8 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/gitfs/internal/gittest"
+	"github.com/vfsmount/vfsmount/mounts/memfs"
+	"github.com/vfsmount/vfsmount/union"
 )
 
 // openFS opens opts with a private cache directory and closes it at the
@@ -935,4 +937,31 @@ func TestOpenedInCaseDecodesAtTheFirstRead(t *testing.T) {
 	want, err := mounts.ReadFile(context.Background(), f, "big.bin")
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "the same content as a plain open")
+}
+
+// TestContentInPlace: an open file hands over its blob's bytes in place
+// (mounts.ContentFile), the same bytes ReadAt reads, and nothing once it
+// is closed; through the union too, which forwards it.
+func TestContentInPlace(t *testing.T) {
+	fx := gittest.MainFixture(t)
+	f := openFS(t, Options{Src: fx.Dir})
+	ctx := context.Background()
+	u, err := union.New(map[string]mounts.FS{"/": memfs.New(memfs.Options{}), "/repo": f})
+	require.NoError(t, err)
+	for _, fsys := range []struct {
+		fs   mounts.FS
+		name string
+	}{{f, "a/b/sibling.txt"}, {u, "repo/a/b/sibling.txt"}} {
+		fl, err := fsys.fs.Open(ctx, fsys.name)
+		require.NoError(t, err)
+		data, ok := mounts.Content(fl)
+		require.True(t, ok, "%s: a blob in memory is handed over", fsys.name)
+		assert.Equal(t, "sibling\n", string(data))
+		buf := make([]byte, 64)
+		n, _ := fl.ReadAt(buf, 0)
+		assert.Equal(t, string(buf[:n]), string(data))
+		require.NoError(t, fl.Close())
+		_, ok = mounts.Content(fl)
+		assert.False(t, ok, "%s: nothing after close", fsys.name)
+	}
 }

@@ -154,15 +154,23 @@ func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	d.log.Debug("remote: peer started", "source", cfg.Target.String(), "took", time.Since(t0))
 	// The rest of the workspace, for the peer's commands, comes back
 	// over this connection; a server that forbids it leaves /workspace.
-	l, err := c.ListenBack(sock)
-	if err != nil {
-		d.log.Info("remote: the server forwards no Unix socket: commands there see /workspace only", "err", err)
-	}
-	d.log.Debug("remote: back link listening", "source", cfg.Target.String(), "took", time.Since(t0))
+	// Asked for now (the peer has made the socket's directory before its
+	// hello), answered while the session starts.
+	s := &closeBoth{ReadWriteCloser: rwc, c: c, backSet: make(chan struct{})}
+	go func() {
+		defer close(s.backSet)
+		l, err := c.ListenBack(sock)
+		if err != nil {
+			d.log.Info("remote: the server forwards no Unix socket: commands there see /workspace only", "err", err)
+			return
+		}
+		d.log.Debug("remote: back link listening", "source", cfg.Target.String(), "took", time.Since(t0))
+		s.back = l
+	}()
 	d.mu.Lock()
 	d.c = c
 	d.mu.Unlock()
-	return &closeBoth{ReadWriteCloser: rwc, c: c, back: l}, nil
+	return s, nil
 }
 
 func (d *sshDialer) close() error {
@@ -178,12 +186,17 @@ func (d *sshDialer) close() error {
 // closeBoth closes the peer's stream and its ssh connection.
 type closeBoth struct {
 	io.ReadWriteCloser
-	c    *sshdial.Client
-	back net.Listener // nil: none
+	c       *sshdial.Client
+	backSet chan struct{} // closed once back is known
+	back    net.Listener  // nil: none
 }
 
-// BackListener implements remotefs.BackLink.
-func (s *closeBoth) BackListener() net.Listener { return s.back }
+// BackListener implements remotefs.BackLink: it waits for the server's
+// answer to the forwarding request.
+func (s *closeBoth) BackListener() net.Listener {
+	<-s.backSet
+	return s.back
+}
 
 func (s *closeBoth) Close() error {
 	err := s.c.Close() // first: the connection may be stalled

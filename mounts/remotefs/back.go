@@ -16,7 +16,8 @@ import (
 // connects there to show its commands the rest of the workspace.
 type BackLink interface {
 	// BackListener is where the peer's connections arrive; nil when the
-	// channel has none.
+	// channel has none. It may wait for the channel to say (a round trip
+	// over ssh): the session asks for it while its change stream starts.
 	BackListener() net.Listener
 }
 

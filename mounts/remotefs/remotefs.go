@@ -185,14 +185,21 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 		rwc.Close()
 		return ctx.Err()
 	}
-	var l net.Listener
-	if bl, ok := rwc.(BackLink); ok {
-		l = bl.BackListener()
-	}
-	f.backUp.Store(l != nil)
-	if l != nil {
-		go f.serveBack(l)
-	}
+	// The back link comes up while the change stream starts, a round
+	// trip saved; the session is ready when both are.
+	backDone := make(chan struct{})
+	go func() {
+		defer close(backDone)
+		var l net.Listener
+		if bl, ok := rwc.(BackLink); ok {
+			l = bl.BackListener()
+		}
+		f.backUp.Store(l != nil)
+		if l != nil {
+			go f.serveBack(l)
+		}
+	}()
+	defer func() { <-backDone }()
 	f.mu.Lock()
 	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session
 	f.sess = s

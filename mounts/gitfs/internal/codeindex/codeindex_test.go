@@ -513,3 +513,21 @@ func TestCloseBeforeItsFile(t *testing.T) {
 	assert.ErrorIs(t, err, errClosed)
 	assert.Nil(t, data)
 }
+
+// TestQueryAfterClose: an index opened from a file and closed answers a
+// query with an error, not a read of the unmapped file.
+func TestQueryAfterClose(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	names, files := randTree(r, 50)
+	dir := t.TempDir()
+	require.NoError(t, Publish(dir, "idx", encode(t, names, files, 2, "tree")))
+	ix, err := Open(filepath.Join(dir, "idx"), []byte("tree"))
+	require.NoError(t, err)
+	sre, err := syntax.Parse("abcd", syntax.Perl)
+	require.NoError(t, err)
+	_, _, err = ix.Candidates(Query(sre), Literals(sre))
+	require.NoError(t, err)
+	require.NoError(t, ix.Close())
+	_, _, err = ix.Candidates(Query(sre), Literals(sre))
+	require.ErrorIs(t, err, errClosed)
+}

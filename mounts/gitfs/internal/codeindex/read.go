@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/google/codesearch/index"
+	"golang.org/x/sys/unix"
 )
 
 // ErrCorrupt is the error of a file that is not a whole index of the
@@ -36,8 +37,12 @@ type Index struct {
 	names []string
 	scan  []uint32
 	tris  []byte // ntri × 12
-	// f holds the posting lists at postAt, postLen bytes (Open).
+	// f holds the posting lists at postAt, postLen bytes (Open), and
+	// head, an anonymous mapping, the part of the file before them,
+	// which tris is part of; unmapped by Close, under mu, which every
+	// read of tris holds.
 	f       *os.File
+	head    []byte
 	postAt  int64
 	postLen uint64
 
@@ -101,11 +106,16 @@ func (ix *Index) Close() error {
 		ix.built.b.Close()
 		ix.built = nil
 	}
+	var err error
+	if ix.head != nil {
+		err = unix.Munmap(ix.head)
+		ix.head, ix.tris = nil, nil
+	}
 	ix.mu.Unlock()
 	if ix.f == nil {
-		return nil
+		return err
 	}
-	return ix.f.Close()
+	return errors.Join(err, ix.f.Close())
 }
 
 // Len returns the number of files.
@@ -170,16 +180,37 @@ func Open(name string, key []byte) (_ *Index, err error) {
 	if postOff > uint64(end) {
 		return nil, corrupt("bad offsets")
 	}
-	head := make([]byte, postOff)
+	head, err := populated(int(postOff))
+	if err != nil {
+		return nil, err
+	}
 	if _, err := f.ReadAt(head, 0); err != nil {
+		_ = unix.Munmap(head)
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	ix, err := parseBody(head, uint64(end), key)
 	if err != nil {
+		_ = unix.Munmap(head)
 		return nil, err
 	}
-	ix.f, ix.postAt, ix.postLen = f, int64(postOff), uint64(end)-postOff
+	ix.f, ix.head, ix.postAt, ix.postLen = f, head, int64(postOff), uint64(end)-postOff
 	return ix, nil
+}
+
+// populated returns n bytes of memory of their own, mapped with their
+// pages in place: the head of a large index (megabytes) would be fresh
+// pages of the heap, which a new daemon faults in one by one (on a virtual
+// machine some 15 µs a page, 18 times what mapping them at once costs:
+// 40 ms for the index of a 14,000-file tree). Unmap it when done.
+func populated(n int) ([]byte, error) {
+	if n == 0 {
+		n = 1 // a mapping of nothing is refused
+	}
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("codeindex: memory for the index: %w", err)
+	}
+	return b, nil
 }
 
 // postingsAt returns where the posting lists start, from the header.
@@ -295,6 +326,11 @@ func parseBody(body []byte, bodyLen uint64, key []byte) (*Index, error) {
 // and checked against the file count (a bad list is an error, not a
 // guess), with each file's follow mask when masks.
 func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed && ix.tris == nil { // unmapped
+		return nil, nil, errClosed
+	}
 	le := binary.LittleEndian
 	n := len(ix.tris) / 12
 	i := sort.Search(n, func(i int) bool { return le.Uint32(ix.tris[12*i:]) >= t })
@@ -339,11 +375,9 @@ func (ix *Index) postingsMasks(t uint32, masks bool) ([]uint32, []uint8, error) 
 }
 
 // postings returns the bytes [off, end) of the posting lists, those of
-// trigram i.
+// trigram i; the caller holds mu.
 func (ix *Index) postings(i int, off, end uint32) ([]byte, error) {
 	if ix.f == nil {
-		ix.mu.RLock()
-		defer ix.mu.RUnlock()
 		switch {
 		case ix.built != nil:
 			return ix.built.postings(i), nil

@@ -15,7 +15,8 @@ package main
 // connection of its own) and a host directory (passthrough on, as
 // vfsmount's default). The shell commands (tar, sed, rm) are programs of
 // the host, run as children; the create and stat workloads are this
-// process's own system calls.
+// process's own system calls. git checkout runs on /repo only (the one
+// kind with a repository), against a shared clone on tmpfs.
 //
 // requests_test.go runs the same workloads with fewer files and fails when
 // a count per file exceeds its recorded ceiling; runRequests (requests.go)
@@ -58,12 +59,21 @@ const (
 	wlSed         = "sed -i"
 	wlUntar       = "tar -x"
 	wlRmRf        = "rm -rf"
+	wlCheckout    = "git checkout"
 )
 
-var reqWorkloads = []string{wlCreate, wlStatKnown, wlStatMissing, wlSed, wlUntar, wlRmRf}
+var reqWorkloads = []string{wlCreate, wlStatKnown, wlStatMissing, wlSed, wlUntar, wlRmRf, wlCheckout}
+
+// reqResults is how many results measureRequests returns: every workload
+// on every kind, but git checkout on /repo only.
+var reqResults = len(reqKinds)*len(reqWorkloads) - (len(reqKinds) - 1)
 
 // reqSedDir is the commit's directory of files that sed edits on /repo.
 const reqSedDir = "sed"
+
+// reqCheckoutDir is the commit's directory of files that its parent has
+// otherwise: git checkout of the parent on /repo rewrites each.
+const reqCheckoutDir = "co"
 
 // reqResult is what one workload cost on one mount: the requests of all
 // its files.
@@ -89,6 +99,7 @@ func (r reqResult) waitedPerFile() float64 { return float64(r.Req.Waited()) / fl
 // reqWorkspace is a workspace of the three kinds mounted with counting.
 type reqWorkspace struct {
 	mnt    string
+	gitDir string // the repository /repo mounts at its HEAD
 	counts *fusefs.RequestCounts
 	srv    *fusefs.Server
 	ws     *workspace.Workspace
@@ -99,7 +110,7 @@ type reqWorkspace struct {
 // git mount of the commit at gitDir's HEAD (gitfs caching under cacheDir)
 // and the host directory hostDir.
 func openReqWorkspace(ctx context.Context, mnt, gitDir, cacheDir, hostDir string) (_ *reqWorkspace, err error) {
-	r := &reqWorkspace{mnt: mnt, counts: &fusefs.RequestCounts{}}
+	r := &reqWorkspace{mnt: mnt, gitDir: gitDir, counts: &fusefs.RequestCounts{}}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -157,10 +168,16 @@ func (r *reqWorkspace) close() error {
 	return errors.Join(errs...)
 }
 
-// makeReqRepo makes a git repository at dir whose commit has n small
-// files under sed/, for the sed workload on /repo.
+// makeReqRepo makes a git repository at dir whose HEAD has n small files
+// under sed/, for the sed workload on /repo, and n under co/ that HEAD
+// changed from its parent, for the git checkout workload.
 func makeReqRepo(dir string, n int) error {
-	if err := os.MkdirAll(filepath.Join(dir, reqSedDir), 0o755); err != nil {
+	for _, sub := range []string{reqSedDir, reqCheckoutDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if _, err := gitOut(dir, "init", "-q", "-b", "main"); err != nil {
 		return err
 	}
 	for i := range n {
@@ -168,15 +185,18 @@ func makeReqRepo(dir string, n int) error {
 			return err
 		}
 	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "files"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", args[0], err, out)
+	for rev := range 2 {
+		for i := range n {
+			body := fmt.Appendf(reqContent(i), "revision %d\n", rev)
+			if err := os.WriteFile(filepath.Join(dir, reqCheckoutDir, fmt.Sprintf("f%04d.txt", i)), body, 0o644); err != nil {
+				return err
+			}
+		}
+		if _, err := gitOut(dir, "add", "-A"); err != nil {
+			return err
+		}
+		if _, err := gitOut(dir, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", fmt.Sprintf("revision %d", rev)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -236,6 +256,13 @@ func (r *reqWorkspace) measureRequests(n int, archive, base string, reps int) ([
 					return nil, err
 				}
 			}
+			if kind == "repo" {
+				// A checkout of the same commit, sharing the objects as
+				// the mount's .git does (alternates).
+				if _, err := gitOut(baseRoot, "clone", "-q", "--shared", r.gitDir, reqBaseClone); err != nil {
+					return nil, err
+				}
+			}
 		}
 		var res []reqResult
 		for rep := range max(reps, 1) {
@@ -272,11 +299,18 @@ func minTime(a, b time.Duration) time.Duration {
 	return a
 }
 
+// reqBaseClone is the baseline's checkout of /repo's commit, in its
+// directory on tmpfs.
+const reqBaseClone = "clone"
+
 // sequence runs the workloads in order in a new directory of root (the
 // mount of kind, or its baseline), counting requests when counting, and
 // returns what each cost. On /repo sed edits files of the commit (a
 // copy-up each), elsewhere the files just created. The sed files are
-// restored afterwards, so that the next rep edits them again.
+// restored afterwards, so that the next rep edits them again. On /repo
+// git checkout goes to the parent commit, which rewrites the n files
+// under co/, after a git status that brings git's index up to date; it
+// goes back to HEAD afterwards, not counted.
 func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counting bool, rep int) ([]reqResult, error) {
 	work := filepath.Join(root, fmt.Sprintf("bench-requests-%d", rep))
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -389,6 +423,28 @@ func (r *reqWorkspace) sequence(root, kind string, n int, archive string, counti
 		return runCmd("rm", "-rf", tree)
 	}); err != nil {
 		return nil, err
+	}
+	if kind == "repo" {
+		checkout := root
+		if !counting {
+			checkout = filepath.Join(root, reqBaseClone)
+		}
+		head, err := gitOut(checkout, "rev-parse", "HEAD")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := gitOut(checkout, "status", "--porcelain"); err != nil {
+			return nil, err
+		}
+		if err := measure(wlCheckout, n, func() error {
+			_, err := gitOut(checkout, "checkout", "-q", "--detach", "HEAD~1")
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := gitOut(checkout, "checkout", "-q", "--detach", head); err != nil {
+			return nil, err
+		}
 	}
 	return out, os.RemoveAll(work)
 }

@@ -287,7 +287,7 @@ func relTo(a *args, p string) string {
 // files", counts with a total, content lines as ripgrep prints them, and
 // the pagination applied said at the end.
 func (w *Workspace) claudeGrep(ctx context.Context, a *args) (string, error) {
-	g, err := w.grepSearch(ctx, a, "files")
+	g, err := w.grepSearch(ctx, a, "files", func(mode string) bool { return mode == "files" })
 	if err != nil {
 		return "", err
 	}
@@ -350,14 +350,8 @@ func (w *Workspace) claudeGrep(ctx context.Context, a *args) (string, error) {
 		return out, nil
 	}
 	hits := g.hits
-	mtimes := make(map[string]time.Time, len(hits))
-	for _, h := range hits {
-		if at, err := w.fsys.Stat(ctx, h.name); err == nil {
-			mtimes[h.name] = at.Mtime
-		}
-	}
 	sort.SliceStable(hits, func(i, j int) bool {
-		mi, mj := mtimes[hits[i].name], mtimes[hits[j].name]
+		mi, mj := hits[i].r.mtime, hits[j].r.mtime
 		if !mi.Equal(mj) {
 			return mi.After(mj)
 		}

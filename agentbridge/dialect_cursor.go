@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"time"
 )
 
 // cursorReference says what the cursor dialect was matched to.
@@ -139,20 +138,15 @@ func (w *Workspace) cursorGrep(ctx context.Context, a *args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g, err := w.grepSearch(ctx, a, "content")
+	byMtime := by == "" || by == "modified"
+	g, err := w.grepSearch(ctx, a, "content", func(string) bool { return byMtime })
 	if err != nil {
 		return "", err
 	}
 	switch by {
 	case "", "modified":
-		mtimes := make(map[string]time.Time, len(g.hits))
-		for _, h := range g.hits {
-			if at, err := w.fsys.Stat(ctx, h.name); err == nil {
-				mtimes[h.name] = at.Mtime
-			}
-		}
 		sort.SliceStable(g.hits, func(i, j int) bool {
-			mi, mj := mtimes[g.hits[i].name], mtimes[g.hits[j].name]
+			mi, mj := g.hits[i].r.mtime, g.hits[j].r.mtime
 			if mi.Equal(mj) {
 				return g.hits[i].shown < g.hits[j].shown
 			}

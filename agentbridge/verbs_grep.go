@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -77,6 +78,10 @@ type grepQuery struct {
 	// onlyMatching prints each non-empty match of a line on a line of
 	// its own, as rg -o does (content mode; Claude Code's Grep -o).
 	onlyMatching bool
+	// mtimes records each hit's modification time, for a dialect that
+	// orders the files by it: read from the file the search has open,
+	// not looked up again by name after the search.
+	mtimes bool
 }
 
 type grepFile struct {
@@ -86,7 +91,8 @@ type grepFile struct {
 
 type grepResult struct {
 	count int
-	lines []string // content mode output
+	lines []string  // content mode output
+	mtime time.Time // with grepQuery.mtimes
 }
 
 // grepHit is a file with at least one match.
@@ -105,7 +111,7 @@ type grepRun struct {
 }
 
 func (w *Workspace) grep(ctx context.Context, a *args) (string, error) {
-	g, err := w.grepSearch(ctx, a, "files")
+	g, err := w.grepSearch(ctx, a, "files", nil)
 	if err != nil {
 		return "", err
 	}
@@ -164,8 +170,10 @@ func callWith(a *args, verb, key string, n int, other string) string {
 }
 
 // grepSearch decodes grep's arguments and searches; defMode is the output
-// mode when none is given.
-func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*grepRun, error) {
+// mode when none is given. byMtime, if not nil, says whether the dialect
+// orders the files of the output mode asked for by modification time
+// (grepQuery.mtimes).
+func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string, byMtime func(mode string) bool) (*grepRun, error) {
 	pattern, err := a.str("pattern", true)
 	if err != nil {
 		return nil, err
@@ -185,6 +193,7 @@ func (w *Workspace) grepSearch(ctx context.Context, a *args, defMode string) (*g
 	default:
 		return nil, a.errf("argument %q must be content, files_with_matches or count, got %q", a.key("outputMode"), q.mode)
 	}
+	q.mtimes = byMtime != nil && byMtime(q.mode)
 	fold, err := a.boolean("caseInsensitive", false)
 	if err != nil {
 		return nil, err
@@ -506,8 +515,13 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 					return
 				}
 				var err error
-				buf, err = searchFile(ctx, w.fsys, files[i].name, buf[:0], func(data []byte) {
+				buf, err = searchFile(ctx, w.fsys, files[i].name, buf[:0], func(f mounts.File, data []byte) {
 					results[i] = q.search(files[i].shown, data)
+					if q.mtimes && results[i].count > 0 {
+						if a, err := f.Stat(); err == nil {
+							results[i].mtime = a.Mtime
+						}
+					}
 				})
 				if err != nil {
 					continue // vanished or unreadable: skipped, as rg does
@@ -534,7 +548,7 @@ func (w *Workspace) searchAll(ctx context.Context, files []grepFile, q *grepQuer
 // readInto reads it. A file over sniffLen bytes whose first sniffLen bytes
 // hold a NUL (binary: search skips it) is handed over that far only. It
 // returns buf's storage, grown as needed, for the next file.
-func searchFile(ctx context.Context, fsys mounts.FS, name string, buf []byte, fn func(data []byte)) ([]byte, error) {
+func searchFile(ctx context.Context, fsys mounts.FS, name string, buf []byte, fn func(f mounts.File, data []byte)) ([]byte, error) {
 	f, err := mounts.OpenWith(ctx, fsys, name, mounts.OpenOptions{Scan: true})
 	if err != nil {
 		return buf, err
@@ -544,14 +558,14 @@ func searchFile(ctx context.Context, fsys mounts.FS, name string, buf []byte, fn
 		if len(data) > sniffLen && bytes.IndexByte(data[:sniffLen], 0) >= 0 {
 			data = data[:sniffLen]
 		}
-		fn(data)
+		fn(f, data)
 		return buf, nil
 	}
 	data, err := readOpen(f, buf, true)
 	if err != nil {
 		return buf, err
 	}
-	fn(data)
+	fn(f, data)
 	return data, nil
 }
 

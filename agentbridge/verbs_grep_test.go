@@ -93,6 +93,8 @@ func TestGrep(t *testing.T) {
 		assert.Equal(t, "/memory/c.txt\n/memory/b.txt\n/memory/a.txt\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "files_with_matches", "sort": "path"}))
 		assert.Equal(t, "/memory/a.txt:1\n/memory/b.txt:1\n/memory/c.txt:1\n", ok(t, w, "grep", obj{"pattern": "hit", "path": "/memory", "outputMode": "count", "sort": "path", "sortAscending": true}))
 		assert.Equal(t, "/memory/a.txt-1-x\n/memory/a.txt:2:hit a.txt\n", ok(t, w, "grep", obj{"pattern": "hit a", "path": "/memory", "contextBefore": 1}))
+		// Claude Code's Grep lists files newest first too.
+		assert.Equal(t, "Found 3 files\nc.txt\na.txt\nb.txt", call(t, w, "claude", "Grep", obj{"pattern": "hit", "path": "/memory"}).Text)
 		assert.Equal(t, `grep: argument "sort" must be modified, path or none, got "accessed" (this workspace keeps no access or creation times to sort by)`,
 			fail(t, w, "grep", obj{"pattern": "hit", "sort": "accessed"}))
 		assert.Equal(t, `grep: unknown argument "-i"; grep takes caseInsensitive, context, contextAfter, contextBefore, glob, headLimit, lineNumbers, multiline, noIgnore, offset, outputMode, path, pattern, sort, sortAscending, type`,

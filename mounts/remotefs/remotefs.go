@@ -151,39 +151,56 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	return &FS{f}, nil
 }
 
-// connect dials, reads the hello and starts the session.
+// connect dials, exchanges the hellos and starts the session. The
+// change stream's request goes out right behind the hello, before the
+// peer's is read, and its answer brings the root's attributes and
+// listing: a mount and its first ls are served one round trip after the
+// peer starts, not three.
 func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	rwc, err := f.opts.Dial(ctx)
 	if err != nil {
 		return err
 	}
-	type hello struct {
-		build string
-		err   error
-	}
-	got := make(chan hello, 1)
+	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session
+	f.cache.flush()                               // nothing seen before this session can be trusted
+	epoch := f.cache.epoch()
+	var watch <-chan *wire.Response
+	wrote := make(chan error, 1)
 	go func() {
-		// Written while the peer's is read: a stream without a buffer
-		// takes both at once.
+		// Written while the peer's hello is read: a stream without a
+		// buffer takes both at once.
 		if _, err := io.WriteString(rwc, wire.Hello(f.opts.Build)); err != nil {
-			got <- hello{err: fmt.Errorf("sending the hello: %w", err)}
+			wrote <- fmt.Errorf("sending the hello: %w", err)
 			return
 		}
-		b, err := wire.ReadHello(rwc)
-		got <- hello{b, err}
+		var err error
+		watch, err = s.start(&wire.Request{Op: wire.OpWatch})
+		wrote <- err
 	}()
-	select {
-	case h := <-got:
-		if h.err != nil {
-			rwc.Close()
-			return h.err
+	hello := make(chan error, 1)
+	go func() {
+		_, err := wire.ReadHello(rwc)
+		hello <- err
+	}()
+	deadline := time.After(f.opts.Timeout * 4)
+	wait := func(ch <-chan error, what string) error {
+		select {
+		case err := <-ch:
+			return err
+		case <-deadline:
+			return fmt.Errorf("the peer %s within %v", what, f.opts.Timeout*4)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-	case <-time.After(f.opts.Timeout * 4):
+	}
+	if err := wait(hello, "sent no hello"); err != nil {
 		rwc.Close()
-		return fmt.Errorf("the peer sent no hello within %v", f.opts.Timeout*4)
-	case <-ctx.Done():
+		return err
+	}
+	go s.read() // what follows the hello is the session's
+	if err := wait(wrote, "took no request"); err != nil {
 		rwc.Close()
-		return ctx.Err()
+		return err
 	}
 	// The back link comes up while the change stream starts, a round
 	// trip saved; the session is ready when both are.
@@ -201,13 +218,11 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	}()
 	defer func() { <-backDone }()
 	f.mu.Lock()
-	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session
 	f.sess = s
-	f.cache.flush() // nothing seen before this session can be trusted
 	close(f.up)
 	f.mu.Unlock()
 	// The change stream: without it, cached answers live one second.
-	resp, err := f.callOn(ctx, s, &wire.Request{Op: wire.OpWatch})
+	resp, err := s.wait(ctx, watch)
 	f.mu.Lock()
 	f.watching = err == nil && resp.Err == nil
 	f.mu.Unlock()
@@ -215,28 +230,22 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	if !f.watching {
 		f.log.Warn("remote: the peer has no change stream; cached answers live one second", "source", f.opts.Source)
 	} else {
-		f.warmRoot(ctx, s)
+		f.warmRoot(epoch, resp)
 	}
 	go f.monitor(s)
 	return nil
 }
 
-// warmRoot asks for the root's attributes and listing at once, after the
-// change stream is up (which then covers them): what a mount and its
-// first ls ask next, in one round trip instead of two. A failure here is
-// only a cache left cold.
-func (f *ReadOnlyFS) warmRoot(ctx context.Context, s *session) {
-	epoch := f.cache.epoch()
-	statCh, err1 := s.start(&wire.Request{Op: wire.OpStat, Name: "."})
-	dirCh, err2 := s.start(&wire.Request{Op: wire.OpStatDir, Name: "."})
-	if err1 == nil {
-		if resp, err := s.wait(ctx, statCh); err == nil && resp.Err == nil {
-			f.cache.putAttr(epoch, ".", resp.Attr.Mounts())
-		}
+// warmRoot caches the root's attributes and listing that the change
+// stream's answer brings (asked at epoch, so that a change the stream
+// reported meanwhile wins): what a mount and its first ls ask next.
+func (f *ReadOnlyFS) warmRoot(epoch uint64, resp *wire.Response) {
+	if resp.Attr.Mode != 0 {
+		f.cache.putAttr(epoch, ".", resp.Attr.Mounts())
 	}
-	if err2 == nil {
-		if resp, err := s.wait(ctx, dirCh); err == nil && resp.Err == nil {
-			ents, attrs := listing(resp.Entries)
+	for _, d := range resp.Tree {
+		if d.Name == "." {
+			ents, attrs := listing(d.Entries)
 			f.cache.putDir(epoch, ".", ents, attrs)
 		}
 	}

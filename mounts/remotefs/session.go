@@ -37,7 +37,6 @@ func newSession(rwc io.ReadWriteCloser, events func([]wire.Event), onFail func()
 	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc,
 		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail}
 	s.lastRecv.Store(time.Now().UnixNano())
-	go s.read()
 	return s
 }
 

@@ -182,10 +182,7 @@ func (s *server) call(req wire.Request) *wire.Response {
 		var attrs []mounts.Attr
 		ents, attrs, err = mounts.StatDir(ctx, s.fsys, req.Name)
 		if err == nil {
-			resp.Entries = make([]wire.Entry, len(ents))
-			for i := range ents {
-				resp.Entries[i] = wire.Entry{Name: ents[i].Name, Attr: wire.FromAttr(attrs[i])}
-			}
+			resp.Entries = wireEntries(ents, attrs)
 		}
 	case wire.OpReadLink:
 		resp.Target, err = s.fsys.ReadLink(ctx, req.Name)
@@ -226,7 +223,9 @@ func (s *server) call(req wire.Request) *wire.Response {
 	case wire.OpSync:
 		err = mounts.Sync(ctx, s.fsys, req.Name)
 	case wire.OpWatch:
-		err = s.startWatch()
+		if err = s.startWatch(); err == nil {
+			s.root(resp)
+		}
 	case wire.OpGrep:
 		err = s.grep(req.Grep, resp)
 	case wire.OpPrefetch:
@@ -240,6 +239,28 @@ func (s *server) call(req wire.Request) *wire.Response {
 	}
 	resp.Err = wire.FromError(err)
 	return resp
+}
+
+// root puts into a watch's answer what a new mount asks first, taken now
+// that the change stream covers it: the root's attributes (Attr, left
+// zero if its lstat fails) and listing (Tree, one Dir "." if it can be
+// read). A mount is then ready one round trip after its hello.
+func (s *server) root(resp *wire.Response) {
+	if a, err := s.fsys.Stat(s.ctx, "."); err == nil {
+		resp.Attr = wire.FromAttr(a)
+	}
+	if ents, attrs, err := mounts.StatDir(s.ctx, s.fsys, "."); err == nil {
+		resp.Tree = []wire.Dir{{Name: ".", Entries: wireEntries(ents, attrs)}}
+	}
+}
+
+// wireEntries is a listing with its attributes, as the wire carries it.
+func wireEntries(ents []mounts.DirEntry, attrs []mounts.Attr) []wire.Entry {
+	out := make([]wire.Entry, len(ents))
+	for i := range ents {
+		out[i] = wire.Entry{Name: ents[i].Name, Attr: wire.FromAttr(attrs[i])}
+	}
+	return out
 }
 
 // open opens a file and starts its queue. A file opened for reading that

@@ -148,3 +148,25 @@ func errnoOf(e *wire.Error) syscall.Errno {
 	}
 	return 0
 }
+
+// The change stream's answer carries the root's attributes and listing,
+// taken once the stream is up: what a new mount asks first.
+func TestPeerWatchAnswersTheRoot(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("abc"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	c := startPeer(t, dir)
+	resp := c.call(wire.Request{Op: wire.OpWatch})
+	require.Nil(t, resp.Err)
+	assert.True(t, resp.Attr.Mode.IsDir(), "the root's attributes")
+	require.Len(t, resp.Tree, 1)
+	assert.Equal(t, ".", resp.Tree[0].Name)
+	var names []string
+	for _, e := range resp.Tree[0].Entries {
+		names = append(names, e.Name)
+		if e.Name == "a.txt" {
+			assert.Equal(t, int64(3), e.Attr.Size)
+		}
+	}
+	assert.ElementsMatch(t, []string{"a.txt", "sub"}, names)
+}

@@ -38,10 +38,9 @@ func (s *server) prefetch(req wire.Request, resp *wire.Response) error {
 		if err != nil {
 			continue
 		}
-		d := wire.Dir{Name: dir, Entries: make([]wire.Entry, len(ents))}
+		d := wire.Dir{Name: dir, Entries: wireEntries(ents, attrs)}
 		var subdirs []string
 		for i := range ents {
-			d.Entries[i] = wire.Entry{Name: ents[i].Name, Attr: wire.FromAttr(attrs[i])}
 			name := mounts.Join(dir, ents[i].Name)
 			switch {
 			case attrs[i].Mode.IsDir():

@@ -35,7 +35,7 @@ import (
 // Version is the protocol version. A change to the meaning of any field,
 // or a new Op a peer must understand, increments it; both sides refuse a
 // hello of another version.
-const Version = 3
+const Version = 4
 
 // Op names a request.
 type Op uint8

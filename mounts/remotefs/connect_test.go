@@ -1,0 +1,94 @@
+package remotefs_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vfsmount/vfsmount/mounts"
+	"github.com/vfsmount/vfsmount/mounts/remotefs"
+)
+
+// A new mount is served one round trip after the peer starts: the change
+// stream's request goes out behind the daemon's hello, before the peer's
+// has come, and its answer brings the root's attributes and listing. The
+// link here holds the peer's hello back until the daemon's first request
+// has passed (a daemon that waited for it would never get it), and the
+// root's stat and listing then cost no request.
+func TestConnectSendsTheChangeStreamBehindTheHello(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("abc"), 0o644))
+	l := newLink(t, dir)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		toPeer, err := l.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		daemon, relay := net.Pipe()
+		requested := make(chan struct{})
+		go func() { // daemon to peer, noting the first byte past the hello line
+			defer toPeer.Close()
+			hello, asked := false, false
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := relay.Read(buf)
+				chunk := buf[:n]
+				if !hello {
+					if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+						hello, chunk = true, chunk[i+1:]
+					}
+				}
+				if hello && len(chunk) > 0 && !asked {
+					asked = true
+					close(requested)
+				}
+				if n > 0 {
+					if _, werr := toPeer.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() { // peer to daemon, from the daemon's first request on
+			defer relay.Close()
+			select {
+			case <-requested:
+			case <-stop:
+				return
+			}
+			_, _ = io.Copy(relay, toPeer)
+		}()
+		return daemon, nil
+	}
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer",
+		Timeout: time.Second, Build: "test"})
+	require.NoError(t, err, "the daemon waited for the peer's hello before its first request")
+	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
+
+	before := remotefs.Requests(fsys)
+	ctx := context.Background()
+	a, err := fsys.Stat(ctx, ".")
+	require.NoError(t, err)
+	assert.True(t, a.IsDir())
+	ents, err := fsys.ReadDir(ctx, ".")
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	assert.Equal(t, "a.txt", ents[0].Name)
+	assert.Equal(t, before, remotefs.Requests(fsys), "the root's stat and listing came with the change stream's answer")
+	got, err := mounts.ReadFile(ctx, fsys, "a.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "abc", string(got))
+}

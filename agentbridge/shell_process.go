@@ -241,10 +241,16 @@ func (r *shellRunner) start(spec procSpec) (*process, error) {
 			p.ptmx.Close()
 		}
 		// The process is gone, and the namespace with it: whatever held
-		// the pipes has closed them. (A reader of the report that is
-		// still blocked gets EOF.)
+		// the pipes has closed them, and the report's reader reads on to
+		// their end. Closing its end first would lose a report it had
+		// not read yet (a loaded machine: the session's cd forgotten); it
+		// is closed only if a writer outlived the namespace.
 		for _, o := range p.outs {
 			o.wait(time.Second)
+		}
+		select {
+		case <-reported:
+		case <-time.After(time.Second):
 		}
 		p.side.Close()
 		<-reported

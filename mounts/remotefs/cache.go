@@ -15,18 +15,25 @@ import (
 // answer that crossed a change on the link is used once and forgotten.
 // Without a change stream, answers live one second.
 type cache struct {
-	mu       sync.Mutex
-	now      uint64            // the epoch: one more for each invalidation
-	floor    uint64            // answers asked before it are stale (a flush)
-	changed  map[string]uint64 // name → epoch of its last invalidation
-	attrs    map[string]attrEntry
-	dirs     map[string]dirEntry
-	content  map[string]contentEntry
-	multi    map[string]uint64 // names of files with several links → inode
-	bytes    int64
-	max      int64
-	watching bool
-	walked   map[string]bool // directories a read-ahead walked, still as it saw them
+	mu      sync.Mutex
+	now     uint64            // the epoch: one more for each invalidation
+	floor   uint64            // answers asked before it are stale (a flush)
+	changed map[string]uint64 // name → epoch of its last invalidation
+	attrs   map[string]attrEntry
+	dirs    map[string]dirEntry
+	content map[string]contentEntry
+	multi   map[string]uint64 // names of files with several links → inode
+	// inos holds the inodes of files with several links whose links or
+	// content changed, and when (dropLinks): an answer asked before
+	// about any name of one is stale, a name the cache did not hold
+	// then included. multiFloor is the same for every such file, when
+	// the one that changed was not known.
+	inos       map[uint64]uint64
+	multiFloor uint64
+	bytes      int64
+	max        int64
+	watching   bool
+	walked     map[string]bool // directories a read-ahead walked, still as it saw them
 	// single holds the names forgotten while known to be no other
 	// file's name (a file of one link, a directory, missing): a change
 	// of one that leaves it so changes no other name's link count.
@@ -64,7 +71,7 @@ const unwatchedTTL = time.Second
 
 func newCache(max int64) *cache {
 	return &cache{changed: map[string]uint64{}, attrs: map[string]attrEntry{},
-		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, max: max,
+		dirs: map[string]dirEntry{}, content: map[string]contentEntry{}, multi: map[string]uint64{}, inos: map[uint64]uint64{}, max: max,
 		walked: map[string]bool{}, single: map[string]bool{}}
 }
 
@@ -95,6 +102,19 @@ func (c *cache) fresh(at time.Time) bool {
 // keep reports whether an answer about name asked at epoch may be kept.
 func (c *cache) keep(epoch uint64, name string) bool {
 	return epoch >= c.floor && c.changed[name] <= epoch
+}
+
+// keepAttr is keep for an answer that name has attributes a: one of a
+// file with several links is stale too when any name of that file (or,
+// unknown which, of any such file) changed after epoch.
+func (c *cache) keepAttr(epoch uint64, name string, a mounts.Attr) bool {
+	if !c.keep(epoch, name) {
+		return false
+	}
+	if a.Nlink < 2 || a.IsDir() {
+		return true
+	}
+	return c.multiFloor <= epoch && c.inos[a.Ino] <= epoch
 }
 
 // changedSince reports whether name was reported changed (or everything
@@ -173,9 +193,10 @@ func (c *cache) invalidateAs(name string, single bool) {
 			}
 		}
 	}
-	if len(c.changed) > 1<<16 {
+	if len(c.changed) > 1<<16 || len(c.inos) > 1<<16 {
 		c.changed = map[string]uint64{}
 		c.single = map[string]bool{}
+		c.inos = map[uint64]uint64{}
 		c.floor = c.now
 	}
 }
@@ -203,19 +224,28 @@ func (c *cache) dropLinks(name string) {
 	if ok && (a.Nlink < 2 || a.IsDir()) {
 		return
 	}
+	// An answer already on its way about the file, by any name, is
+	// stale too: the names held here, their listings, and those the
+	// cache does not hold (keepAttr).
+	if ok {
+		c.inos[a.Ino] = c.now
+	} else {
+		c.multiFloor = c.now
+	}
 	for n, ino := range c.multi {
 		if ok && ino != a.Ino {
 			continue
 		}
 		delete(c.multi, n)
 		delete(c.attrs, n)
-		c.changed[n] = c.now // an answer about it already on its way is stale too
+		c.changed[n] = c.now
 		if ce, had := c.content[n]; had {
 			c.bytes -= int64(len(ce.data))
 			delete(c.content, n)
 		}
 		parent, _ := mounts.Split(n)
 		delete(c.dirs, parent)
+		c.changed[parent] = c.now
 	}
 }
 
@@ -293,6 +323,7 @@ func (c *cache) flush() {
 	c.dirs = map[string]dirEntry{}
 	c.content = map[string]contentEntry{}
 	c.multi = map[string]uint64{}
+	c.inos = map[uint64]uint64{}
 	c.walked = map[string]bool{}
 	c.single = map[string]bool{}
 	c.bytes = 0
@@ -368,7 +399,7 @@ func (c *cache) stat(name string) (mounts.Attr, error, bool) {
 func (c *cache) putAttr(epoch uint64, name string, a mounts.Attr) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.keep(epoch, name) {
+	if c.keepAttr(epoch, name, a) {
 		c.setAttr(name, a)
 	}
 }
@@ -399,13 +430,15 @@ func (c *cache) putDir(epoch uint64, name string, ents []mounts.DirEntry, attrs 
 	if !c.keep(epoch, name) {
 		return
 	}
+	for i := range ents {
+		if !c.keepAttr(epoch, mounts.Join(name, ents[i].Name), attrs[i]) {
+			return // an entry's attributes are stale: so is the listing
+		}
+	}
 	c.dirs[name] = dirEntry{ents: append([]mounts.DirEntry(nil), ents...), attrs: append([]mounts.Attr(nil), attrs...), at: time.Now()}
 	// The listing is the newest word on each entry.
 	for i := range ents {
-		child := mounts.Join(name, ents[i].Name)
-		if c.keep(epoch, child) {
-			c.setAttr(child, attrs[i])
-		}
+		c.setAttr(mounts.Join(name, ents[i].Name), attrs[i])
 	}
 }
 
@@ -474,7 +507,7 @@ func (c *cache) pagesOf(dir string, mark bool) []page {
 func (c *cache) putFile(epoch uint64, name string, a mounts.Attr, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.keep(epoch, name) || int64(len(data)) > c.max/16 {
+	if !c.keepAttr(epoch, name, a) || int64(len(data)) > c.max/16 {
 		return
 	}
 	if old, ok := c.content[name]; ok {

@@ -230,9 +230,13 @@ func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut
 	h := asHandle(f)
 	name, ok := n.name()
 	switch {
-	case h != nil:
+	case h != nil && (!ok || writable(h.f)):
 		a, err = h.f.Stat()
 	case ok:
+		// By name, also with a handle open to read: go-fuse hands over
+		// any open handle when the kernel gave none (a stat(2)), and
+		// one only reading may keep the attributes it opened with (a
+		// remote file read whole), links since removed included.
 		a, err = n.conn.fsys.Stat(n.conn.ctx(ctx), name)
 		// The name may have gone behind the kernel's back (the tool
 		// face removed or replaced it): an open file still answers.
@@ -878,4 +882,11 @@ func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) {
 	if d.ds != nil {
 		d.ds.Close()
 	}
+}
+
+// writable reports whether f is open for writing: its own attributes
+// (a size its writes changed) are then the newest.
+func writable(f mounts.File) bool {
+	_, ok := f.(mounts.WritableFile)
+	return ok
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vfsmount/vfsmount/mounts"
@@ -69,4 +72,37 @@ func TestRemotePOSIX(t *testing.T) {
 func TestRemoteDifferential(t *testing.T) {
 	mnt, src := newRemoteWorkspace(t)
 	hostDifferential(t, mnt, src)
+}
+
+// A stat(2) of a file that a program holds open reports the file as it
+// is, not as it was when opened: go-fuse hands an open handle to the
+// kernel face for a stat that names none, and a remote file keeps the
+// attributes it was opened with (read whole; or to write, for a stat
+// right after its open, with nothing done through it). Its link count,
+// through another name, after a link and an unlink, with the file open
+// to read and to write.
+func TestRemoteKernelStatWhileOpen(t *testing.T) {
+	for _, flag := range []int{os.O_RDONLY, os.O_WRONLY} {
+		mnt, _ := newRemoteWorkspace(t)
+		require.NoError(t, os.WriteFile(filepath.Join(mnt, "f"), []byte("data\n"), 0o644))
+		nlink := func(name string) uint64 {
+			t.Helper()
+			var st syscall.Stat_t
+			require.NoError(t, syscall.Stat(filepath.Join(mnt, name), &st))
+			return st.Nlink
+		}
+		require.NoError(t, os.Link(filepath.Join(mnt, "f"), filepath.Join(mnt, "g")))
+		f, err := os.OpenFile(filepath.Join(mnt, "g"), flag, 0)
+		require.NoError(t, err)
+		if flag == os.O_RDONLY {
+			b, err := io.ReadAll(f)
+			require.NoError(t, err)
+			require.Equal(t, "data\n", string(b))
+		}
+		require.NoError(t, os.Remove(filepath.Join(mnt, "f")))
+		assert.Equal(t, uint64(1), nlink("g"), "open with flag %d: after the unlink", flag)
+		require.NoError(t, os.Link(filepath.Join(mnt, "g"), filepath.Join(mnt, "h")))
+		assert.Equal(t, uint64(2), nlink("g"), "open with flag %d: after another link", flag)
+		require.NoError(t, f.Close())
+	}
 }

@@ -104,6 +104,14 @@ func (c *cache) keep(epoch uint64, name string) bool {
 	return epoch >= c.floor && c.changed[name] <= epoch
 }
 
+// staleSince reports whether name's attributes a, learnt at epoch, may
+// have changed since: name changed, or a file of several links did.
+func (c *cache) staleSince(epoch uint64, name string, a mounts.Attr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.keepAttr(epoch, name, a)
+}
+
 // keepAttr is keep for an answer that name has attributes a: one of a
 // file with several links is stale too when any name of that file (or,
 // unknown which, of any such file) changed after epoch.

@@ -367,9 +367,10 @@ type writableFile struct {
 	werr     error
 	// opened: nothing was done through the handle since its open, whose
 	// answer carried the file's attributes (the kernel face's create
-	// stats the file it just made: that costs no second round trip).
-	// written: a write or truncate was sent through it.
+	// stats the file it just made: that costs no second round trip),
+	// asked at epoch. written: a write or truncate was sent through it.
 	opened, written bool
+	epoch           uint64
 }
 
 // touch notes that the handle is used for more than its open.
@@ -486,7 +487,7 @@ func (w *writableFile) Stat() (mounts.Attr, error) {
 	opened := w.opened
 	w.opened = false
 	w.wmu.Unlock()
-	if opened {
+	if opened && !w.f.cache.staleSince(w.epoch, w.name, w.a) {
 		return w.a, nil // as the open found it, a moment ago
 	}
 	return w.remoteFile.fstat() // ordered after the writes on the peer
@@ -533,7 +534,8 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err != nil {
 		return nil, err
 	}
-	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}, opened: true}
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()},
+		opened: true, epoch: f.cache.epoch()}
 	w.cond = sync.NewCond(&w.wmu)
 	return w, nil
 }

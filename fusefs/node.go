@@ -476,7 +476,7 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 // cache of n's connection when it was opened for writing, and closes it
 // otherwise.
 func (n *node) cacheCreated(f mounts.File, flags uint32) error {
-	if _, ok := f.(mounts.WritableFile); !ok || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+	if !writable(f) || flags&syscall.O_ACCMODE == syscall.O_RDONLY {
 		return f.Close()
 	}
 	readable := flags&syscall.O_ACCMODE == syscall.O_RDWR

@@ -297,8 +297,7 @@ func (c *readerCache) get(n *node, write bool, open func(write bool) (f mounts.F
 	if err != nil {
 		return nil, err
 	}
-	_, canWrite := f.(mounts.WritableFile)
-	if write && !canWrite {
+	if write && !writable(f) {
 		f.Close()
 		return nil, mounts.PathErr("write", ".", syscall.EBADF)
 	}

@@ -162,11 +162,16 @@ func (c *blobCache) packed(h plumbing.Hash) *blob {
 	return b
 }
 
+// packs are where the tree packs are, the mount's first.
+func (c *blobCache) packs() [2]*atomic.Pointer[treePack] {
+	return [2]*atomic.Pointer[treePack]{&c.pack, &c.ancPack}
+}
+
 // inPacks calls fn with the mount's tree pack, then the ancestor's, each
 // referenced for the call, until fn returns true; it reports whether one
 // did.
 func (c *blobCache) inPacks(fn func(p *treePack) bool) bool {
-	for _, ptr := range [...]*atomic.Pointer[treePack]{&c.pack, &c.ancPack} {
+	for _, ptr := range c.packs() {
 		p := ptr.Load()
 		if p == nil || !p.acquire() {
 			continue
@@ -496,7 +501,7 @@ func (c *blobCache) close() {
 	c.closed = true
 	c.entries.Clear()
 	c.mu.Unlock()
-	for _, ptr := range [...]*atomic.Pointer[treePack]{&c.pack, &c.ancPack} {
+	for _, ptr := range c.packs() {
 		if p := ptr.Swap(nil); p != nil {
 			p.release() // unmapped once the last entry using it drops
 		}

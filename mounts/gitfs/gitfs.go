@@ -276,9 +276,7 @@ func Open(ctx context.Context, opts Options) (*FS, error) {
 		return nil, badSource(opts.Src, fmt.Errorf("root tree %s: %w", f.root.hash, err))
 	}
 	f.search = newSearcher(f, cacheDir, opts.Index)
-	if f.search.packPath != "" {
-		f.openTreePack(f.search.packPath, f.search.key, false)
-	}
+	f.search.usePack(f.search.key, false)
 	return f, nil
 }
 
@@ -305,24 +303,6 @@ func (f *FS) Describe() mounts.Description {
 		src += ":" + f.subdir
 	}
 	return mounts.Description{Type: "git", Source: src, Immutable: true}
-}
-
-// openTreePack serves sizes and content from the tree pack at path, of
-// the tree with key (the mount's, or with anc an ancestor's), when there
-// is a sound one; a bad one is removed, logged, and written again by the
-// next index build of its tree.
-func (f *FS) openTreePack(path string, key []byte, anc bool) {
-	p, err := openTreePack(path, key)
-	switch {
-	case err == nil:
-		usedTreePack(path)
-		f.blobs.setPack(p, anc)
-	case !errors.Is(err, fs.ErrNotExist):
-		f.log.Warn("gitfs: tree pack ignored", "path", path, "err", unwrapPath(err))
-		if errors.Is(err, errTreePackCorrupt) {
-			os.Remove(path)
-		}
-	}
 }
 
 // Close releases the repository and the caches. Files still open keep

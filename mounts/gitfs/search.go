@@ -44,11 +44,11 @@ var _ mounts.SearchFS = (*FS)(nil)
 type searcher struct {
 	f   *FS
 	dir string // where indexes live; "" keeps the index in memory only
-	// cacheDir is the cache directory ("": none); packPath is where the
-	// build writes the tree pack ("": nowhere).
-	cacheDir, packPath string
-	key                []byte // the served tree's id
-	mode               IndexMode
+	// cacheDir is the cache directory ("": none), where the tree packs
+	// are (packPathOf).
+	cacheDir string
+	key      []byte // the served tree's id
+	mode     IndexMode
 
 	mu       sync.Mutex
 	ix       *codeindex.Index
@@ -78,7 +78,7 @@ func newSearcher(f *FS, cacheDir string, mode IndexMode) *searcher {
 	}
 	if cacheDir != "" {
 		s.dir = filepath.Join(cacheDir, "index")
-		s.cacheDir, s.packPath = cacheDir, treePackPath(cacheDir, s.key)
+		s.cacheDir = cacheDir
 	}
 	if mode == IndexEager {
 		s.index()
@@ -195,10 +195,10 @@ func (s *searcher) source() (*codeindex.Index, *ancestor) {
 	if !s.ancLooked {
 		s.ancLooked = true
 		s.anc = s.findAncestor()
-		if s.anc != nil && s.cacheDir != "" {
+		if s.anc != nil {
 			// The files this commit did not change are in the
 			// ancestor's tree pack, if it has one.
-			s.f.openTreePack(treePackPath(s.cacheDir, s.anc.tree[:]), s.anc.tree[:], true)
+			s.usePack(s.anc.tree[:], true)
 		}
 	}
 	if s.anc == nil {
@@ -442,15 +442,49 @@ func (s *searcher) make() (*codeindex.Index, error) {
 // unless the mount already serves one or there is no cache directory; a
 // pack that cannot be started is logged once, and the build goes on.
 func (s *searcher) packWriter() *treePackWriter {
-	if s.packPath == "" || s.f.blobs.pack.Load() != nil {
+	path := s.packPathOf(s.key)
+	if path == "" || s.f.blobs.pack.Load() != nil {
 		return nil
 	}
-	w, err := newTreePackWriter(s.packPath, s.key)
+	w, err := newTreePackWriter(path, s.key)
 	if err != nil {
-		s.f.logOnce("treepack:"+s.packPath, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
+		s.f.logOnce("treepack:"+path, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
 		return nil
 	}
 	return w
+}
+
+// usePack serves sizes and content from the tree pack in the cache
+// directory of the tree with key (the mount's, or with anc an
+// ancestor's), when there is a sound one; a bad one is removed, logged,
+// and written again by the next index build of its tree. It reads the
+// searcher, not s.f.search: an eager build publishes its pack before
+// Open has set that.
+func (s *searcher) usePack(key []byte, anc bool) {
+	path := s.packPathOf(key)
+	if path == "" {
+		return // no cache directory
+	}
+	p, err := openTreePack(path, key)
+	switch {
+	case err == nil:
+		usedTreePack(path)
+		s.f.blobs.setPack(p, anc)
+	case !errors.Is(err, fs.ErrNotExist):
+		s.f.log.Warn("gitfs: tree pack ignored", "path", path, "err", unwrapPath(err))
+		if errors.Is(err, errTreePackCorrupt) {
+			os.Remove(path)
+		}
+	}
+}
+
+// packPathOf is where the tree pack of the tree with key is kept, ""
+// without a cache directory.
+func (s *searcher) packPathOf(key []byte) string {
+	if s.cacheDir == "" {
+		return ""
+	}
+	return treePackPath(s.cacheDir, key)
 }
 
 // publishPack finishes the tree pack and serves content from it.
@@ -459,10 +493,10 @@ func (s *searcher) publishPack(w *treePackWriter) {
 		return
 	}
 	if err := w.finish(); err != nil {
-		s.f.logOnce("treepack:"+s.packPath, "gitfs: cannot write the tree pack", "err", unwrapPath(err))
+		s.f.logOnce("treepack:"+s.packPathOf(s.key), "gitfs: cannot write the tree pack", "err", unwrapPath(err))
 		return
 	}
-	s.f.openTreePack(s.packPath, s.key, false)
+	s.usePack(s.key, false)
 }
 
 // prefetchBatch is how many objects one fetch of the index build asks a

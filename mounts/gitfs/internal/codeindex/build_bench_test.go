@@ -62,3 +62,22 @@ func benchTree() (names []string, files [][]byte, size int64) {
 	}
 	return names, files, size
 }
+
+// BenchmarkOpen: opening a published index of benchTree's 100 MB (a new
+// daemon's first search), its checksum checked whole.
+func BenchmarkOpen(b *testing.B) {
+	names, files, _ := benchTree()
+	dir := b.TempDir()
+	data := encode(b, names, files, 2, "key")
+	if err := Publish(dir, "idx", data); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		ix, err := Open(dir+"/idx", []byte("key"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.Close()
+	}
+}

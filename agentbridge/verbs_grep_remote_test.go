@@ -68,7 +68,7 @@ func remoteWorkspace(t *testing.T, dir string) (*Workspace, *peerOpens) {
 		}()
 		return a, nil
 	}
-	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer",
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer",
 		Timeout: 5 * time.Second, Build: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() {

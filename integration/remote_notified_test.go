@@ -129,7 +129,7 @@ func newNotifiedWorkspace(t *testing.T, fill func(src string)) *notifiedWorkspac
 		}()
 		return a, nil
 	}
-	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer", Timeout: 2 * time.Second})
+	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer", Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.(*remotefs.FS).Close() })
 	w.remote = r.(*remotefs.FS)

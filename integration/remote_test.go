@@ -39,7 +39,7 @@ func newRemoteWorkspace(t *testing.T) (mnt, src string) {
 		}()
 		return a, nil
 	}
-	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer", Timeout: 5 * time.Second})
+	r, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer", Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.(*remotefs.FS).Close() })
 	u, err := union.New(map[string]mounts.FS{"/workspace": r, "/memory": memfs.New(memfs.Options{})})

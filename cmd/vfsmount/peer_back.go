@@ -76,10 +76,10 @@ func (b *backMount) binds() (map[string]string, error) {
 func (b *backMount) mount() (map[string]string, error) {
 	ctx := context.Background()
 	fsys, err := remotefs.Open(ctx, remotefs.Options{
-		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+		Dial: remotefs.StreamDialer(func(ctx context.Context) (io.ReadWriteCloser, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", b.sock)
-		},
+		}),
 		Source: "the daemon", Build: version, Logger: b.log, Timeout: 5 * time.Second,
 	})
 	if err != nil {

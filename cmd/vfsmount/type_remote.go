@@ -136,7 +136,7 @@ type sshDialer struct {
 	c   *sshdial.Client
 }
 
-func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
+func (d *sshDialer) dial(ctx context.Context, first []byte) (io.ReadWriteCloser, error) {
 	cfg := d.cfg
 	sock := sshdial.BackSocket()
 	cfg.PeerArgs = append(slices.Clip(cfg.PeerArgs), "--back", sock)
@@ -146,7 +146,7 @@ func (d *sshDialer) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 		return nil, err
 	}
 	d.log.Debug("remote: ssh connected", "source", cfg.Target.String(), "took", time.Since(t0))
-	rwc, err := c.Peer()
+	rwc, err := c.Peer(first)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -206,7 +206,7 @@ func (s *closeBoth) Close() error {
 
 // commandDialer runs argv for each connection; its stdio is the stream.
 func commandDialer(argv []string) remotefs.Dialer {
-	return func(ctx context.Context) (io.ReadWriteCloser, error) {
+	return remotefs.StreamDialer(func(ctx context.Context) (io.ReadWriteCloser, error) {
 		// Pipes of our own, not StdoutPipe: Wait must not close the
 		// read side under a reader that has not read all yet.
 		inR, inW, err := os.Pipe()
@@ -236,7 +236,7 @@ func commandDialer(argv []string) remotefs.Dialer {
 			close(s.exited)
 		}()
 		return s, nil
-	}
+	})
 }
 
 // cmdStream is a command's stdio as one stream.

@@ -38,7 +38,15 @@ func (f *ReadOnlyFS) ShowWorkspace(fsys mounts.FS, self string) {
 // ShowsWorkspace reports whether the peer of the last link shows its
 // commands the rest of the workspace (the link carries it back, and the
 // remote machine can mount it).
-func (f *ReadOnlyFS) ShowsWorkspace() bool { return f.backUp.Load() }
+func (f *ReadOnlyFS) ShowsWorkspace() bool {
+	f.mu.Lock()
+	s := f.sess
+	f.mu.Unlock()
+	if s != nil {
+		s.waitBack(f.opts.Timeout)
+	}
+	return f.backUp.Load()
+}
 
 // serveBack answers the peer's connections on l until l closes: each is
 // a peer protocol stream served from the workspace's tree, as the kernel

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs"
+	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
 
 // A new mount is served one round trip after the peer starts: the change
@@ -73,7 +75,7 @@ func TestConnectSendsTheChangeStreamBehindTheHello(t *testing.T) {
 		}()
 		return daemon, nil
 	}
-	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer",
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer",
 		Timeout: time.Second, Build: "test"})
 	require.NoError(t, err, "the daemon waited for the peer's hello before its first request")
 	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
@@ -91,4 +93,28 @@ func TestConnectSendsTheChangeStreamBehindTheHello(t *testing.T) {
 	got, err := mounts.ReadFile(ctx, fsys, "a.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "abc", string(got))
+}
+
+// The dial carries the daemon's hello and its first request, the change
+// stream's: over ssh they go with the start of the peer, which reads them
+// as it starts, rather than a round trip after it.
+func TestDialCarriesTheHelloAndTheChangeStream(t *testing.T) {
+	dir := t.TempDir()
+	l := newLink(t, dir)
+	var firsts [][]byte
+	dial := func(ctx context.Context, first []byte) (io.ReadWriteCloser, error) {
+		firsts = append(firsts, bytes.Clone(first))
+		return remotefs.StreamDialer(l.dial)(ctx, first)
+	}
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer",
+		Timeout: time.Second, Build: "test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
+	require.Len(t, firsts, 1)
+	hello, rest, ok := bytes.Cut(firsts[0], []byte("\n"))
+	require.True(t, ok, "first holds the hello line")
+	assert.Equal(t, strings.TrimSuffix(wire.Hello("test"), "\n"), string(hello))
+	var req wire.Request
+	require.NoError(t, wire.NewCodec(bytes.NewReader(rest), io.Discard).Recv(&req), "first holds a request after the hello")
+	assert.Equal(t, wire.OpWatch, req.Op)
 }

@@ -43,6 +43,7 @@ func (f *ReadOnlyFS) StartCommand(ctx context.Context, c mounts.Command) (mounts
 	if err != nil {
 		return nil, mounts.PathErr("exec", c.Dir, err)
 	}
+	s.waitBack(f.opts.Timeout) // the command may connect back for the rest of the workspace
 	x := &remoteExec{s: s, stdout: c.Stdout, stderr: c.Stderr, done: make(chan struct{})}
 	if x.stderr == nil {
 		x.stderr = x.stdout

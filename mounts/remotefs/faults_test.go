@@ -88,8 +88,8 @@ func (s *stallLink) stallAll(on bool) {
 
 const faultTimeout = 500 * time.Millisecond
 
-func openWith(t *testing.T, dial remotefs.Dialer) *remotefs.FS {
-	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer", Timeout: faultTimeout})
+func openWith(t *testing.T, dial func(ctx context.Context) (io.ReadWriteCloser, error)) *remotefs.FS {
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer", Timeout: faultTimeout})
 	require.NoError(t, err)
 	t.Cleanup(func() { fsys.(*remotefs.FS).Close() })
 	return fsys.(*remotefs.FS)

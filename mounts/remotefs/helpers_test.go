@@ -89,7 +89,7 @@ func (l *link) refuse(r bool) {
 
 // open mounts the link's directory.
 func (l *link) open(t *testing.T, ro bool) mounts.FS {
-	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: l.dial, Source: "test-peer",
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(l.dial), Source: "test-peer",
 		ReadOnly: ro, Timeout: 2 * time.Second, Build: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })

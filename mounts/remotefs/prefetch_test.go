@@ -59,7 +59,7 @@ func countedLink(t *testing.T, dir string) (*remotefs.FS, *countOpens) {
 	peerFS := &countOpens{FS: host}
 	// The bound of a healthy link, not the fault tests' short one: a
 	// loaded machine (a race run beside others) is no fault here.
-	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: serveLink(t, dir, peerFS).dial, Source: "test-peer", Timeout: 10 * time.Second})
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(serveLink(t, dir, peerFS).dial), Source: "test-peer", Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { fsys.(*remotefs.FS).Close() })
 	return fsys.(*remotefs.FS), peerFS

@@ -34,9 +34,47 @@ import (
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
 
-// Dialer opens a new byte stream to a peer that serves the directory (the
-// peer's hello is read by the mount).
-type Dialer func(ctx context.Context) (io.ReadWriteCloser, error)
+// Dialer opens a new byte stream to a peer that serves the directory and
+// sends first on it, as early as the stream can carry it: before the peer
+// is known to have started, where it can (the daemon's hello and first
+// request then travel with the start of the peer). The peer's hello is
+// read by the mount.
+type Dialer func(ctx context.Context, first []byte) (io.ReadWriteCloser, error)
+
+// StreamDialer makes a Dialer of dial, which opens a stream that carries
+// bytes at once (a pipe, a socket, a command's stdio): first is written
+// as the peer reads it, and before anything else written to the stream.
+func StreamDialer(dial func(ctx context.Context) (io.ReadWriteCloser, error)) Dialer {
+	return func(ctx context.Context, first []byte) (io.ReadWriteCloser, error) {
+		rwc, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s := &firstStream{ReadWriteCloser: rwc, sent: make(chan struct{})}
+		go func() {
+			// Not here: a stream without a buffer takes first only
+			// once the peer reads, after its own hello is read.
+			defer close(s.sent)
+			_, s.err = rwc.Write(first)
+		}()
+		return s, nil
+	}
+}
+
+// firstStream is a stream whose first bytes are being written.
+type firstStream struct {
+	io.ReadWriteCloser
+	sent chan struct{}
+	err  error // writing first; read once sent is closed
+}
+
+func (s *firstStream) Write(p []byte) (int, error) {
+	<-s.sent
+	if s.err != nil {
+		return 0, s.err
+	}
+	return s.ReadWriteCloser.Write(p)
+}
 
 // Options configure a remote mount.
 type Options struct {
@@ -151,62 +189,47 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	return &FS{f}, nil
 }
 
-// connect dials, exchanges the hellos and starts the session. The
-// change stream's request goes out right behind the hello, before the
-// peer's is read, and its answer brings the root's attributes and
-// listing: a mount and its first ls are served one round trip after the
-// peer starts, not three.
+// connect dials, exchanges the hellos and starts the session. The hello
+// and the change stream's request go with the dial (over ssh, with the
+// start of the peer), and the answer brings the root's attributes and
+// listing: a mount and its first ls are served once the peer's first
+// bytes have come, with no round trip of their own.
 func (f *ReadOnlyFS) connect(ctx context.Context) error {
-	rwc, err := f.opts.Dial(ctx)
+	s := newSession(f.opts.Build, f.events, f.cache.flush) // nothing cached outlives its session
+	f.cache.flush()                                        // nothing seen before this session can be trusted
+	epoch := f.cache.epoch()
+	// The change stream is the first request: it goes with the hello and
+	// the start of the peer, which answers it once its own hello is out.
+	watch, err := s.start(&wire.Request{Op: wire.OpWatch})
 	if err != nil {
 		return err
 	}
-	s := newSession(rwc, f.events, f.cache.flush) // nothing cached outlives its session
-	f.cache.flush()                               // nothing seen before this session can be trusted
-	epoch := f.cache.epoch()
-	var watch <-chan *wire.Response
-	wrote := make(chan error, 1)
-	go func() {
-		// Written while the peer's hello is read: a stream without a
-		// buffer takes both at once.
-		if _, err := io.WriteString(rwc, wire.Hello(f.opts.Build)); err != nil {
-			wrote <- fmt.Errorf("sending the hello: %w", err)
-			return
-		}
-		var err error
-		watch, err = s.start(&wire.Request{Op: wire.OpWatch})
-		wrote <- err
-	}()
+	rwc, err := f.opts.Dial(ctx, s.first())
+	if err != nil {
+		return err
+	}
+	s.attach(rwc)
 	hello := make(chan error, 1)
 	go func() {
 		_, err := wire.ReadHello(rwc)
 		hello <- err
 	}()
-	deadline := time.After(f.opts.Timeout * 4)
-	wait := func(ch <-chan error, what string) error {
-		select {
-		case err := <-ch:
-			return err
-		case <-deadline:
-			return fmt.Errorf("the peer %s within %v", what, f.opts.Timeout*4)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	select {
+	case err = <-hello:
+	case <-time.After(f.opts.Timeout * 4):
+		err = fmt.Errorf("the peer sent no hello within %v", f.opts.Timeout*4)
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	if err := wait(hello, "sent no hello"); err != nil {
+	if err != nil {
 		rwc.Close()
 		return err
 	}
 	go s.read() // what follows the hello is the session's
-	if err := wait(wrote, "took no request"); err != nil {
-		rwc.Close()
-		return err
-	}
-	// The back link comes up while the change stream starts, a round
-	// trip saved; the session is ready when both are.
-	backDone := make(chan struct{})
+	// The back link comes up beside the change stream; what needs it (a
+	// command, the brief) waits for it, the mount does not.
 	go func() {
-		defer close(backDone)
+		defer close(s.backSettled)
 		var l net.Listener
 		if bl, ok := rwc.(BackLink); ok {
 			l = bl.BackListener()
@@ -216,7 +239,6 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 			go f.serveBack(l)
 		}
 	}()
-	defer func() { <-backDone }()
 	f.mu.Lock()
 	f.sess = s
 	close(f.up)

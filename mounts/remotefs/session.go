@@ -1,6 +1,7 @@
 package remotefs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,9 @@ import (
 // any number are in flight; a session that dies fails them all at once.
 type session struct {
 	codec *wire.Codec
-	rwc   io.ReadWriteCloser
+	rwc   io.ReadWriteCloser // nil until attach
+	out   penned
+	in    later
 
 	mu      sync.Mutex
 	pending map[uint64]chan *wire.Response
@@ -25,7 +28,10 @@ type session struct {
 	err     error // why the session died; nil while it lives
 	dead    chan struct{}
 	events  func([]wire.Event)
-	onFail  func() // run once, before anyone learns the session died
+	// backSettled is closed once it is known whether the link carries
+	// connections back (BackLink), and they are served.
+	backSettled chan struct{}
+	onFail      func() // run once, before anyone learns the session died
 
 	// lastRecv is the unix nanoseconds of the last message read, or of
 	// the request that ended an idle spell (nothing pending): the
@@ -33,12 +39,45 @@ type session struct {
 	lastRecv atomic.Int64
 }
 
-func newSession(rwc io.ReadWriteCloser, events func([]wire.Event), onFail func()) *session {
-	s := &session{codec: wire.NewCodec(rwc, rwc), rwc: rwc,
-		pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail}
+// newSession makes a session that has no stream yet: its hello and the
+// requests started before attach are kept (first), for the dialer to send
+// with the start of the peer.
+func newSession(build string, events func([]wire.Event), onFail func()) *session {
+	s := &session{pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail,
+		backSettled: make(chan struct{})}
+	s.out.buf.WriteString(wire.Hello(build))
+	s.codec = wire.NewCodec(&s.in, &s.out)
 	s.lastRecv.Store(time.Now().UnixNano())
 	return s
 }
+
+// first is what the session has sent before it has a stream.
+func (s *session) first() []byte { return s.out.buf.Bytes() }
+
+// attach gives the session its stream, which the dialer started with
+// first; called before anyone else has the session.
+func (s *session) attach(rwc io.ReadWriteCloser) {
+	s.rwc, s.in.r, s.out.w = rwc, rwc, rwc
+}
+
+// penned is where a session writes: kept until it has a stream, then the
+// stream.
+type penned struct {
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (p *penned) Write(b []byte) (int, error) {
+	if p.w == nil {
+		return p.buf.Write(b)
+	}
+	return p.w.Write(b)
+}
+
+// later reads from the stream a session is attached to.
+type later struct{ r io.Reader }
+
+func (l *later) Read(b []byte) (int, error) { return l.r.Read(b) }
 
 // read delivers responses to their callers and events to the mount.
 func (s *session) read() {
@@ -136,6 +175,19 @@ func (s *session) wait(ctx context.Context, ch <-chan *wire.Response) (*wire.Res
 		return nil, s.alive()
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// waitBack waits until it is known whether the link carries connections
+// back, at most d (an ssh server that never answers the forwarding
+// request: the link's own faults are the monitor's).
+func (s *session) waitBack(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.backSettled:
+	case <-s.dead:
+	case <-t.C:
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -378,18 +379,21 @@ var goArch = map[string]string{"x86_64": "amd64", "aarch64": "arm64", "arm64": "
 const missing = "!missing"
 
 // Peer starts `vfsmount peer DIR` on the remote and returns its stdio as
-// one stream. Closing it ends the peer (its stdin closes).
+// one stream that begins with first (the daemon's hello and first
+// request: sent with the start of the peer, not after it has started).
+// Closing the stream ends the peer (its stdin closes).
 //
 // With Install "auto" the peer is this build's binary, in the remote
 // user's cache by its SHA-256. One session both looks for it and, when it
 // is there, runs it: no round trip is spent asking first. When it is not,
 // the remote's system is checked, the binary is installed, and the peer
-// started again. With Install "never" the remote's own vfsmount runs.
+// started again (and sent first again). With Install "never" the
+// remote's own vfsmount runs.
 //
 // The set-up is bounded (an upload included, longer), so that a link
 // that stalls now does not hang the dial; the bound ends when the peer
 // has said its first byte.
-func (c *Client) Peer() (io.ReadWriteCloser, error) {
+func (c *Client) Peer(first []byte) (io.ReadWriteCloser, error) {
 	_ = c.conn.SetDeadline(time.Now().Add(max(6*c.cfg.Timeout, time.Minute)))
 	args := ""
 	if c.cfg.ReadOnly {
@@ -400,7 +404,7 @@ func (c *Client) Peer() (io.ReadWriteCloser, error) {
 	}
 	args += " " + shellQuote(c.cfg.Target.Dir)
 	if c.cfg.Install == "never" {
-		return c.startPeer("exec vfsmount peer" + args)
+		return c.startPeer("exec vfsmount peer"+args, first)
 	}
 	self, sum, err := c.self()
 	if err != nil {
@@ -409,14 +413,14 @@ func (c *Client) Peer() (io.ReadWriteCloser, error) {
 	dir := `"${XDG_CACHE_HOME:-$HOME/.cache}/vfsmount/peer/` + sum + `"`
 	path := dir + `/vfsmount`
 	start := `if test -x ` + path + `; then exec ` + path + ` peer` + args + `; fi; echo ` + missing + `; uname -sm`
-	st, err := c.startPeer(start)
+	st, err := c.startPeer(start, first)
 	if err == nil || !errors.Is(err, errMissing) {
 		return st, err
 	}
 	if err := c.install(self, sum, dir, err.(*missingError).system); err != nil {
 		return nil, err
 	}
-	st, err = c.startPeer(start)
+	st, err = c.startPeer(start, first)
 	if errors.Is(err, errMissing) {
 		return nil, &PeerUnavailableError{Reason: "the peer was installed in the remote cache but cannot run from there (mounted noexec?)"}
 	}
@@ -445,53 +449,71 @@ type missingError struct{ system string }
 func (e *missingError) Error() string     { return errMissing.Error() }
 func (e *missingError) Is(err error) bool { return err == errMissing }
 
-// startPeer runs cmd in a new session and waits for its first byte: the
-// peer's hello, or the missing mark of the start script.
-func (c *Client) startPeer(cmd string) (io.ReadWriteCloser, error) {
-	s, err := c.ssh.NewSession()
+// startPeer runs cmd in a new session, sends first on its stdin and
+// waits for its first byte: the peer's hello, or the missing mark of the
+// start script.
+//
+// The session is a channel of its own rather than an ssh.Session, whose
+// Start waits for the server's answer to the exec request: asked without
+// an answer, the command and first travel in one flight, and a command
+// the server would not run shows as the session's end.
+func (c *Client) startPeer(cmd string, first []byte) (io.ReadWriteCloser, error) {
+	ch, reqs, err := c.ssh.OpenChannel("session", nil)
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.StdinPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	out, err := s.StdoutPipe()
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	errb := &limited{w: &strings.Builder{}, n: 4096}
-	s.Stderr = errb
-	if err := s.Start(cmd); err != nil {
-		s.Close()
-		return nil, err
-	}
-	r := bufio.NewReader(out)
-	first, err := r.Peek(1)
-	if err != nil {
-		werr := s.Wait()
-		s.Close()
-		var ee *ssh.ExitError
-		if errors.As(werr, &ee) && (ee.ExitStatus() == 127 || ee.ExitStatus() == 126) {
-			// The shell found no vfsmount to run, or could not run it.
-			return nil, &PeerUnavailableError{Reason: "no vfsmount the remote can run: " + strings.TrimSpace(errb.String())}
+	s := &stream{ch: ch, errb: &limited{w: &strings.Builder{}, n: 4096}, ended: make(chan struct{}), status: -1}
+	stderr := make(chan struct{})
+	go func() {
+		defer close(stderr)
+		_, _ = io.Copy(s.errb, ch.Stderr())
+	}()
+	go func() {
+		defer close(s.ended)
+		for req := range reqs {
+			if req.Type == "exit-status" && len(req.Payload) >= 4 {
+				s.status = int(binary.BigEndian.Uint32(req.Payload))
+			}
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
 		}
-		if msg := strings.TrimSpace(errb.String()); msg != "" {
+		<-stderr
+	}()
+	if _, err := ch.SendRequest("exec", false, ssh.Marshal(struct{ Command string }{cmd})); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	if _, err := ch.Write(first); err != nil {
+		ch.Close()
+		return nil, err
+	}
+	s.r = bufio.NewReader(ch)
+	b, err := s.r.Peek(1)
+	if err != nil {
+		status := s.wait()
+		ch.Close()
+		if status == 127 || status == 126 {
+			// The shell found no vfsmount to run, or could not run it.
+			return nil, &PeerUnavailableError{Reason: "no vfsmount the remote can run: " + strings.TrimSpace(s.errb.String())}
+		}
+		if msg := strings.TrimSpace(s.errb.String()); msg != "" {
 			return nil, fmt.Errorf("the peer did not start: %s", msg)
 		}
-		return nil, fmt.Errorf("the peer did not start: %v", err)
+		if status >= 0 {
+			return nil, fmt.Errorf("the peer did not start: it exited with status %d", status)
+		}
+		return nil, fmt.Errorf("the peer did not start: the server ended the session (%v)", err)
 	}
-	if first[0] == missing[0] {
-		rest, _ := io.ReadAll(r)
-		_ = s.Wait()
-		s.Close()
+	if b[0] == missing[0] {
+		rest, _ := io.ReadAll(s.r)
+		s.wait()
+		ch.Close()
 		lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
 		return nil, &missingError{system: lines[len(lines)-1]}
 	}
 	_ = c.conn.SetDeadline(time.Time{})
-	return &stream{r: r, w: w, s: s, errb: errb}, nil
+	return s, nil
 }
 
 // install uploads self into dir on the remote, after checking that the
@@ -519,19 +541,27 @@ func (c *Client) install(self, sum, dir, system string) error {
 	return nil
 }
 
+// stream is the peer's stdio on its session channel.
 type stream struct {
-	r    io.Reader
-	w    io.WriteCloser
-	s    *ssh.Session
-	errb *limited
-	once sync.Once
+	ch     ssh.Channel
+	r      *bufio.Reader
+	errb   *limited
+	ended  chan struct{} // closed once the channel closed and stderr was read
+	status int           // the exit status, -1 if none came; read after ended
+	once   sync.Once
+}
+
+// wait waits for the session's end and returns its exit status.
+func (s *stream) wait() int {
+	<-s.ended
+	return s.status
 }
 
 func (s *stream) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	if err == io.EOF {
 		// Say why the peer ended, if it said.
-		_ = s.s.Wait()
+		s.wait()
 		if msg := strings.TrimSpace(s.errb.String()); msg != "" {
 			return n, fmt.Errorf("the peer ended: %s", msg)
 		}
@@ -539,12 +569,12 @@ func (s *stream) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (s *stream) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s *stream) Write(p []byte) (int, error) { return s.ch.Write(p) }
 
 func (s *stream) Close() error {
 	s.once.Do(func() {
-		s.w.Close()
-		s.s.Close()
+		_ = s.ch.CloseWrite()
+		s.ch.Close()
 	})
 	return nil
 }

@@ -118,3 +118,59 @@ func TestDialCarriesTheHelloAndTheChangeStream(t *testing.T) {
 	require.NoError(t, wire.NewCodec(bytes.NewReader(rest), io.Discard).Recv(&req), "first holds a request after the hello")
 	assert.Equal(t, wire.OpWatch, req.Op)
 }
+
+// backStream is a link whose channel carries connections back once
+// release is closed (an ssh server answering the forwarding request).
+type backStream struct {
+	io.ReadWriteCloser
+	release chan struct{}
+	l       net.Listener
+}
+
+func (b *backStream) BackListener() net.Listener {
+	<-b.release
+	return b.l
+}
+
+// A mount is ready without waiting for the back link; what needs it (the
+// brief's ShowsWorkspace, a command) waits for it.
+func TestMountReadyBeforeTheBackLink(t *testing.T) {
+	dir := t.TempDir()
+	l := newLink(t, dir)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "back.sock"))
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	release := make(chan struct{})
+	dial := func(ctx context.Context, first []byte) (io.ReadWriteCloser, error) {
+		rwc, err := remotefs.StreamDialer(l.dial)(ctx, first)
+		if err != nil {
+			return nil, err
+		}
+		return &backStream{ReadWriteCloser: rwc, release: release, l: ln}, nil
+	}
+	opened := make(chan error, 1)
+	var fsys mounts.FS
+	go func() {
+		var err error
+		fsys, err = remotefs.Open(context.Background(), remotefs.Options{Dial: dial, Source: "test-peer",
+			Timeout: 10 * time.Second, Build: "test"})
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the mount waited for the back link")
+	}
+	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
+	shows := make(chan bool, 1)
+	go func() { shows <- fsys.(*remotefs.FS).ShowsWorkspace() }()
+	select {
+	case <-shows:
+		t.Fatal("ShowsWorkspace answered before the back link was known")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	assert.True(t, <-shows, "the link carries connections back")
+}

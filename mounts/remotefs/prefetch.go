@@ -2,6 +2,7 @@ package remotefs
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
@@ -56,34 +57,111 @@ func (f *ReadOnlyFS) readAheadChain(dir string) {
 	}
 }
 
-// readAheadFrom is one chain of read-ahead requests, from dir.
+// prefetchInFlight is how many read-ahead requests of a chain are asked
+// at once, each for other directories: the link's round trip, the peer's
+// reads and this side's decoding of the answers overlap.
+const prefetchInFlight = 3
+
+// aheadAnswer is a read-ahead request's answer, or why there is none.
+type aheadAnswer struct {
+	id    int
+	size  int64 // asked for
+	epoch uint64
+	resp  *wire.Response
+	err   error
+}
+
+// aheadItem is a directory of the walk not asked yet, or (id > 0) the
+// place of a request in flight, where the directories its answer did not
+// reach go.
+type aheadItem struct {
+	name string
+	id   int
+}
+
+// readAheadFrom is one chain of read-ahead requests, from dir: up to
+// prefetchInFlight at once, each for the next directories of the walk
+// that no other has. The directories an answer did not reach take its
+// request's place in the walk, before those after it.
 func (f *ReadOnlyFS) readAheadFrom(dir string) {
-	names, total, t0 := []string{dir}, int64(0), time.Now()
+	var total int64
+	t0 := time.Now()
 	defer func() {
 		f.log.Debug("remote: read ahead", "source", f.opts.Source, "dir", dir, "bytes", total, "took", time.Since(t0))
 	}()
+	limit := f.opts.CacheBytes / 2
+	todo := []aheadItem{{name: dir}} // the walk from here on, in order
+	answers := make(chan aheadAnswer, prefetchInFlight)
+	inFlight, ids, failed := 0, 0, false
+	var asked int64 // the sizes of the requests in flight
 	// The first requests are smaller: the reader that started the
 	// read-ahead waits for the files beside the one it opened, and an
 	// answer of prefetchChunk bytes takes a while to make and send.
 	size := int64(prefetchFirst)
-	for len(names) > 0 && total < f.opts.CacheBytes/2 {
-		epoch := f.cache.epoch()
-		resp, err := f.do(context.Background(), &wire.Request{Op: wire.OpPrefetch, Name: names[0], Names: names,
-			Size: min(size, f.opts.CacheBytes/2-total)})
-		size = min(2*size, prefetchChunk)
-		if err != nil {
-			return // a peer without it, or the link gone: the opens ask
+	for {
+		for !failed && inFlight < prefetchInFlight && total+asked < limit {
+			names, at := nextAhead(todo, prefetchInFlight-inFlight)
+			if names == nil {
+				break
+			}
+			ids++
+			todo = slices.Replace(todo, at, at+len(names), aheadItem{id: ids})
+			req := &wire.Request{Op: wire.OpPrefetch, Name: names[0], Names: names, Size: min(size, limit-total-asked)}
+			size = min(2*size, prefetchChunk)
+			epoch, id := f.cache.epoch(), ids
+			inFlight++
+			asked += req.Size
+			go func() {
+				resp, err := f.do(context.Background(), req)
+				answers <- aheadAnswer{id: id, size: req.Size, epoch: epoch, resp: resp, err: err}
+			}()
 		}
-		for _, d := range resp.Tree {
+		if inFlight == 0 {
+			return
+		}
+		a := <-answers
+		inFlight--
+		asked -= a.size
+		at := slices.IndexFunc(todo, func(it aheadItem) bool { return it.id == a.id })
+		if a.err != nil {
+			failed = true // a peer without it, or the link gone: the opens ask
+			todo = slices.Delete(todo, at, at+1)
+			continue
+		}
+		for _, d := range a.resp.Tree {
 			ents, attrs := listing(d.Entries)
-			f.cache.putDir(epoch, d.Name, ents, attrs)
-			f.cache.walkedAt(epoch, d.Name)
+			f.cache.putDir(a.epoch, d.Name, ents, attrs)
+			f.cache.walkedAt(a.epoch, d.Name)
 		}
-		for _, file := range resp.Files {
-			f.cache.putFile(epoch, file.Name, file.Attr.Mounts(), file.Data)
+		for _, file := range a.resp.Files {
+			f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
 			total += int64(len(file.Data))
 		}
 		f.prefetches.Add(1)
-		names = resp.Names
+		rest := make([]aheadItem, len(a.resp.Names))
+		for i, n := range a.resp.Names {
+			rest[i] = aheadItem{name: n}
+		}
+		todo = slices.Replace(todo, at, at+1, rest...)
 	}
+}
+
+// nextAhead returns the directories the next read-ahead request asks
+// for, and where they are in todo: the first run of them not asked yet,
+// or its share of it when free more requests may go.
+func nextAhead(todo []aheadItem, free int) ([]string, int) {
+	at := slices.IndexFunc(todo, func(it aheadItem) bool { return it.id == 0 })
+	if at < 0 {
+		return nil, 0
+	}
+	end := at
+	for end < len(todo) && todo[end].id == 0 {
+		end++
+	}
+	n := max(1, (end-at)/free)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = todo[at+i].name
+	}
+	return names, at
 }

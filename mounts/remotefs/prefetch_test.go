@@ -7,7 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -210,4 +213,73 @@ func TestReadAheadLeavesAccessTimes(t *testing.T) {
 		require.NoError(t, syscall.Stat(filepath.Join(dir, name), &st))
 		assert.Equal(t, old.Unix(), st.Atim.Sec, "the access time of %s", name)
 	}
+}
+
+// gatedLists holds each quiet listing of a directory named top* until
+// another is held too (or a while has passed), and records how many were
+// held at once at most.
+type gatedLists struct {
+	*countOpens
+	mu      sync.Mutex
+	held    int
+	most    int
+	arrived chan struct{}
+}
+
+func (g *gatedLists) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	if strings.HasPrefix(path.Base(name), "top") {
+		g.mu.Lock()
+		g.held++
+		g.most = max(g.most, g.held)
+		g.mu.Unlock()
+		select {
+		case g.arrived <- struct{}{}: // wakes one held already
+		case <-g.arrived:
+		case <-time.After(500 * time.Millisecond):
+		}
+		g.mu.Lock()
+		g.held--
+		g.mu.Unlock()
+	}
+	return g.countOpens.ReadDirQuiet(ctx, name)
+}
+
+// A read-ahead keeps several requests in flight, each for other
+// directories: the link's round trip is not paid once per request.
+func TestReadAheadRequestsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	data := strings.Repeat("x", 100<<10) // past the first request's size in a few files
+	for d := range 6 {
+		for f := range 4 {
+			name := filepath.Join(dir, fmt.Sprintf("top%d/f%d.txt", d, f))
+			require.NoError(t, os.MkdirAll(filepath.Dir(name), 0o755))
+			require.NoError(t, os.WriteFile(name, []byte(data), 0o644))
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("start"), 0o644))
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &gatedLists{countOpens: &countOpens{FS: host}, arrived: make(chan struct{})}
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(serveLink(t, dir, peerFS).dial), Source: "test-peer", Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.(*remotefs.FS).Close() })
+	_, err = fsys.ReadDir(context.Background(), ".")
+	require.NoError(t, err)
+	assert.Equal(t, "start", readAll(t, fsys, "a.txt"))
+	require.Eventually(t, func() bool {
+		done, n := remotefs.ReadAheadDone(fsys)
+		return done && n > 0
+	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	peerFS.mu.Lock()
+	most := peerFS.most
+	peerFS.mu.Unlock()
+	assert.GreaterOrEqual(t, most, 2, "the read-ahead asked for directories two at a time at least")
+	before := peerFS.n.Load()
+	for d := range 6 {
+		for f := range 4 {
+			assert.Equal(t, data, readAll(t, fsys, fmt.Sprintf("top%d/f%d.txt", d, f)))
+		}
+	}
+	assert.Equal(t, before, peerFS.n.Load(), "every file was read ahead")
 }

@@ -150,12 +150,16 @@ func (n *node) fsyncNoHandle(ctx context.Context) (errno syscall.Errno) {
 // when the mount refuses reading), which takes no options: a file written
 // through this connection is the upper's, not the commit's they are for.
 func (n *node) opener(ctx context.Context, o mounts.OpenOptions) func(write bool) (mounts.File, bool, error) {
+	return n.openerAs(n.conn.ctx(ctx), o)
+}
+
+// openerAs is opener with the tree's context octx (whose call it is).
+func (n *node) openerAs(octx context.Context, o mounts.OpenOptions) func(write bool) (mounts.File, bool, error) {
 	return func(write bool) (mounts.File, bool, error) {
 		name, ok := n.name()
 		if !ok {
 			return nil, false, mounts.PathErr("open", ".", syscall.ENOENT)
 		}
-		octx := n.conn.ctx(ctx)
 		if !write {
 			o.PagesKept = true
 			f, err := mounts.OpenWith(octx, n.conn.fsys, name, o)
@@ -187,8 +191,10 @@ func (n *node) pinOrphan(ctx context.Context) (undo func()) {
 		return func() {}
 	}
 	// Most such files are never read again (rm -r of a checkout): a
-	// git mount decodes the blob only if one is.
-	f, _, err := n.opener(ctx, mounts.OpenOptions{InCase: true})(n.wrote.Load())
+	// git mount decodes the blob only if one is. The open is the kernel
+	// face's own: a policy that refuses it is no refusal of the program
+	// that renamed or removed the file.
+	f, _, err := n.openerAs(n.conn.ownCtx(ctx), mounts.OpenOptions{InCase: true})(n.wrote.Load())
 	if err != nil {
 		return func() {}
 	}

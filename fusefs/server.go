@@ -480,6 +480,18 @@ func (c *conn) ctx(ctx context.Context) context.Context {
 	return mounts.WithCaller(context.Background(), caller)
 }
 
+// ownCtx is ctx for the kernel face's own work on a request's behalf (a
+// file kept open in case a program holds it: pinOrphan), not the
+// caller's: the policy binds it as any call, and the audit log says whose
+// it was (mounts.FaceInternal), not that the program asked.
+func (c *conn) ownCtx(ctx context.Context) context.Context {
+	caller := mounts.Caller{Face: mounts.FaceInternal}
+	if fc, ok := fuse.FromContext(ctx); ok {
+		caller.Uid, caller.Gid = fc.Uid, fc.Gid
+	}
+	return mounts.WithCaller(context.Background(), caller)
+}
+
 // rescue is deferred by every handler: a panic below becomes EIO and one
 // log line instead of a dead mount.
 func (c *conn) rescue(op string, errno *syscall.Errno) {

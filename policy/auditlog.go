@@ -187,8 +187,10 @@ type Record struct {
 	Time time.Time `json:"time"`
 	// Face is "kernel", "tool", "operator" (a command of the person
 	// running the workspace: the CLI's diff, commit, reset and checkpoint,
-	// the JSON-RPC workspace.* and checkpoint.* methods) or "internal" (no
-	// caller in the context).
+	// the JSON-RPC workspace.* and checkpoint.* methods) or "internal" (the
+	// workspace's own work: no caller in the context, or the kernel
+	// face's on a program's behalf, such as the open that keeps a file
+	// about to lose its last name readable for a program that holds it).
 	Face string `json:"face"`
 	// Pid and Uid identify a kernel-face caller.
 	Pid *uint32 `json:"pid,omitempty"`

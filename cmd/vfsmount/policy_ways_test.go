@@ -272,13 +272,15 @@ var ways = []way{
 		return "", os.WriteFile(filepath.Join(s.mp, p), []byte(s.next), 0o644)
 	}},
 	// The kernel face pins a file about to lose its last name, in case a
-	// program holds it open, by opening it; under deny_read that open is
-	// refused and logged before the rename's own line.
+	// program holds it open, by opening it (once the kernel knows the
+	// file: the stat); under deny_read that open is refused and logged
+	// as the kernel face's own, before the rename's line.
 	{name: "kernel rename over", kind: changes, auditOp: "rename", do: func(t *testing.T, s *waysEnv, p string) (string, error) {
 		tmp := filepath.Join(s.mp, filepath.Dir(p), "tmp-"+s.step)
 		if err := os.WriteFile(tmp, []byte(s.next), 0o644); err != nil {
 			return "", err
 		}
+		_, _ = os.Stat(filepath.Join(s.mp, p))
 		err := os.Rename(tmp, filepath.Join(s.mp, p))
 		os.Remove(tmp)
 		return "", err
@@ -469,6 +471,23 @@ func (s *waysEnv) auditAfter(t *testing.T, n int, match func(policy.Record) bool
 	return *found
 }
 
+// auditSince returns the audit lines from the n-th on.
+func (s *waysEnv) auditSince(t *testing.T, n int) []policy.Record {
+	t.Helper()
+	b, err := os.ReadFile(s.audit)
+	require.NoError(t, err)
+	var out []policy.Record
+	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if i < n || len(l) == 0 {
+			continue
+		}
+		var r policy.Record
+		require.NoError(t, json.Unmarshal(l, &r))
+		out = append(out, r)
+	}
+	return out
+}
+
 func openWaysEnv(t *testing.T, rule string, secrets []string) *waysEnv {
 	t.Helper()
 	repo, _ := testutil.GitRepo(t, map[string]string{"secret.txt": "API_KEY=committed\n", "README": "hi\n"})
@@ -634,6 +653,14 @@ func checkWay(t *testing.T, s *waysEnv, w way, rule, p string) {
 		}
 		if w.operator {
 			assert.Equal(t, "operator", line.Face)
+		}
+		if w.auditOp != "" {
+			// The other lines about the name are not the program's.
+			for _, r := range s.auditSince(t, before) {
+				if r.Op != "call" && r.Op != w.auditOp && (r.Path == p || r.To == p) {
+					assert.NotEqual(t, "kernel", r.Face, "a line the program did not ask for is put on it: %+v", r)
+				}
+			}
 		}
 	}
 }

@@ -174,3 +174,36 @@ func TestMountReadyBeforeTheBackLink(t *testing.T) {
 	close(release)
 	assert.True(t, <-shows, "the link carries connections back")
 }
+
+// A stream that never says hello (a command that waits for something
+// else, a server that swallows the peer's output): the mount fails within
+// its bound, saying so, and nothing is left running.
+func TestConnectNoHello(t *testing.T) {
+	var conns []net.Conn
+	ended := make(chan struct{}, 8)
+	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		a, b := net.Pipe()
+		conns = append(conns, b)
+		go func() { // takes what is sent, says nothing
+			_, _ = io.Copy(io.Discard, b)
+			ended <- struct{}{}
+		}()
+		return a, nil
+	}
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	start := time.Now()
+	_, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(dial), Source: "test-peer",
+		Timeout: 100 * time.Millisecond, Build: "test"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sent no hello")
+	assert.Less(t, time.Since(start), 5*time.Second, "bounded by the mount's timeout")
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream was left open")
+	}
+}

@@ -346,12 +346,12 @@
 //     default_permissions (see "# Permissions") refreshes them for the
 //     next permission check in it;
 //   - a GETATTR after a WRITE before a stat (the kernel drops size and
-//     times it cannot compute without the writeback cache), and before a
-//     chown (to recompute the setuid bits it must clear);
+//     times it cannot compute without the writeback cache). The one it
+//     sent before a chown, to recompute the setuid bits to clear, is gone:
+//     the connection clears them itself (HANDLE_KILLPRIV_V2, killPriv);
 //   - a GETXATTR of security.capability at the first write to a file and
-//     at a chown, unless the server kills setuid bits itself
-//     (HANDLE_KILLPRIV, which go-fuse does not offer and the mounts do not
-//     do);
+//     at a chown: the kernel still checks for file capabilities itself,
+//     and forgets that a file has none at every attribute refresh;
 //   - on the main connection, OPEN and RELEASE per open (the handles it
 //     keeps, see "# Connections").
 //
@@ -376,11 +376,13 @@
 // credentials (supplementary groups included): modes, the sticky rule on
 // unlink and rename, who may chmod and chown, protected hard links, setgid
 // dropped from a file created by a non-member in a setgid directory or
-// chmod'ed by one. It also computes the setuid and setgid bits a write,
-// truncate or chown by a process without CAP_FSETID drops, and sends them
-// as a mode change with the writer's ids: a mount must apply such a
-// SETATTR, never refuse it. So neither this package nor the mounts
-// second-guess the kernel. What the mounts do is what ext4 does beyond
+// chmod'ed by one. The setuid and setgid bits a write, truncate or chown
+// drops are the one exception: the connection negotiates
+// HANDLE_KILLPRIV_V2, the kernel marks those requests, and killPriv
+// drops the bits with a mode change with the caller's ids, as the kernel
+// did before (saving the GETATTR it sent to compute them): a mount must
+// apply such a SETATTR, never refuse it. Otherwise neither this package
+// nor the mounts second-guess the kernel. What the mounts do is what ext4 does beyond
 // permissions: a new entry belongs to the caller's uid and gid (from
 // [mounts.Caller], which this package fills from the request), or to a
 // setgid directory's group, a new subdirectory inheriting the bit; chown

@@ -164,12 +164,13 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 		fsName = "vfsmount"
 	}
 	mo := fuse.MountOptions{
-		DirectMount: true,
-		FsName:      fsName,
-		Name:        "vfsmount",
-		AllowOther:  opts.AllowOther,
-		Debug:       opts.Debug,
-		MaxWrite:    maxWrite,
+		DirectMount:       true,
+		FsName:            fsName,
+		Name:              "vfsmount",
+		AllowOther:        opts.AllowOther,
+		Debug:             opts.Debug,
+		MaxWrite:          maxWrite,
+		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 		// See "# Permissions" in the package doc.
 		Options: []string{"default_permissions"},
 		PanicHandler: func(p any) fuse.Status {
@@ -215,6 +216,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 	// Below the gate, which zeroes the timeouts of a miss as of any
 	// entry while it is closed.
 	raw = negEntries{raw}
+	raw = killPriv{raw}
 	if c.how.openless || c.how.openlessDirs {
 		raw = noOpendir{raw}
 	}

@@ -216,6 +216,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 	// Below the gate, which zeroes the timeouts of a miss as of any
 	// entry while it is closed.
 	raw = negEntries{raw}
+	// The setuid and setgid bits a write, truncate or chown drops.
 	raw = killPriv{raw}
 	if c.how.openless || c.how.openlessDirs {
 		raw = noOpendir{raw}

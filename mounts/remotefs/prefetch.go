@@ -148,7 +148,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 
 // nextAhead returns the directories the next read-ahead request asks
 // for, and where they are in todo: the first run of them not asked yet,
-// or its share of it when free more requests may go.
+// or, when free requests may still go, this one's share of it.
 func nextAhead(todo []aheadItem, free int) ([]string, int) {
 	at := slices.IndexFunc(todo, func(it aheadItem) bool { return it.id == 0 })
 	if at < 0 {

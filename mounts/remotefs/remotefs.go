@@ -44,6 +44,8 @@ type Dialer func(ctx context.Context, first []byte) (io.ReadWriteCloser, error)
 // StreamDialer makes a Dialer of dial, which opens a stream that carries
 // bytes at once (a pipe, a socket, a command's stdio): first is written
 // as the peer reads it, and before anything else written to the stream.
+// The stream it returns is a wrapper: one with a back link (BackLink)
+// needs a Dialer of its own.
 func StreamDialer(dial func(ctx context.Context) (io.ReadWriteCloser, error)) Dialer {
 	return func(ctx context.Context, first []byte) (io.ReadWriteCloser, error) {
 		rwc, err := dial(ctx)

@@ -68,6 +68,15 @@ func countedLink(t *testing.T, dir string) (*remotefs.FS, *countOpens) {
 	return fsys.(*remotefs.FS), peerFS
 }
 
+// waitReadAhead waits until a read-ahead ran and ended.
+func waitReadAhead(t *testing.T, fsys mounts.FS) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		done, n := remotefs.ReadAheadDone(fsys)
+		return done && n > 0
+	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+}
+
 func readAll(t *testing.T, fsys mounts.FS, name string) string {
 	t.Helper()
 	f, err := fsys.Open(context.Background(), name)
@@ -101,10 +110,7 @@ func TestReadAhead(t *testing.T) {
 	_, err := fsys.ReadDir(ctx, "top/d1")
 	require.NoError(t, err)
 	assert.Equal(t, files["top/d1/f00.txt"], readAll(t, fsys, "top/d1/f00.txt"))
-	require.Eventually(t, func() bool {
-		done, n := remotefs.ReadAheadDone(fsys)
-		return done && n > 0
-	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	waitReadAhead(t, fsys)
 	_, requests := remotefs.ReadAheadDone(fsys)
 	assert.EqualValues(t, 1, requests, "80 small files: one request")
 
@@ -203,10 +209,7 @@ func TestReadAheadLeavesAccessTimes(t *testing.T) {
 	_, err := fsys.ReadDir(ctx, "d")
 	require.NoError(t, err)
 	assert.Equal(t, "d/a.txt", readAll(t, fsys, "d/a.txt"))
-	require.Eventually(t, func() bool {
-		done, n := remotefs.ReadAheadDone(fsys)
-		return done && n > 0
-	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	waitReadAhead(t, fsys)
 	assert.GreaterOrEqual(t, peerFS.quiet.Load(), int64(2), "b.txt and sub/c.txt were read ahead")
 	for _, name := range []string{"d/b.txt", "d/sub/c.txt", "d/sub"} {
 		var st syscall.Stat_t
@@ -267,10 +270,7 @@ func TestReadAheadRequestsInFlight(t *testing.T) {
 	_, err = fsys.ReadDir(context.Background(), ".")
 	require.NoError(t, err)
 	assert.Equal(t, "start", readAll(t, fsys, "a.txt"))
-	require.Eventually(t, func() bool {
-		done, n := remotefs.ReadAheadDone(fsys)
-		return done && n > 0
-	}, 10*time.Second, 5*time.Millisecond, "a read-ahead ran and ended")
+	waitReadAhead(t, fsys)
 	peerFS.mu.Lock()
 	most := peerFS.most
 	peerFS.mu.Unlock()

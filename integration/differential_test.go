@@ -56,6 +56,13 @@ func (p *treePicker) scan() {
 	})
 }
 
+// small reports whether ref, scanned again, holds too few entries for a
+// sequence to have left a tree worth comparing.
+func (p *treePicker) small() bool {
+	p.scan()
+	return len(p.entries) <= 10
+}
+
 func (p *treePicker) pick(list []string) string { return list[p.rng.IntN(len(list))] }
 
 // existing names an entry that exists, most of the time.

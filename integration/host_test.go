@@ -351,8 +351,9 @@ func hostDifferential(t *testing.T, mnt, src string) {
 	var diverged []string
 	succeeded, i := 0, 0
 	// ops operations, and more while the tree is too small to be worth
-	// comparing (a seed whose removals took most of it away).
-	for ; i < ops || (len(tp.entries) <= 10 && i < 4*ops); i++ {
+	// comparing (a seed whose removals took most of it away), as the last
+	// operation left it.
+	for ; i < ops || (tp.small() && i < 4*ops); i++ {
 		o := gen()
 		want, got := errnoOf(o.do(ref)), errnoOf(o.do(mnt))
 		if want != got {

@@ -401,8 +401,9 @@ func TestOverlayDifferential(t *testing.T) {
 		var diverged []string
 		succeeded, i := 0, 0
 		// ops operations, and more while the tree is too small to be
-		// worth comparing (a seed whose rm -r took most of it away).
-		for ; i < ops || (len(tp.entries) <= 10 && i < 4*ops); i++ {
+		// worth comparing (a seed whose rm -r took most of it away), as
+		// the last operation left it.
+		for ; i < ops || (tp.small() && i < 4*ops); i++ {
 			o := gen()
 			before := uint64(0)
 			if o.from != "" && filepath.Clean(o.from) != filepath.Clean(o.to) {

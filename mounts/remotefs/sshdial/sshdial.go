@@ -484,10 +484,11 @@ func (c *Client) startPeer(cmd string, first []byte) (io.ReadWriteCloser, error)
 		ch.Close()
 		return nil, err
 	}
-	if _, err := ch.Write(first); err != nil {
-		ch.Close()
-		return nil, err
-	}
+	// A command that ends at once (the start script's missing mark, a
+	// shell that finds no vfsmount) may have closed the session before
+	// first is written: what it said and its status, read below, are
+	// the answer, not the write that failed.
+	_, _ = ch.Write(first)
 	s.r = bufio.NewReader(ch)
 	b, err := s.r.Peek(1)
 	if err != nil {

@@ -7,12 +7,11 @@ import (
 )
 
 // killPriv drops a file's setuid and setgid bits where the kernel marks
-// a request for it. The connection
-// negotiates CAP_HANDLE_KILLPRIV_V2, so the kernel no longer asks for a
-// file's attributes before a chown or truncate to work out the bits it
-// would clear (a GETATTR a file of tar -x or sed -i paid), and leaves the
-// clearing to the file system, as a local one does it in its own write,
-// truncate and chown:
+// a request for it. The connection negotiates CAP_HANDLE_KILLPRIV_V2, so
+// the kernel no longer asks for a file's attributes before a chown or
+// truncate to work out the bits it would clear (a GETATTR a file of
+// tar -x or sed -i paid), and leaves the clearing to the file system, as
+// a local one does it in its own write, truncate and chown:
 //
 //   - a WRITE (WRITE_KILL_SUIDGID) or a SETATTR of the size
 //     (FATTR_KILL_SUIDGID: a truncate, an open with O_TRUNC, which the

@@ -116,13 +116,23 @@ func (c *cache) staleSince(epoch uint64, name string, a mounts.Attr) bool {
 // file with several links is stale too when any name of that file (or,
 // unknown which, of any such file) changed after epoch.
 func (c *cache) keepAttr(epoch uint64, name string, a mounts.Attr) bool {
-	if !c.keep(epoch, name) {
+	return c.keep(epoch, name) && !c.linksChangedLocked(epoch, a)
+}
+
+// linksChangedSince reports whether a is of a file with several links
+// of which one changed (or, unknown which, one of any such file) after
+// epoch.
+func (c *cache) linksChangedSince(epoch uint64, a mounts.Attr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.linksChangedLocked(epoch, a)
+}
+
+func (c *cache) linksChangedLocked(epoch uint64, a mounts.Attr) bool {
+	if a.Nlink < 2 || a.IsDir() {
 		return false
 	}
-	if a.Nlink < 2 || a.IsDir() {
-		return true
-	}
-	return c.multiFloor <= epoch && c.inos[a.Ino] <= epoch
+	return c.multiFloor > epoch || c.inos[a.Ino] > epoch
 }
 
 // changedSince reports whether name was reported changed (or everything

@@ -45,3 +45,26 @@ func TestCacheLinksChangedWhileAsked(t *testing.T) {
 		assert.Equal(t, uint32(1), a.Nlink)
 	}
 }
+
+// An open for writing whose answer crossed a change of another name of
+// its file does not serve its first stat from that answer
+// (linksChangedSince); one of a file of one link, or asked after the
+// change, does.
+func TestCacheLinksChangedSinceAnOpen(t *testing.T) {
+	linked := mounts.Attr{Mode: 0o644, Nlink: 2, Ino: 7, Size: 1}
+	c := newCache(1 << 20)
+	c.putAttr(c.epoch(), "f", linked)
+	c.putAttr(c.epoch(), "g", linked)
+	asked := c.epoch()
+	c.invalidate("g") // unlinked on the remote machine while the open of f was on its way
+	assert.True(t, c.linksChangedSince(asked, linked))
+	assert.False(t, c.linksChangedSince(c.epoch(), linked), "asked after the change")
+	single := linked
+	single.Nlink = 1
+	assert.False(t, c.linksChangedSince(asked, single), "a file of one link has no other name")
+	unknown := linked
+	unknown.Ino = 9
+	asked = c.epoch()
+	c.invalidate("h") // not known: any file with several links may be it
+	assert.True(t, c.linksChangedSince(asked, unknown))
+}

@@ -526,6 +526,7 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if !mounts.WantsWrite(flag) {
 		return f.Open(ctx, name)
 	}
+	asked := f.cache.epoch()
 	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm})
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 || err == nil {
 		// A file of one link: the change touched no other name.
@@ -534,8 +535,12 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if err != nil {
 		return nil, err
 	}
-	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()},
-		opened: true, epoch: f.cache.epoch()}
+	// The open's attributes serve its first stat, unless another name of
+	// the file changed while it was on its way (the name itself is this
+	// open's own change, just made); later changes count from now.
+	a := resp.Attr.Mounts()
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: a},
+		opened: !f.cache.linksChangedSince(asked, a), epoch: f.cache.epoch()}
 	w.cond = sync.NewCond(&w.wmu)
 	return w, nil
 }

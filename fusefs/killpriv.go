@@ -58,20 +58,27 @@ func (k killPriv) drop(cancel <-chan struct{}, h *fuse.InHeader) fuse.Status {
 	return fuse.OK
 }
 
+// beforeWrite drops the bits where the kernel marked the write for it.
+func (k killPriv) beforeWrite(cancel <-chan struct{}, in *fuse.WriteIn) fuse.Status {
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+		return fuse.OK
+	}
+	return k.drop(cancel, &in.InHeader)
+}
+
+// Write is go-fuse's fallback when Writev answers ENOSYS (a WRITE in
+// several slices): the bits went at the Writev, and drop finds none.
 func (k killPriv) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
-		if st := k.drop(cancel, &in.InHeader); !st.Ok() {
-			return 0, st
-		}
+	if st := k.beforeWrite(cancel, in); !st.Ok() {
+		return 0, st
 	}
 	return k.RawFileSystem.Write(cancel, in, data)
 }
 
+// Writev is how go-fuse serves a WRITE first.
 func (k killPriv) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
-		if st := k.drop(cancel, &in.InHeader); !st.Ok() {
-			return 0, st
-		}
+	if st := k.beforeWrite(cancel, in); !st.Ok() {
+		return 0, st
 	}
 	return k.RawFileSystem.Writev(cancel, in, data)
 }

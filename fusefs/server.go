@@ -472,26 +472,29 @@ func (c *conn) mountPolicy(name string) cachePolicy {
 // owners of new files and the audit log, and not the request's
 // cancellation, which the kernel's INTERRUPT triggers (see "#
 // Interrupts" in the package doc).
-func (c *conn) ctx(ctx context.Context) context.Context {
-	caller := mounts.Caller{Face: mounts.FaceKernel}
-	if fc, ok := fuse.FromContext(ctx); ok {
-		caller.Uid, caller.Gid, caller.Pid = fc.Uid, fc.Gid, fc.Pid
-	}
-	// Background rather than context.WithoutCancel(ctx), one allocation
-	// less a request: go-fuse's request context carries nothing but the
-	// caller (read above) and the cancellation dropped here.
-	return mounts.WithCaller(context.Background(), caller)
-}
+func (c *conn) ctx(ctx context.Context) context.Context { return callerCtx(ctx, mounts.FaceKernel) }
 
 // ownCtx is ctx for the kernel face's own work on a request's behalf (a
 // file kept open in case a program holds it: pinOrphan), not the
 // caller's: the policy binds it as any call, and the audit log says whose
 // it was (mounts.FaceInternal), not that the program asked.
 func (c *conn) ownCtx(ctx context.Context) context.Context {
-	caller := mounts.Caller{Face: mounts.FaceInternal}
+	return callerCtx(ctx, mounts.FaceInternal)
+}
+
+// callerCtx carries the request's uid and gid as a caller of face, and
+// its pid when the call is the program's own (mounts.FaceKernel).
+func callerCtx(ctx context.Context, face mounts.Face) context.Context {
+	caller := mounts.Caller{Face: face}
 	if fc, ok := fuse.FromContext(ctx); ok {
 		caller.Uid, caller.Gid = fc.Uid, fc.Gid
+		if face == mounts.FaceKernel {
+			caller.Pid = fc.Pid
+		}
 	}
+	// Background rather than context.WithoutCancel(ctx), one allocation
+	// less a request: go-fuse's request context carries nothing but the
+	// caller (read above) and the cancellation dropped here.
 	return mounts.WithCaller(context.Background(), caller)
 }
 

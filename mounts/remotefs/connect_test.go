@@ -171,8 +171,26 @@ func TestMountReadyBeforeTheBackLink(t *testing.T) {
 		t.Fatal("ShowsWorkspace answered before the back link was known")
 	case <-time.After(100 * time.Millisecond):
 	}
+	// A command may connect back for the rest of the workspace: it is
+	// not started before the back link is known either.
+	started := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		p, err := fsys.(*remotefs.FS).StartCommand(context.Background(), mounts.Command{Argv: []string{"echo", "ran"}, Dir: ".", Stdout: &out})
+		if err == nil {
+			_, _, err = p.Wait()
+		}
+		started <- err
+	}()
+	select {
+	case <-started:
+		t.Fatal("a command ran before the back link was known")
+	case <-time.After(100 * time.Millisecond):
+	}
 	close(release)
 	assert.True(t, <-shows, "the link carries connections back")
+	require.NoError(t, <-started)
+	assert.Equal(t, "ran\n", out.String())
 }
 
 // A stream that never says hello (a command that waits for something

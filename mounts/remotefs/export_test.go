@@ -1,6 +1,10 @@
 package remotefs
 
-import "github.com/vfsmount/vfsmount/mounts"
+import (
+	"slices"
+
+	"github.com/vfsmount/vfsmount/mounts"
+)
 
 // ReadAheadDone reports whether fsys has no read-ahead running, and how
 // many read-ahead requests it had answered.
@@ -22,3 +26,25 @@ func Requests(fsys mounts.FS) int64 {
 	}
 	panic("not a remote mount")
 }
+
+// ChunksAsked returns the offsets of the chunks a file open for reading
+// on the peer has asked for and keeps, in order.
+func ChunksAsked(f mounts.File) []int64 {
+	if l, ok := f.(*lazyFile); ok {
+		l.mu.Lock()
+		f = l.open
+		l.mu.Unlock()
+	}
+	r := f.(*remoteFile)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var offs []int64
+	for _, c := range r.chunks {
+		offs = append(offs, c.off)
+	}
+	slices.Sort(offs)
+	return offs
+}
+
+// ReadAheadSize is the size of a chunk of a large file.
+const ReadAheadSize = readAhead

@@ -163,13 +163,16 @@ type remoteFile struct {
 	a    mounts.Attr
 
 	mu     sync.Mutex
-	chunks []*chunk // read or being read, by offset: the last read and those ahead of it
+	chunks []*chunk // asked for: the one read last and those ahead of it
+	read   bool     // a chunk was read; last is the offset of the last one
+	last   int64
 	closed bool
 }
 
-// chunk is readAhead bytes of a file open on the peer, asked for at epoch
-// (the cache's): served only while nothing about the name was reported
-// changed since (a write through another handle, a change elsewhere).
+// chunk is the readAhead bytes at off (a multiple of readAhead) of a file
+// open on the peer, asked for at epoch (the cache's): served only while
+// nothing about the name was reported changed since (a write through
+// another handle, a change elsewhere).
 type chunk struct {
 	off   int64
 	epoch uint64
@@ -200,74 +203,98 @@ func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response
 	return resp, nil
 }
 
-// ReadAt serves a read from the chunks asked for (readAhead bytes each),
-// asking for the one it falls in when there is none; a read in the last
-// chunk asked for asks for the next ones, up to aheadChunks in all.
+// ReadAt serves a read from the chunks, which tile the file: a read across
+// the end of one goes on in the next. A chunk that ends short of readAhead
+// bytes without the end of the file (it changed as it was read) is not
+// trusted past what it holds: the rest is read with a request of its own.
 func (r *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 	if int64(len(p)) > readAhead {
 		return r.readDirect(p, off)
 	}
-	r.mu.Lock()
-	c := r.find(off, int64(len(p)))
-	if c == nil {
-		c = r.ask(off)
-	}
-	r.ahead(c)
-	r.mu.Unlock()
-	<-c.done
-	if c.err != nil {
-		r.drop(c)
-		return 0, c.err
-	}
-	rel := off - c.off
-	if rel > int64(len(c.data)) {
-		rel = int64(len(c.data))
-	}
-	n := copy(p, c.data[rel:])
-	if n < len(p) {
-		if c.eof {
-			return n, io.EOF
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		c := r.chunkAt(at)
+		<-c.done
+		if c.err != nil {
+			r.drop(c)
+			return n, c.err
 		}
-		// A chunk shorter than asked without the end of the file (it
-		// changed as it was read): ask for this read alone.
-		r.drop(c)
-		return r.readDirect(p, off)
+		if rel := at - c.off; rel < int64(len(c.data)) {
+			n += copy(p[n:], c.data[rel:])
+			if n == len(p) {
+				break
+			}
+		}
+		if int64(len(c.data)) < readAhead {
+			if c.eof {
+				return n, io.EOF
+			}
+			r.drop(c)
+			m, err := r.readDirect(p[n:], off+int64(n))
+			return n + m, err
+		}
 	}
 	return n, nil
 }
 
-// find returns the chunk holding [off, off+n) that is still good, and
-// forgets those that are not (the name changed since they were asked
-// for). r.mu is held.
-func (r *remoteFile) find(off, n int64) *chunk {
-	var found *chunk
+// chunkAt returns the chunk holding offset at, asking for it if it was not
+// asked for since the name last changed. A reader in order (at is in the
+// chunk it read last or the next one, or it reads for the first time) has
+// the chunks after it asked for too, up to aheadChunks in all; the chunks
+// behind it are forgotten.
+func (r *remoteFile) chunkAt(at int64) *chunk {
+	k := at / readAhead * readAhead
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inOrder := !r.read || k == r.last || k == r.last+readAhead
+	r.read, r.last = true, k
+	end := k + readAhead // the chunks wanted: [k, end)
+	if inOrder {
+		end = k + aheadChunks*readAhead
+	}
 	kept := r.chunks[:0]
 	for _, c := range r.chunks {
-		if r.f.cache.changedSince(r.name, c.epoch) {
-			continue
-		}
-		kept = append(kept, c)
-		if off >= c.off && off+n <= c.off+readAhead {
-			found = c
+		if c.off >= k && c.off < k+aheadChunks*readAhead && !r.f.cache.changedSince(r.name, c.epoch) {
+			kept = append(kept, c)
 		}
 	}
 	clear(r.chunks[len(kept):])
 	r.chunks = kept
+	var found *chunk
+	for next := k; next < end; next += readAhead {
+		if next > k && (next >= r.a.Size || r.closed) {
+			break // the reader's own chunk is asked for even past the size it was opened with
+		}
+		i := slices.IndexFunc(r.chunks, func(c *chunk) bool { return c.off == next })
+		if i < 0 {
+			r.chunks = append(r.chunks, r.ask(next))
+			i = len(r.chunks) - 1
+		}
+		if next == k {
+			found = r.chunks[i]
+		}
+		if r.chunks[i].ended() {
+			break // nothing after the end of the file
+		}
+	}
 	return found
 }
 
-// ask sends the read of the chunk at off, keeping at most aheadChunks
-// (the lowest go first: a reader moves forward). r.mu is held.
+// ended reports whether the chunk was answered with the end of the file,
+// or failed: nothing after it is worth asking for.
+func (c *chunk) ended() bool {
+	select {
+	case <-c.done:
+		return c.eof || c.err != nil
+	default:
+		return false
+	}
+}
+
+// ask sends the read of the chunk at off.
 func (r *remoteFile) ask(off int64) *chunk {
 	c := &chunk{off: off, epoch: r.f.cache.epoch(), done: make(chan struct{})}
-	i := 0
-	for i < len(r.chunks) && r.chunks[i].off < off {
-		i++
-	}
-	r.chunks = append(r.chunks[:i], append([]*chunk{c}, r.chunks[i:]...)...)
-	for len(r.chunks) > aheadChunks {
-		r.chunks = r.chunks[1:]
-	}
 	go func() {
 		defer close(c.done)
 		resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: readAhead})
@@ -278,24 +305,6 @@ func (r *remoteFile) ask(off int64) *chunk {
 		c.data, c.eof = resp.Data, resp.EOF
 	}()
 	return c
-}
-
-// ahead asks for the chunks after c when c is the last one asked for
-// (the reader reads on), unless c is known to end the file. r.mu is held.
-func (r *remoteFile) ahead(c *chunk) {
-	if r.chunks[len(r.chunks)-1] != c || r.closed {
-		return
-	}
-	select {
-	case <-c.done:
-		if c.eof || c.err != nil {
-			return
-		}
-	default:
-	}
-	for next := c.off + readAhead; len(r.chunks) < aheadChunks && next < r.a.Size; next += readAhead {
-		r.ask(next)
-	}
 }
 
 // drop forgets c.

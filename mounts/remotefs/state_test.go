@@ -149,6 +149,57 @@ func TestLargeFileReadAhead(t *testing.T) {
 	require.True(t, bytes.Equal(want, got), "the content read is the file's")
 }
 
+// A large file read in order by reads that do not line up with its chunks
+// (tar reads 10 KiB records) keeps the chunk it reads and the next ones
+// asked for, each once: a read across the end of a chunk is served from
+// it and the next, not by a chunk of its own that would put the reader
+// one round trip behind at every boundary. A reader that jumps asks for
+// the chunk it reads only.
+func TestLargeFileChunksTileTheFile(t *testing.T) {
+	dir := t.TempDir()
+	const chunk = remotefs.ReadAheadSize
+	const size = 6*chunk + 4321
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*13 + i/1000)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), want, 0o644))
+	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
+	ctx := context.Background()
+	f, err := fsys.Open(ctx, "big")
+	require.NoError(t, err)
+	defer f.Close()
+	buf := make([]byte, 10<<10)
+	var got []byte
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		got = append(got, buf[:n]...)
+		at := off / chunk * chunk
+		if err == nil {
+			// The chunk of the read's last byte and the next ones,
+			// within the file.
+			at = (off + int64(n) - 1) / chunk * chunk
+			var expect []int64
+			for c := at; c < at+4*chunk && c < size; c += chunk {
+				expect = append(expect, c)
+			}
+			require.Equal(t, expect, remotefs.ChunksAsked(f), "after the read at %d", off)
+		}
+		off += int64(n)
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+	}
+	require.True(t, bytes.Equal(want, got), "the content read is the file's")
+
+	// A jump back: the chunk read, and no more.
+	n, err := f.ReadAt(buf, chunk+100)
+	require.NoError(t, err)
+	require.Equal(t, want[chunk+100:chunk+100+int64(n)], buf[:n])
+	require.Equal(t, []int64{chunk}, remotefs.ChunksAsked(f))
+}
+
 // A file of several links (a pack a local clone shares) stays cached
 // while another name is created and removed beside it (git's
 // index.lock), and a new link to it made elsewhere still shows in its

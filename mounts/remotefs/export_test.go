@@ -46,5 +46,19 @@ func ChunksAsked(f mounts.File) []int64 {
 	return offs
 }
 
+// ChunkAsks is how many chunks a file open for reading on the peer asked
+// for in all.
+func ChunkAsks(f mounts.File) int {
+	if l, ok := f.(*lazyFile); ok {
+		l.mu.Lock()
+		f = l.open
+		l.mu.Unlock()
+	}
+	r := f.(*remoteFile)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.asks
+}
+
 // ReadAheadSize is the size of a chunk of a large file.
 const ReadAheadSize = readAhead

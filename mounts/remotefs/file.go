@@ -97,7 +97,11 @@ func (l *lazyFile) file() (mounts.File, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open == nil && l.err == nil && !l.closed {
-		l.open, l.err = l.f.openPeer(context.Background(), l.name)
+		if r := l.f.claimAhead(l.name, l.a); r != nil {
+			l.open = r
+		} else {
+			l.open, l.err = l.f.openPeer(context.Background(), l.name)
+		}
 	}
 	if l.closed {
 		return nil, mounts.PathErr("read", l.name, fs.ErrClosed)
@@ -164,8 +168,9 @@ type remoteFile struct {
 
 	mu     sync.Mutex
 	chunks []*chunk // asked for: the one read last and those ahead of it
-	read   bool     // a chunk was read; last is the offset of the last one
+	read   bool     // a chunk was read; last is the offset of the one read furthest in order
 	last   int64
+	asks   int // chunks asked for, for tests
 	closed bool
 }
 
@@ -239,23 +244,27 @@ func (r *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // chunkAt returns the chunk holding offset at, asking for it if it was not
-// asked for since the name last changed. A reader in order (at is in the
-// chunk it read last or the next one, or it reads for the first time) has
-// the chunks after it asked for too, up to aheadChunks in all; the chunks
-// behind it are forgotten.
+// asked for since the name last changed. A reader in order has the chunks
+// after it asked for too, up to aheadChunks from its own. In order means
+// the first read, or one in the chunk read furthest so far, the one after
+// it or the one before it: the kernel reads ahead with several READs at
+// once, which may come in any order. The chunks further behind the reader
+// are forgotten; so is everything but its own chunk when it jumps.
 func (r *remoteFile) chunkAt(at int64) *chunk {
 	k := at / readAhead * readAhead
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	inOrder := !r.read || k == r.last || k == r.last+readAhead
-	r.read, r.last = true, k
 	end := k + readAhead // the chunks wanted: [k, end)
-	if inOrder {
+	if !r.read || (k >= r.last-readAhead && k <= r.last+readAhead) {
 		end = k + aheadChunks*readAhead
+		r.last = max(r.last, k)
+	} else {
+		r.last = k
 	}
+	r.read = true
 	kept := r.chunks[:0]
 	for _, c := range r.chunks {
-		if c.off >= k && c.off < k+aheadChunks*readAhead && !r.f.cache.changedSince(r.name, c.epoch) {
+		if c.off >= r.last-readAhead && c.off < r.last+aheadChunks*readAhead && !r.f.cache.changedSince(r.name, c.epoch) {
 			kept = append(kept, c)
 		}
 	}
@@ -292,8 +301,9 @@ func (c *chunk) ended() bool {
 	}
 }
 
-// ask sends the read of the chunk at off.
+// ask sends the read of the chunk at off. r.mu is held.
 func (r *remoteFile) ask(off int64) *chunk {
+	r.asks++
 	c := &chunk{off: off, epoch: r.f.cache.epoch(), done: make(chan struct{})}
 	go func() {
 		defer close(c.done)

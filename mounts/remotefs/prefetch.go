@@ -133,6 +133,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 			f.cache.putDir(a.epoch, d.Name, ents, attrs)
 			f.cache.walkedAt(a.epoch, d.Name)
 		}
+		f.openAhead(a.epoch, a.resp.Tree)
 		for _, file := range a.resp.Files {
 			f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
 			total += int64(len(file.Data))

@@ -290,3 +290,60 @@ func TestReadAheadRequestsInFlight(t *testing.T) {
 	}
 	assert.Equal(t, before, peerFS.n.Load(), "every file was read ahead")
 }
+
+// readWhole reads name to its end.
+func readWhole(t *testing.T, fsys mounts.FS, name string) []byte {
+	t.Helper()
+	f, err := fsys.Open(context.Background(), name)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<40))
+	require.NoError(t, err)
+	return b
+}
+
+// The large files a read-ahead's walk passes are opened ahead on the
+// peer, two at a time, their first chunks asked for: the reader that
+// opens such a name takes that file rather than opening it again, and the
+// next large file of the walk is opened in its place. One whose file
+// changed since is not handed over: the reader opens the name anew and
+// reads what it holds now.
+func TestLargeFilesOpenedAhead(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d/a.txt"), []byte("start"), 0o644))
+	big := map[string][]byte{}
+	for i, name := range []string{"d/big1", "d/big2", "d/big3"} {
+		data := bytes.Repeat([]byte{byte('a' + i)}, 2<<20+i)
+		big[name] = data
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+	}
+	fsys, peerFS := countedLink(t, dir)
+	opens := func() int64 { return peerFS.n.Load() - peerFS.quiet.Load() }
+	_, err := fsys.ReadDir(context.Background(), "d")
+	require.NoError(t, err)
+	start := opens() + 1 // a.txt's own
+	assert.Equal(t, "start", readAll(t, fsys, "d/a.txt"))
+	waitReadAhead(t, fsys)
+	require.Eventually(t, func() bool { return opens()-start == 2 }, 10*time.Second, time.Millisecond,
+		"two large files opened ahead")
+
+	assert.True(t, bytes.Equal(big["d/big1"], readWhole(t, fsys, "d/big1")))
+	// big1 was taken: big3 is opened ahead in its place.
+	require.Eventually(t, func() bool { return opens()-start == 3 }, 10*time.Second, time.Millisecond,
+		"the next large file opened ahead")
+	assert.True(t, bytes.Equal(big["d/big3"], readWhole(t, fsys, "d/big3")))
+	assert.EqualValues(t, 3, opens()-start, "the readers took the files opened ahead")
+
+	// big2 is replaced on the remote machine (a new file renamed over
+	// it): the file opened ahead is not the one to read any more.
+	changed := bytes.Repeat([]byte{'z'}, 3<<20)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big2.new"), changed, 0o644))
+	require.NoError(t, os.Rename(filepath.Join(dir, "big2.new"), filepath.Join(dir, "d/big2")))
+	require.Eventually(t, func() bool {
+		a, err := fsys.Stat(context.Background(), "d/big2")
+		return err == nil && a.Size == int64(len(changed))
+	}, 10*time.Second, time.Millisecond, "the change stream tells of the change")
+	assert.True(t, bytes.Equal(changed, readWhole(t, fsys, "d/big2")), "what big2 holds now")
+	assert.EqualValues(t, 4, opens()-start, "big2 was opened anew")
+}

@@ -140,6 +140,11 @@ type ReadOnlyFS struct {
 	prefetches  atomic.Int64 // read-ahead requests answered, for tests
 	requests    atomic.Int64 // requests sent that wait for an answer, for tests
 
+	amu         sync.Mutex
+	ahead       map[string]*openedAhead // large files opened ahead (openahead.go)
+	aheadQ      []aheadCandidate        // and those to open next
+	closedAhead bool                    // the mount closed: none more
+
 	sink atomic.Pointer[mounts.PageSink] // where the content read ahead is offered (OfferPages)
 
 	back   atomic.Pointer[back] // what the peer's commands are shown (ShowWorkspace)
@@ -178,7 +183,7 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes),
+	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes), ahead: map[string]*openedAhead{},
 		up: make(chan struct{}), redial: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	f.wcond = sync.NewCond(&f.wmu)
 	if err := f.connect(ctx); err != nil {
@@ -373,6 +378,7 @@ func (f *ReadOnlyFS) Close() error {
 	// Writes in flight reach the peer before the link closes (each is
 	// answered, or fails when the link is declared lost).
 	f.barrier()
+	f.closeAhead()
 	if s != nil {
 		s.fail(errors.New("the mount is closed"))
 	}

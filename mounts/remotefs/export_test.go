@@ -60,5 +60,9 @@ func ChunkAsks(f mounts.File) int {
 	return r.asks
 }
 
+// AheadBesideChunks is the most read-ahead requests fsys had in flight
+// while chunks of a large file were asked for and not answered.
+func AheadBesideChunks(fsys mounts.FS) int64 { return fsys.(*FS).aheadBesideChunks.Load() }
+
 // ReadAheadSize is the size of a chunk of a large file.
 const ReadAheadSize = readAhead

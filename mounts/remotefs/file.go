@@ -305,8 +305,10 @@ func (c *chunk) ended() bool {
 func (r *remoteFile) ask(off int64) *chunk {
 	r.asks++
 	c := &chunk{off: off, epoch: r.f.cache.epoch(), done: make(chan struct{})}
+	r.f.chunksOut.Add(1)
 	go func() {
 		defer close(c.done)
+		defer r.f.chunksOut.Add(-1)
 		resp, err := r.req(context.Background(), &wire.Request{Op: wire.OpRead, Off: off, Size: readAhead})
 		if err != nil {
 			c.err = err

@@ -59,7 +59,8 @@ func (f *ReadOnlyFS) readAheadChain(dir string) {
 
 // prefetchInFlight is how many read-ahead requests of a chain are asked
 // at once, each for other directories: the link's round trip, the peer's
-// reads and this side's decoding of the answers overlap.
+// reads and this side's decoding of the answers overlap. While chunks of
+// a large file are asked for and not answered, one is: those come first.
 const prefetchInFlight = 3
 
 // aheadAnswer is a read-ahead request's answer, or why there is none.
@@ -99,7 +100,10 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 	// answer of prefetchChunk bytes takes a while to make and send.
 	size := int64(prefetchFirst)
 	for {
-		for !failed && inFlight < prefetchInFlight && total+asked < limit {
+		// While a large file's chunks are on their way (a reader, or a
+		// file opened ahead, waits for them), one request at a time:
+		// the link carries what is needed now before what may be.
+		for !failed && inFlight < prefetchInFlight && total+asked < limit && (inFlight == 0 || f.chunksOut.Load() == 0) {
 			names, at := nextAhead(todo, prefetchInFlight-inFlight)
 			if names == nil {
 				break
@@ -110,6 +114,9 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 			size = min(2*size, prefetchChunk)
 			epoch, id := f.cache.epoch(), ids
 			inFlight++
+			if f.chunksOut.Load() > 0 {
+				f.aheadBesideChunks.Store(max(f.aheadBesideChunks.Load(), int64(inFlight)))
+			}
 			asked += req.Size
 			go func() {
 				resp, err := f.do(context.Background(), req)

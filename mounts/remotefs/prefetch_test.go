@@ -347,3 +347,84 @@ func TestLargeFilesOpenedAhead(t *testing.T) {
 	assert.True(t, bytes.Equal(changed, readWhole(t, fsys, "d/big2")), "what big2 holds now")
 	assert.EqualValues(t, 4, opens()-start, "big2 was opened anew")
 }
+
+// gatedReads holds every read of the file "big" on the peer until release
+// is closed; entered is closed at the first.
+type gatedReads struct {
+	*countOpens
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *gatedReads) Open(ctx context.Context, name string) (mounts.File, error) {
+	f, err := g.countOpens.Open(ctx, name)
+	if err != nil || name != "big" {
+		return f, err
+	}
+	return &gatedFile{File: f, g: g}, nil
+}
+
+type gatedFile struct {
+	mounts.File
+	g *gatedReads
+}
+
+func (f *gatedFile) ReadAt(p []byte, off int64) (int, error) {
+	f.g.once.Do(func() { close(f.g.entered) })
+	<-f.g.release
+	return f.File.ReadAt(p, off)
+}
+
+// While a large file's chunks are on their way, the read-ahead keeps one
+// request in flight, not three: the link carries what a reader waits for
+// first.
+func TestReadAheadYieldsToChunks(t *testing.T) {
+	dir := t.TempDir()
+	data := strings.Repeat("x", 100<<10)
+	for d := range 6 {
+		for f := range 4 {
+			name := filepath.Join(dir, fmt.Sprintf("top%d/f%d.txt", d, f))
+			require.NoError(t, os.MkdirAll(filepath.Dir(name), 0o755))
+			require.NoError(t, os.WriteFile(name, []byte(data), 0o644))
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("start"), 0o644))
+	for i := range 3 { // past the first request's size: it ends with the top directory
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("r%d.txt", i)), []byte(data), 0o644))
+	}
+	bigData := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), bigData, 0o644))
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &gatedReads{countOpens: &countOpens{FS: host}, entered: make(chan struct{}), release: make(chan struct{})}
+	released := sync.OnceFunc(func() { close(peerFS.release) })
+	t.Cleanup(released)
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(serveLink(t, dir, peerFS).dial), Source: "test-peer", Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.(*remotefs.FS).Close() })
+	_, err = fsys.ReadDir(context.Background(), ".")
+	require.NoError(t, err)
+
+	read := make(chan []byte, 1)
+	go func() {
+		f, err := fsys.Open(context.Background(), "big")
+		if err != nil {
+			read <- nil
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
+		read <- b
+	}()
+	select {
+	case <-peerFS.entered: // its first chunk is held on the peer
+	case <-time.After(10 * time.Second):
+		t.Fatal("the large file's first read never reached the peer")
+	}
+	assert.Equal(t, "start", readAll(t, fsys, "a.txt"))
+	waitReadAhead(t, fsys)
+	assert.EqualValues(t, 1, remotefs.AheadBesideChunks(fsys), "read-ahead requests in flight at once while chunks were out")
+	released()
+	assert.True(t, bytes.Equal(bigData, <-read), "the large file read whole")
+}

@@ -138,7 +138,11 @@ type ReadOnlyFS struct {
 	offering    atomic.Int64 // offers of pages under way (offer)
 	nextAhead   string       // the one to run after it
 	prefetches  atomic.Int64 // read-ahead requests answered, for tests
-	requests    atomic.Int64 // requests sent that wait for an answer, for tests
+	chunksOut   atomic.Int64 // chunks of large files asked for and not answered
+	// aheadBesideChunks is the most read-ahead requests in flight while
+	// chunks were out, for tests.
+	aheadBesideChunks atomic.Int64
+	requests          atomic.Int64 // requests sent that wait for an answer, for tests
 
 	amu         sync.Mutex
 	ahead       map[string]*openedAhead // large files opened ahead (openahead.go)

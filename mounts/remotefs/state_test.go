@@ -175,12 +175,11 @@ func TestLargeFileChunksTileTheFile(t *testing.T) {
 	for off := int64(0); ; {
 		n, err := f.ReadAt(buf, off)
 		got = append(got, buf[:n]...)
-		at := off / chunk * chunk
 		if err == nil {
 			// The chunk of the read's last byte, the one before it
 			// (the kernel's READs may come out of order) and the
 			// next ones, within the file.
-			at = (off + int64(n) - 1) / chunk * chunk
+			at := (off + int64(n) - 1) / chunk * chunk
 			var expect []int64
 			for c := max(0, at-chunk); c < at+4*chunk && c < size; c += chunk {
 				expect = append(expect, c)

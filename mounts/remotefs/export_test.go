@@ -30,12 +30,7 @@ func Requests(fsys mounts.FS) int64 {
 // ChunksAsked returns the offsets of the chunks a file open for reading
 // on the peer has asked for and keeps, in order.
 func ChunksAsked(f mounts.File) []int64 {
-	if l, ok := f.(*lazyFile); ok {
-		l.mu.Lock()
-		f = l.open
-		l.mu.Unlock()
-	}
-	r := f.(*remoteFile)
+	r := remoteOf(f)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var offs []int64
@@ -49,12 +44,7 @@ func ChunksAsked(f mounts.File) []int64 {
 // ChunkAsks is how many chunks a file open for reading on the peer asked
 // for in all.
 func ChunkAsks(f mounts.File) int {
-	if l, ok := f.(*lazyFile); ok {
-		l.mu.Lock()
-		f = l.open
-		l.mu.Unlock()
-	}
-	r := f.(*remoteFile)
+	r := remoteOf(f)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.asks
@@ -66,3 +56,13 @@ func AheadBesideChunks(fsys mounts.FS) int64 { return fsys.(*FS).aheadBesideChun
 
 // ReadAheadSize is the size of a chunk of a large file.
 const ReadAheadSize = readAhead
+
+// remoteOf is the file open on the peer behind f.
+func remoteOf(f mounts.File) *remoteFile {
+	if l, ok := f.(*lazyFile); ok {
+		l.mu.Lock()
+		f = l.open
+		l.mu.Unlock()
+	}
+	return f.(*remoteFile)
+}

@@ -251,11 +251,13 @@ func (g *gatedLists) ReadDirQuiet(ctx context.Context, name string) ([]mounts.Di
 	return g.countOpens.ReadDirQuiet(ctx, name)
 }
 
-// A read-ahead keeps several requests in flight, each for other
-// directories: the link's round trip is not paid once per request.
-func TestReadAheadRequestsInFlight(t *testing.T) {
-	dir := t.TempDir()
-	data := strings.Repeat("x", 100<<10) // past the first request's size in a few files
+// wideTree fills dir with a.txt, three files at the top that a read-ahead's
+// first request stops after, and six directories top0…top5 of four files
+// each; it returns the content of all but a.txt (100 KiB, past the first
+// request's size in a few files).
+func wideTree(t *testing.T, dir string) string {
+	t.Helper()
+	data := strings.Repeat("x", 100<<10)
 	for d := range 6 {
 		for f := range 4 {
 			name := filepath.Join(dir, fmt.Sprintf("top%d/f%d.txt", d, f))
@@ -264,9 +266,17 @@ func TestReadAheadRequestsInFlight(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("start"), 0o644))
-	for i := range 3 { // past the first request's size: it ends with the top directory
+	for i := range 3 {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("r%d.txt", i)), []byte(data), 0o644))
 	}
+	return data
+}
+
+// A read-ahead keeps several requests in flight, each for other
+// directories: the link's round trip is not paid once per request.
+func TestReadAheadRequestsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	data := wideTree(t, dir)
 	host, err := hostfs.Open(dir, hostfs.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { host.(*hostfs.FS).Close() })
@@ -380,18 +390,7 @@ func (f *gatedFile) ReadAt(p []byte, off int64) (int, error) {
 // first.
 func TestReadAheadYieldsToChunks(t *testing.T) {
 	dir := t.TempDir()
-	data := strings.Repeat("x", 100<<10)
-	for d := range 6 {
-		for f := range 4 {
-			name := filepath.Join(dir, fmt.Sprintf("top%d/f%d.txt", d, f))
-			require.NoError(t, os.MkdirAll(filepath.Dir(name), 0o755))
-			require.NoError(t, os.WriteFile(name, []byte(data), 0o644))
-		}
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("start"), 0o644))
-	for i := range 3 { // past the first request's size: it ends with the top directory
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("r%d.txt", i)), []byte(data), 0o644))
-	}
+	wideTree(t, dir)
 	bigData := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), bigData, 0o644))
 	host, err := hostfs.Open(dir, hostfs.Options{})

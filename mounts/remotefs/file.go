@@ -81,7 +81,8 @@ func (f *ReadOnlyFS) closeHandle(s *session, h uint64) {
 // lazyFile is a large file opened for reading whose attributes the cache
 // holds while the change stream is up: it is opened on the peer at its
 // first read, which the kernel, keeping the pages an earlier open read,
-// may never send (git opens its index and packs at every command).
+// may never send (git opens its index and packs at every command), or
+// takes the file a read-ahead opened ahead for it (openahead.go).
 type lazyFile struct {
 	f    *ReadOnlyFS
 	name string

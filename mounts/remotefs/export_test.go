@@ -66,3 +66,7 @@ func remoteOf(f mounts.File) *remoteFile {
 	}
 	return f.(*remoteFile)
 }
+
+// WaitedFirst is how many opens of fsys waited for a read-ahead's first
+// answer.
+func WaitedFirst(fsys mounts.FS) int64 { return fsys.(*FS).waitedFirst.Load() }

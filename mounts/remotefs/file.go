@@ -39,13 +39,25 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 			return &lazyFile{f: f, name: name, a: a}, nil
 		}
 		if a.Size <= peer.WholeFile {
+			if first := f.firstAnswerFor(parent); first != nil {
+				f.waitedFirst.Add(1)
+				select {
+				case <-first:
+				case <-ctx.Done():
+					return nil, mounts.PathErr("open", name, ctx.Err())
+				}
+				if e, ok := f.cache.file(name); ok {
+					f.offerBeside(parent)
+					return &memFile{a: e.a, data: e.data}, nil
+				}
+			}
 			small = true
-			f.readAhead(f.cache.aheadRoot(parent)) // beside this open, not after it
+			f.readAhead(f.cache.aheadRoot(parent), parent) // beside this open, not after it
 		}
 	}
 	file, err := f.openPeer(ctx, name)
 	if _, whole := file.(*memFile); whole && !small {
-		f.readAhead(f.cache.aheadRoot(parent))
+		f.readAhead(f.cache.aheadRoot(parent), parent)
 	}
 	return file, err
 }

@@ -29,7 +29,14 @@ const prefetchFirst = 256 << 10
 // subtree is read or it has brought half the cache. One asked for while
 // another runs waits for it (the latest such only), and starts then if
 // its directory was not walked meanwhile.
-func (f *ReadOnlyFS) readAhead(dir string) {
+//
+// from is the directory of the file whose open asked for it. Until the
+// chain's first answer is in, another open of a small file there waits
+// for it (firstAnswerFor) rather than asking the peer itself: a program
+// reading a directory's files in order opens the next one at once, and
+// the answer, asked for first and walking from there, brings it sooner
+// than an open of its own would.
+func (f *ReadOnlyFS) readAhead(dir, from string) {
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	if f.prefetching {
@@ -40,12 +47,40 @@ func (f *ReadOnlyFS) readAhead(dir string) {
 		return
 	}
 	f.prefetching = true
-	go f.readAheadChain(dir)
+	f.firstFrom, f.firstIn = from, make(chan struct{})
+	go f.readAheadChain(dir, f.firstIn)
 }
 
-func (f *ReadOnlyFS) readAheadChain(dir string) {
+// firstAnswerFor returns what is closed once the first answer of the
+// read-ahead asked for by an open in dir is in the cache, or nil when
+// there is none on its way.
+func (f *ReadOnlyFS) firstAnswerFor(dir string) <-chan struct{} {
+	f.pmu.Lock()
+	defer f.pmu.Unlock()
+	if f.firstIn == nil || f.firstFrom != dir {
+		return nil
+	}
+	return f.firstIn
+}
+
+// firstLanded closes first, the first answer of a chain being in (or the
+// chain having asked nothing, or failed).
+func (f *ReadOnlyFS) firstLanded(first chan struct{}) {
+	f.pmu.Lock()
+	if f.firstIn == first {
+		f.firstIn = nil
+	}
+	f.pmu.Unlock()
+	select {
+	case <-first:
+	default:
+		close(first)
+	}
+}
+
+func (f *ReadOnlyFS) readAheadChain(dir string, first chan struct{}) {
 	for {
-		f.readAheadFrom(dir)
+		f.readAheadFrom(dir, first)
 		f.pmu.Lock()
 		dir, f.nextAhead = f.nextAhead, ""
 		if dir == "" || !f.cache.walk(dir) {
@@ -84,7 +119,8 @@ type aheadItem struct {
 // prefetchInFlight at once, each for the next directories of the walk
 // that no other has. The directories an answer did not reach take its
 // request's place in the walk, before those after it.
-func (f *ReadOnlyFS) readAheadFrom(dir string) {
+func (f *ReadOnlyFS) readAheadFrom(dir string, first chan struct{}) {
+	defer f.firstLanded(first) // whatever it asked
 	var total int64
 	t0 := time.Now()
 	defer func() {
@@ -133,6 +169,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 		if a.err != nil {
 			failed = true // a peer without it, or the link gone: the opens ask
 			todo = slices.Delete(todo, at, at+1)
+			f.firstLanded(first)
 			continue
 		}
 		for _, d := range a.resp.Tree {
@@ -145,6 +182,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string) {
 			f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
 			total += int64(len(file.Data))
 		}
+		f.firstLanded(first)
 		f.prefetches.Add(1)
 		rest := make([]aheadItem, len(a.resp.Names))
 		for i, n := range a.resp.Names {

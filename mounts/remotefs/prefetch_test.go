@@ -427,3 +427,58 @@ func TestReadAheadYieldsToChunks(t *testing.T) {
 	released()
 	assert.True(t, bytes.Equal(bigData, <-read), "the large file read whole")
 }
+
+// heldListings holds the peer's quiet listings (the read-ahead's) until
+// release is closed.
+type heldListings struct {
+	*countOpens
+	release chan struct{}
+}
+
+func (h *heldListings) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
+	<-h.release
+	return h.countOpens.ReadDirQuiet(ctx, name)
+}
+
+// While the read-ahead an open asked for has not answered, the next open
+// of a small file in the same directory waits for that answer, which
+// brings it, rather than asking the peer itself.
+func TestOpenWaitsForTheFirstAnswer(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+	for _, n := range []string{"a", "b", "c"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "d", n+".txt"), []byte(n), 0o644))
+	}
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	peerFS := &heldListings{countOpens: &countOpens{FS: host}, release: make(chan struct{})}
+	released := sync.OnceFunc(func() { close(peerFS.release) })
+	fsys, err := remotefs.Open(context.Background(), remotefs.Options{Dial: remotefs.StreamDialer(serveLink(t, dir, peerFS).dial), Source: "test-peer", Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.(*remotefs.FS).Close() })
+	t.Cleanup(released)
+	_, err = fsys.ReadDir(context.Background(), "d")
+	require.NoError(t, err)
+	opens := func() int64 { return peerFS.n.Load() - peerFS.quiet.Load() }
+
+	assert.Equal(t, "a", readAll(t, fsys, "d/a.txt")) // asks the peer, and starts the read-ahead
+	before := opens()
+	got := make(chan string, 1)
+	go func() {
+		f, err := fsys.Open(context.Background(), "d/b.txt")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 100))
+		got <- string(b)
+	}()
+	require.Eventually(t, func() bool { return remotefs.WaitedFirst(fsys) == 1 }, 10*time.Second, time.Millisecond,
+		"the open of b waits for the read-ahead's first answer")
+	released()
+	assert.Equal(t, "b", <-got)
+	assert.Equal(t, before, opens(), "b came with the read-ahead, not an open of its own")
+	waitReadAhead(t, fsys)
+}

@@ -137,8 +137,15 @@ type ReadOnlyFS struct {
 	prefetching bool         // a read-ahead runs (readAhead)
 	offering    atomic.Int64 // offers of pages under way (offer)
 	nextAhead   string       // the one to run after it
-	prefetches  atomic.Int64 // read-ahead requests answered, for tests
-	chunksOut   atomic.Int64 // chunks of large files asked for and not answered
+	// firstIn, until closed, is the first answer of the running chain,
+	// asked for by an open in firstFrom (readAhead).
+	firstIn    chan struct{}
+	firstFrom  string
+	prefetches atomic.Int64 // read-ahead requests answered, for tests
+	chunksOut  atomic.Int64 // chunks of large files asked for and not answered
+	// waitedFirst counts the opens that waited for a read-ahead's first
+	// answer, for tests.
+	waitedFirst atomic.Int64
 	// aheadBesideChunks is the most read-ahead requests in flight while
 	// chunks were out, for tests.
 	aheadBesideChunks atomic.Int64

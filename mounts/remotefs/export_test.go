@@ -70,3 +70,26 @@ func remoteOf(f mounts.File) *remoteFile {
 // WaitedFirst is how many opens of fsys waited for a read-ahead's first
 // answer.
 func WaitedFirst(fsys mounts.FS) int64 { return fsys.(*FS).waitedFirst.Load() }
+
+// ChunksOut is how many chunks of large files fsys asked for and has not
+// had answered.
+func ChunksOut(fsys mounts.FS) int64 { return fsys.(*FS).chunksOut.Load() }
+
+// OpenedAhead is how many files fsys holds opened ahead, their opens
+// answered.
+func OpenedAhead(fsys mounts.FS) int {
+	f := fsys.(*FS)
+	f.amu.Lock()
+	defer f.amu.Unlock()
+	n := 0
+	for _, o := range f.ahead {
+		select {
+		case <-o.ready:
+			if o.r != nil {
+				n++
+			}
+		default:
+		}
+	}
+	return n
+}

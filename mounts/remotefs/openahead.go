@@ -93,7 +93,9 @@ func (f *ReadOnlyFS) pumpAhead() {
 
 func (f *ReadOnlyFS) openOneAhead(name string, o *openedAhead) {
 	defer close(o.ready)
-	resp, s, err := f.doOn(context.Background(), &wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_RDONLY})
+	// Quiet: a file opened ahead that no program reads keeps its access
+	// time, as what the read-ahead reads does.
+	resp, s, err := f.doOn(context.Background(), &wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_RDONLY, Quiet: true})
 	switch {
 	case err != nil:
 		o.err = err

@@ -266,7 +266,17 @@ func wireEntries(ents []mounts.DirEntry, attrs []mounts.Attr) []wire.Entry {
 // open opens a file and starts its queue. A file opened for reading that
 // is small comes back whole with the answer.
 func (s *server) open(req wire.Request, resp *wire.Response) error {
-	f, err := mounts.OpenFile(s.ctx, s.fsys, req.Name, req.Flag, req.Mode)
+	var f mounts.File
+	var err error
+	if req.Quiet {
+		quiet, ok := s.fsys.(mounts.QuietReadFS)
+		if !ok || mounts.WantsWrite(req.Flag) {
+			return mounts.PathErr("open", req.Name, errors.ErrUnsupported)
+		}
+		f, err = quiet.OpenQuiet(s.ctx, req.Name)
+	} else {
+		f, err = mounts.OpenFile(s.ctx, s.fsys, req.Name, req.Flag, req.Mode)
+	}
 	if err != nil {
 		return err
 	}

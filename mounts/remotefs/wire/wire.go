@@ -35,7 +35,7 @@ import (
 // Version is the protocol version. A change to the meaning of any field,
 // or a new Op a peer must understand, increments it; both sides refuse a
 // hello of another version.
-const Version = 4
+const Version = 5
 
 // Op names a request.
 type Op uint8
@@ -46,7 +46,7 @@ const (
 	OpStat        Op = iota + 1 // Name → Attr
 	OpStatDir                   // Name → Entries (each with its Attr): a listing in one round trip
 	OpReadLink                  // Name → Target
-	OpOpen                      // Name, Flag, Mode → Handle, Attr, Data (whole content when small), EOF
+	OpOpen                      // Name, Flag, Mode, Quiet → Handle, Attr, Data (whole content when small), EOF
 	OpRead                      // Handle, Off, Size → Data, EOF
 	OpWrite                     // Handle, Off, Data → N (pipelined: applied in order per handle)
 	OpTruncateH                 // Handle, Size
@@ -128,6 +128,10 @@ type Request struct {
 	Signal int
 	// Names are OpPrefetch's directories to walk, in order.
 	Names []string
+	// Quiet asks OpOpen, for reading, to leave the file's access time
+	// as it was, as the read-ahead reads (mounts.QuietReadFS): a file
+	// opened ahead that no program reads is not marked read.
+	Quiet bool
 }
 
 // Response answers the request of the same ID (or, with ID 0, carries

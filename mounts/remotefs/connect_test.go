@@ -166,11 +166,8 @@ func TestMountReadyBeforeTheBackLink(t *testing.T) {
 	t.Cleanup(func() { fsys.(interface{ Close() error }).Close() })
 	shows := make(chan bool, 1)
 	go func() { shows <- fsys.(*remotefs.FS).ShowsWorkspace() }()
-	select {
-	case <-shows:
-		t.Fatal("ShowsWorkspace answered before the back link was known")
-	case <-time.After(100 * time.Millisecond):
-	}
+	require.Eventually(t, func() bool { return remotefs.BackWaiting(fsys) == 1 }, 10*time.Second, time.Millisecond,
+		"ShowsWorkspace waits for the back link")
 	// A command may connect back for the rest of the workspace: it is
 	// not started before the back link is known either.
 	started := make(chan error, 1)
@@ -182,10 +179,14 @@ func TestMountReadyBeforeTheBackLink(t *testing.T) {
 		}
 		started <- err
 	}()
+	require.Eventually(t, func() bool { return remotefs.BackWaiting(fsys) == 2 }, 10*time.Second, time.Millisecond,
+		"the command waits for the back link")
 	select {
+	case <-shows:
+		t.Fatal("ShowsWorkspace answered before the back link was known")
 	case <-started:
 		t.Fatal("a command ran before the back link was known")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	close(release)
 	assert.True(t, <-shows, "the link carries connections back")

@@ -93,3 +93,16 @@ func OpenedAhead(fsys mounts.FS) int {
 	}
 	return n
 }
+
+// BackWaiting is how many callers of fsys wait to know whether the link
+// carries connections back.
+func BackWaiting(fsys mounts.FS) int64 {
+	f := fsys.(*FS)
+	f.mu.Lock()
+	s := f.sess
+	f.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.backWaiting.Load()
+}

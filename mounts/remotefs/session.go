@@ -31,6 +31,9 @@ type session struct {
 	// backSettled is closed once it is known whether the link carries
 	// connections back (BackLink), and they are served.
 	backSettled chan struct{}
+	// backWaiting counts the callers waiting for it (waitBack), for
+	// tests.
+	backWaiting atomic.Int64
 	onFail      func() // run once, before anyone learns the session died
 
 	// lastRecv is the unix nanoseconds of the last message read, or of
@@ -182,6 +185,8 @@ func (s *session) wait(ctx context.Context, ch <-chan *wire.Response) (*wire.Res
 // back, at most d (an ssh server that never answers the forwarding
 // request: the link's own faults are the monitor's).
 func (s *session) waitBack(d time.Duration) {
+	s.backWaiting.Add(1)
+	defer s.backWaiting.Add(-1)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -29,26 +29,20 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 		return nil, err
 	}
 	parent, _ := mounts.Split(name)
-	if e, ok := f.cache.file(name); ok {
-		f.offerBeside(parent)
-		return &memFile{a: e.a, data: e.data}, nil
+	if file, ok := f.cachedFile(name, parent); ok {
+		return file, nil
 	}
 	small := false
 	if a, err, ok := f.cache.stat(name); ok && err == nil && a.Mode.IsRegular() {
-		if a.Size > peer.WholeFile && f.cache.watched() {
+		switch {
+		case a.Size > peer.WholeFile && f.cache.watched():
 			return &lazyFile{f: f, name: name, a: a}, nil
-		}
-		if a.Size <= peer.WholeFile {
-			if first := f.firstAnswerFor(parent); first != nil {
-				f.waitedFirst.Add(1)
-				select {
-				case <-first:
-				case <-ctx.Done():
-					return nil, mounts.PathErr("open", name, ctx.Err())
-				}
-				if e, ok := f.cache.file(name); ok {
-					f.offerBeside(parent)
-					return &memFile{a: e.a, data: e.data}, nil
+		case a.Size <= peer.WholeFile:
+			if waited, err := f.awaitFirstAnswer(ctx, parent); err != nil {
+				return nil, mounts.PathErr("open", name, err)
+			} else if waited {
+				if file, ok := f.cachedFile(name, parent); ok {
+					return file, nil
 				}
 			}
 			small = true
@@ -60,6 +54,17 @@ func (f *ReadOnlyFS) Open(ctx context.Context, name string) (mounts.File, error)
 		f.readAhead(f.cache.aheadRoot(parent), parent)
 	}
 	return file, err
+}
+
+// cachedFile is name whole from the cache, if it is there, with the pages
+// of the files beside it offered to the kernel face.
+func (f *ReadOnlyFS) cachedFile(name, parent string) (mounts.File, bool) {
+	e, ok := f.cache.file(name)
+	if !ok {
+		return nil, false
+	}
+	f.offerBeside(parent)
+	return &memFile{a: e.a, data: e.data}, true
 }
 
 // openPeer opens name for reading on the peer: whole when it is small.

@@ -32,7 +32,7 @@ const prefetchFirst = 256 << 10
 //
 // from is the directory of the file whose open asked for it. Until the
 // chain's first answer is in, another open of a small file there waits
-// for it (firstAnswerFor) rather than asking the peer itself: a program
+// for it (awaitFirstAnswer) rather than asking the peer itself: a program
 // reading a directory's files in order opens the next one at once, and
 // the answer, asked for first and walking from there, brings it sooner
 // than an open of its own would.
@@ -51,16 +51,26 @@ func (f *ReadOnlyFS) readAhead(dir, from string) {
 	go f.readAheadChain(dir, f.firstIn)
 }
 
-// firstAnswerFor returns what is closed once the first answer of the
-// read-ahead asked for by an open in dir is in the cache, or nil when
-// there is none on its way.
-func (f *ReadOnlyFS) firstAnswerFor(dir string) <-chan struct{} {
+// awaitFirstAnswer waits, when an open in dir started the read-ahead on
+// its way and its first answer is not in yet, until it is; it reports
+// whether it waited.
+func (f *ReadOnlyFS) awaitFirstAnswer(ctx context.Context, dir string) (bool, error) {
 	f.pmu.Lock()
-	defer f.pmu.Unlock()
-	if f.firstIn == nil || f.firstFrom != dir {
-		return nil
+	first := f.firstIn
+	if f.firstFrom != dir {
+		first = nil
 	}
-	return f.firstIn
+	f.pmu.Unlock()
+	if first == nil {
+		return false, nil
+	}
+	f.waitedFirst.Add(1)
+	select {
+	case <-first:
+		return true, nil
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
 }
 
 // firstLanded closes first, the first answer of a chain being in (or the
@@ -139,7 +149,11 @@ func (f *ReadOnlyFS) readAheadFrom(dir string, first chan struct{}) {
 		// While a large file's chunks are on their way (a reader, or a
 		// file opened ahead, waits for them), one request at a time:
 		// the link carries what is needed now before what may be.
-		for !failed && inFlight < prefetchInFlight && total+asked < limit && (inFlight == 0 || f.chunksOut.Load() == 0) {
+		for !failed && inFlight < prefetchInFlight && total+asked < limit {
+			chunks := f.chunksOut.Load() > 0
+			if chunks && inFlight > 0 {
+				break
+			}
 			names, at := nextAhead(todo, prefetchInFlight-inFlight)
 			if names == nil {
 				break
@@ -150,7 +164,7 @@ func (f *ReadOnlyFS) readAheadFrom(dir string, first chan struct{}) {
 			size = min(2*size, prefetchChunk)
 			epoch, id := f.cache.epoch(), ids
 			inFlight++
-			if f.chunksOut.Load() > 0 {
+			if chunks {
 				f.aheadBesideChunks.Store(max(f.aheadBesideChunks.Load(), int64(inFlight)))
 			}
 			asked += req.Size
@@ -169,27 +183,35 @@ func (f *ReadOnlyFS) readAheadFrom(dir string, first chan struct{}) {
 		if a.err != nil {
 			failed = true // a peer without it, or the link gone: the opens ask
 			todo = slices.Delete(todo, at, at+1)
-			f.firstLanded(first)
-			continue
-		}
-		for _, d := range a.resp.Tree {
-			ents, attrs := listing(d.Entries)
-			f.cache.putDir(a.epoch, d.Name, ents, attrs)
-			f.cache.walkedAt(a.epoch, d.Name)
-		}
-		f.openAhead(a.epoch, a.resp.Tree)
-		for _, file := range a.resp.Files {
-			f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
-			total += int64(len(file.Data))
+		} else {
+			total += f.takeAnswer(a)
+			rest := make([]aheadItem, len(a.resp.Names))
+			for i, n := range a.resp.Names {
+				rest[i] = aheadItem{name: n}
+			}
+			todo = slices.Replace(todo, at, at+1, rest...)
 		}
 		f.firstLanded(first)
-		f.prefetches.Add(1)
-		rest := make([]aheadItem, len(a.resp.Names))
-		for i, n := range a.resp.Names {
-			rest[i] = aheadItem{name: n}
-		}
-		todo = slices.Replace(todo, at, at+1, rest...)
 	}
+}
+
+// takeAnswer puts what a read-ahead answer brought into the cache, opens
+// ahead the large files it lists, and returns the bytes of content it
+// brought.
+func (f *ReadOnlyFS) takeAnswer(a aheadAnswer) int64 {
+	for _, d := range a.resp.Tree {
+		ents, attrs := listing(d.Entries)
+		f.cache.putDir(a.epoch, d.Name, ents, attrs)
+		f.cache.walkedAt(a.epoch, d.Name)
+	}
+	f.openAhead(a.epoch, a.resp.Tree)
+	var n int64
+	for _, file := range a.resp.Files {
+		f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
+		n += int64(len(file.Data))
+	}
+	f.prefetches.Add(1)
+	return n
 }
 
 // nextAhead returns the directories the next read-ahead request asks

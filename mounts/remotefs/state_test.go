@@ -107,6 +107,18 @@ func TestChangeStreamStateNeverStale(t *testing.T) {
 	}
 }
 
+// bigFile writes dir/big, size bytes that differ from one offset to the
+// next within any chunk, and returns them.
+func bigFile(t *testing.T, dir string, size int) []byte {
+	t.Helper()
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i/4096)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), data, 0o644))
+	return data
+}
+
 // A large file read in order comes in chunks asked for ahead of the
 // reader; what the reader gets is the file, and a write through another
 // handle shows in what it reads next, even where a chunk was asked for
@@ -114,11 +126,7 @@ func TestChangeStreamStateNeverStale(t *testing.T) {
 func TestLargeFileReadAhead(t *testing.T) {
 	dir := t.TempDir()
 	const size = 6<<20 + 12345
-	want := make([]byte, size)
-	for i := range want {
-		want[i] = byte(i*7 + i/4096)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), want, 0o644))
+	want := bigFile(t, dir, size)
 	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
 	ctx := context.Background()
 	f, err := fsys.Open(ctx, "big")
@@ -160,11 +168,7 @@ func TestLargeFileChunksTileTheFile(t *testing.T) {
 	dir := t.TempDir()
 	const chunk = remotefs.ReadAheadSize
 	const size = 6*chunk + 4321
-	want := make([]byte, size)
-	for i := range want {
-		want[i] = byte(i*13 + i/1000)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), want, 0o644))
+	want := bigFile(t, dir, size)
 	fsys := newLink(t, dir).open(t, false).(*remotefs.FS)
 	ctx := context.Background()
 	f, err := fsys.Open(ctx, "big")

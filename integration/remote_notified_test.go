@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,11 +37,32 @@ type peerCalls struct {
 	n     atomic.Int64 // every call but Stat and the quiet ones
 	stats atomic.Int64 // Stat: the change stream's states are one too
 	quiet atomic.Int64 // the read-ahead's
+
+	mu    sync.Mutex
+	opens map[string]int // by name, "quiet:" before a quiet open's
 }
 
 func (p *peerCalls) OpenQuiet(ctx context.Context, name string) (mounts.File, error) {
 	p.quiet.Add(1)
+	p.count("quiet:" + name)
 	return p.FS.(mounts.QuietReadFS).OpenQuiet(ctx, name)
+}
+
+// count notes one open of a name ("quiet:" before it for a quiet one).
+func (p *peerCalls) count(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opens == nil {
+		p.opens = map[string]int{}
+	}
+	p.opens[key]++
+}
+
+// opened is how many times key was opened on the peer.
+func (p *peerCalls) opened(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opens[key]
 }
 
 func (p *peerCalls) ReadDirQuiet(ctx context.Context, name string) ([]mounts.DirEntry, error) {
@@ -60,6 +82,7 @@ func (p *peerCalls) ReadDir(ctx context.Context, name string) ([]mounts.DirEntry
 
 func (p *peerCalls) Open(ctx context.Context, name string) (mounts.File, error) {
 	p.n.Add(1)
+	p.count(name)
 	return p.FS.Open(ctx, name)
 }
 
@@ -492,4 +515,41 @@ func TestRemoteKernelCloseToOpen(t *testing.T) {
 	assert.Zero(t, w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "FLUSHes of files opened to read")
 	require.NoError(t, os.WriteFile(filepath.Join(w.ws, "out0.txt"), data[:10], 0o644))
 	assert.Equal(t, uint64(1), w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "the FLUSH of a file written")
+}
+
+// A cold read through the kernel of a directory with large files (tar of
+// a checkout: .git's index and packs) takes the files the read-ahead
+// opened ahead, quietly, on the peer: the reader's open asks the peer
+// nothing more, and what it reads is the file.
+func TestRemoteKernelLargeFilesOpenedAhead(t *testing.T) {
+	big := map[string][]byte{}
+	w := newNotifiedWorkspace(t, func(src string) {
+		if err := os.MkdirAll(filepath.Join(src, "d"), 0o755); err != nil {
+			panic(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, "d/a.txt"), []byte("start"), 0o644); err != nil {
+			panic(err)
+		}
+		for i, name := range []string{"d/big1", "d/big2"} {
+			big[name] = bytes.Repeat([]byte{byte('p' + i)}, 3<<20+i)
+			if err := os.WriteFile(filepath.Join(src, name), big[name], 0o644); err != nil {
+				panic(err)
+			}
+		}
+	})
+	_, err := os.ReadDir(filepath.Join(w.ws, "d"))
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(w.ws, "d/a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "start", string(got))
+	w.waitIdle(t)
+	require.Eventually(t, func() bool {
+		return w.calls.opened("quiet:d/big1") == 1 && w.calls.opened("quiet:d/big2") == 1
+	}, 10*time.Second, time.Millisecond, "both large files opened ahead, quietly")
+	for _, name := range []string{"d/big1", "d/big2"} {
+		got, err := os.ReadFile(filepath.Join(w.ws, name))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(big[name], got), "%s through the kernel", name)
+		assert.Zero(t, w.calls.opened(name), "%s: the reader took the file opened ahead", name)
+	}
 }

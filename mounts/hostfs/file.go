@@ -24,6 +24,9 @@ type file struct {
 	created bool
 }
 
+// Created reports whether the open that returned f made the file.
+func (f *file) Created() bool { return f.created }
+
 // writable is a file opened for writing. It is a separate type so a file
 // from Open does not satisfy mounts.WritableFile.
 type writable struct {

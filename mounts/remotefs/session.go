@@ -24,10 +24,15 @@ type session struct {
 
 	mu      sync.Mutex
 	pending map[uint64]chan *wire.Response
-	next    uint64
-	err     error // why the session died; nil while it lives
-	dead    chan struct{}
-	events  func([]wire.Event)
+	// posted are the callbacks of requests sent without a caller waiting
+	// (ReadOnlyFS.post): run on the reader, in the order of the answers,
+	// or with the session's error when it dies.
+	posted map[uint64]func(*wire.Response, error)
+	next   uint64
+	handle uint64 // the last handle named (opens name their file)
+	err    error  // why the session died; nil while it lives
+	dead   chan struct{}
+	events func([]wire.Event)
 	// backSettled is closed once it is known whether the link carries
 	// connections back (BackLink), and they are served.
 	backSettled chan struct{}
@@ -46,7 +51,7 @@ type session struct {
 // requests started before attach are kept (first), for the dialer to send
 // with the start of the peer.
 func newSession(build string, events func([]wire.Event), onFail func()) *session {
-	s := &session{pending: map[uint64]chan *wire.Response{}, dead: make(chan struct{}), events: events, onFail: onFail,
+	s := &session{pending: map[uint64]chan *wire.Response{}, posted: map[uint64]func(*wire.Response, error){}, dead: make(chan struct{}), events: events, onFail: onFail,
 		backSettled: make(chan struct{})}
 	s.out.buf.WriteString(wire.Hello(build))
 	s.codec = wire.NewCodec(&s.in, &s.out)
@@ -101,9 +106,14 @@ func (s *session) read() {
 		s.mu.Lock()
 		ch := s.pending[resp.ID]
 		delete(s.pending, resp.ID)
+		fn := s.posted[resp.ID]
+		delete(s.posted, resp.ID)
 		s.mu.Unlock()
 		if ch != nil {
 			ch <- &resp
+		}
+		if fn != nil {
+			fn(&resp, nil)
 		}
 	}
 }
@@ -117,10 +127,15 @@ func (s *session) fail(err error) {
 	}
 	s.err = err
 	s.pending = nil
+	posted := s.posted
+	s.posted = nil
 	s.mu.Unlock()
 	s.onFail()
 	close(s.dead)
 	s.rwc.Close()
+	for _, fn := range posted {
+		fn(nil, err)
+	}
 }
 
 // alive reports nil while the session lives, else why it died.
@@ -140,7 +155,10 @@ func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 	}
 	s.next++
 	req.ID = s.next
-	if len(s.pending) == 0 {
+	if req.Op == wire.OpOpen && req.Handle == 0 {
+		req.Handle = s.newHandleLocked()
+	}
+	if len(s.pending) == 0 && len(s.posted) == 0 {
 		s.lastRecv.Store(time.Now().UnixNano())
 	}
 	s.pending[req.ID] = ch
@@ -150,6 +168,43 @@ func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 		return nil, err
 	}
 	return ch, nil
+}
+
+// startPosted sends req without a caller to wait for its answer: fn gets
+// it, on the session's reader (in the order the answers come), or the
+// session's error if it dies first. fn must not block.
+func (s *session) startPosted(req *wire.Request, fn func(*wire.Response, error)) error {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return s.err
+	}
+	s.next++
+	req.ID = s.next
+	if req.Op == wire.OpOpen && req.Handle == 0 {
+		req.Handle = s.newHandleLocked()
+	}
+	if len(s.pending) == 0 && len(s.posted) == 0 {
+		s.lastRecv.Store(time.Now().UnixNano())
+	}
+	s.posted[req.ID] = fn
+	s.mu.Unlock()
+	if err := s.codec.Send(req); err != nil {
+		s.fail(fmt.Errorf("sending: %w", err))
+	}
+	return nil
+}
+
+// newHandle names a file to open.
+func (s *session) newHandle() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newHandleLocked()
+}
+
+func (s *session) newHandleLocked() uint64 {
+	s.handle++
+	return s.handle
 }
 
 // post sends a request that is not answered (exec-input, exec-signal).

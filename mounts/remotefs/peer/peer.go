@@ -17,8 +17,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
@@ -78,7 +81,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, fsys mounts.FS, opts O
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &server{ctx: ctx, fsys: fsys, opts: opts, codec: wire.NewCodec(r, w),
-		handles: map[uint64]*handle{}, execs: map[uint64]*execution{}}
+		handles: map[uint64]*handle{}, ordered: map[uint64]bool{}, opening: map[uint64]bool{},
+		execs: map[uint64]*execution{}, changeQ: newQueue()}
+	s.wg.Add(1)
+	go s.applyChanges()
 	defer s.closeAll()
 	for {
 		var req wire.Request
@@ -100,7 +106,9 @@ type server struct {
 
 	mu      sync.Mutex
 	handles map[uint64]*handle
-	next    atomic.Uint64
+	ordered map[uint64]bool // handles opened for writing: their requests go on changeQ
+	opening map[uint64]bool // handles being opened for reading
+	changeQ *queue
 	execs   map[uint64]*execution
 	watch   *watcher
 	wg      sync.WaitGroup
@@ -114,10 +122,58 @@ type server struct {
 	order sync.RWMutex
 }
 
-// handle is an open file and the queue that applies its requests in order.
+// handle is an open file and, for one opened for reading, the queue that
+// applies its requests in order (nil: its requests go on the change
+// queue).
 type handle struct {
 	f mounts.File
 	q chan wire.Request
+}
+
+// queue is the change queue: requests in the order received, without
+// bound (the reader never waits for it: a stat must not wait behind a
+// slow fsync's followers to be read).
+type queue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	reqs   []wire.Request
+	closed bool
+}
+
+func newQueue() *queue {
+	q := &queue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) push(req wire.Request) {
+	q.mu.Lock()
+	q.reqs = append(q.reqs, req)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop waits for the next request; false once closed and empty.
+func (q *queue) pop() (wire.Request, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.reqs) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.reqs) == 0 {
+		return wire.Request{}, false
+	}
+	req := q.reqs[0]
+	q.reqs[0] = wire.Request{}
+	q.reqs = q.reqs[1:]
+	return req, true
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 func (s *server) send(resp *wire.Response) {
@@ -126,47 +182,146 @@ func (s *server) send(resp *wire.Response) {
 	}
 }
 
-// dispatch runs req: in its handle's queue when it names one, so that a
-// file's requests apply in the order they were sent, else on its own.
+// dispatch runs req. One that changes names or files (changes) is
+// applied on the change queue, in the order received, one at a time, as
+// is every request on a file opened for writing: so the daemon may send
+// a change without waiting for the answer of the one before it (a create,
+// its writes, its close, the next file's create), and no change overtakes
+// another. A request on a file opened for reading runs in its handle's
+// queue; any other request runs at once, beside the others.
 func (s *server) dispatch(req wire.Request) {
 	switch req.Op {
 	case wire.OpRead, wire.OpWrite, wire.OpTruncateH, wire.OpSyncH, wire.OpClose, wire.OpFstat:
 		s.mu.Lock()
+		ordered := s.ordered[req.Handle]
 		h := s.handles[req.Handle]
 		s.mu.Unlock()
-		if h == nil {
+		switch {
+		case ordered:
+			s.changeQ.push(req)
+		case h == nil:
 			s.send(&wire.Response{ID: req.ID, Err: wire.FromError(mounts.PathErr(req.Op.String(), req.Name, fs.ErrClosed))})
-			return
+		default:
+			h.q <- req
 		}
-		h.q <- req
 		return
 	case wire.OpExecInput, wire.OpExecSignal:
 		s.execControl(req) // in order, on the reader: input keeps its order
 		return
 	}
+	if req.Op == wire.OpOpen {
+		// The daemon names each file it opens (so that it may send
+		// requests on one before the open's answer): once.
+		s.mu.Lock()
+		_, taken := s.handles[req.Handle]
+		taken = taken || s.ordered[req.Handle] || s.opening[req.Handle]
+		if req.Handle == 0 || taken {
+			s.mu.Unlock()
+			s.send(&wire.Response{ID: req.ID, Err: &wire.Error{Op: "open", Path: req.Name, Errno: syscall.EINVAL,
+				Msg: fmt.Sprintf("handle %d is not a new handle", req.Handle)}})
+			return
+		}
+		if changes(req) {
+			s.ordered[req.Handle] = true
+		} else {
+			s.opening[req.Handle] = true
+		}
+		s.mu.Unlock()
+	}
+	if changes(req) {
+		s.changeQ.push(req)
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if changes(req) {
-			s.order.RLock()
-			defer s.order.RUnlock()
-		}
 		s.send(s.call(req))
 	}()
 }
 
-// changes reports whether req, not on a handle, may change a name: it
-// is ordered with the change stream's states (server.order).
-func changes(req wire.Request) bool {
-	switch req.Op {
-	case wire.OpStat, wire.OpStatDir, wire.OpReadLink, wire.OpGetXattr, wire.OpListXattr,
-		wire.OpStatFS, wire.OpWatch, wire.OpGrep, wire.OpPrefetch, wire.OpExec:
-		return false
-	case wire.OpOpen:
-		return mounts.WantsWrite(req.Flag) || req.Flag&(os.O_CREATE|os.O_TRUNC) != 0
+// applyChanges applies the change queue's requests in order until the
+// stream ends. Each is ordered with the change stream's states
+// (server.order), and its answer says what the names it changed are now
+// (Response.After).
+func (s *server) applyChanges() {
+	defer s.wg.Done()
+	for {
+		req, ok := s.changeQ.pop()
+		if !ok {
+			return
+		}
+		s.order.RLock()
+		var resp *wire.Response
+		switch req.Op {
+		case wire.OpClose, wire.OpFstat, wire.OpTruncateH:
+			resp = s.onOrdered(req)
+			resp.After = s.states(touched(req)...)
+		case wire.OpRead, wire.OpWrite, wire.OpSyncH:
+			resp = s.onOrdered(req)
+		default:
+			resp = s.call(req)
+			resp.After = s.states(touched(req)...)
+		}
+		s.send(resp)
+		s.order.RUnlock()
 	}
-	return true
 }
+
+// onOrdered applies a request on a file opened for writing.
+func (s *server) onOrdered(req wire.Request) *wire.Response {
+	s.mu.Lock()
+	h := s.handles[req.Handle]
+	if req.Op == wire.OpClose {
+		delete(s.handles, req.Handle)
+		delete(s.ordered, req.Handle)
+	}
+	s.mu.Unlock()
+	if h == nil { // its open failed
+		return &wire.Response{ID: req.ID, Err: wire.FromError(mounts.PathErr(req.Op.String(), req.Name, fs.ErrClosed))}
+	}
+	return s.apply(h, req)
+}
+
+// touched is what a change may have changed: its names and their
+// parents.
+func touched(req wire.Request) []string {
+	var names []string
+	for _, n := range []string{req.Name, req.Name2} {
+		if n == "" || !mounts.ValidPath(n) {
+			continue
+		}
+		names = append(names, n)
+		if parent, _ := mounts.Split(n); n != "." {
+			names = append(names, parent)
+		}
+	}
+	return names
+}
+
+// states is what names are now, as the change stream says it.
+func (s *server) states(names ...string) []wire.Event {
+	out := make([]wire.Event, 0, len(names))
+	for _, n := range names {
+		out = append(out, s.stateOf(n))
+	}
+	return out
+}
+
+// stateOf is what name is now: its attributes, missing, or unknown.
+func (s *server) stateOf(name string) wire.Event {
+	ev := wire.Event{Kind: wire.EventChanged, Name: name}
+	a, err := s.fsys.Stat(s.ctx, name)
+	switch {
+	case err == nil:
+		ev.State, ev.Attr = wire.StateExists, wire.FromAttr(a)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		ev.State = wire.StateMissing
+	}
+	return ev
+}
+
+// changes reports whether req, not on a handle, goes on the change queue.
+func changes(req wire.Request) bool { return wire.Changes(&req) }
 
 func (s *server) call(req wire.Request) *wire.Response {
 	ctx := s.ctx
@@ -187,11 +342,18 @@ func (s *server) call(req wire.Request) *wire.Response {
 	case wire.OpReadLink:
 		resp.Target, err = s.fsys.ReadLink(ctx, req.Name)
 	case wire.OpOpen:
-		err = s.open(req, resp)
+		if err = s.open(req, resp); err != nil {
+			s.mu.Lock()
+			delete(s.opening, req.Handle)
+			s.mu.Unlock()
+		}
 	case wire.OpTruncate:
 		err = mounts.Truncate(ctx, s.fsys, req.Name, req.Size)
 	case wire.OpMkdir:
 		err = mounts.Mkdir(ctx, s.fsys, req.Name, req.Mode)
+		if err == nil && !req.Mtime.IsZero() {
+			err = mounts.Chtimes(ctx, s.fsys, req.Name, req.Atime, req.Mtime)
+		}
 	case wire.OpUnlink:
 		err = mounts.Unlink(ctx, s.fsys, req.Name)
 	case wire.OpRmdir:
@@ -221,7 +383,7 @@ func (s *server) call(req wire.Request) *wire.Response {
 	case wire.OpStatFS:
 		resp.StatFS, err = mounts.StatFS(ctx, s.fsys)
 	case wire.OpSync:
-		err = mounts.Sync(ctx, s.fsys, req.Name)
+		err = s.sync(req.Name)
 	case wire.OpWatch:
 		if err = s.startWatch(); err == nil {
 			s.root(resp)
@@ -246,6 +408,7 @@ func (s *server) call(req wire.Request) *wire.Response {
 // zero if its lstat fails) and listing (Tree, one Dir "." if it can be
 // read). A mount is then ready one round trip after its hello.
 func (s *server) root(resp *wire.Response) {
+	resp.Owner = &wire.Owner{Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid())}
 	if a, err := s.fsys.Stat(s.ctx, "."); err == nil {
 		resp.Attr = wire.FromAttr(a)
 	}
@@ -280,6 +443,14 @@ func (s *server) open(req wire.Request, resp *wire.Response) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := f.(interface{ Created() bool }); ok && c.Created() && !req.Mtime.IsZero() {
+		// A file the daemon answered for before it was made: the times
+		// it gave it (Request.Mtime).
+		if err := mounts.Chtimes(s.ctx, s.fsys, req.Name, req.Atime, req.Mtime); err != nil {
+			f.Close()
+			return err
+		}
+	}
 	a, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -293,14 +464,20 @@ func (s *server) open(req wire.Request, resp *wire.Response) error {
 			resp.Data, resp.EOF = buf[:n], n <= int(a.Size)
 		}
 	}
-	id := s.next.Add(1)
-	h := &handle{f: f, q: make(chan wire.Request, 64)}
+	id := req.Handle
+	h := &handle{f: f}
+	if !changes(req) {
+		h.q = make(chan wire.Request, 64)
+	}
 	s.mu.Lock()
 	s.handles[id] = h
+	delete(s.opening, id)
 	s.mu.Unlock()
 	resp.Handle = id
-	s.wg.Add(1)
-	go s.run(id, h)
+	if h.q != nil {
+		s.wg.Add(1)
+		go s.run(id, h)
+	}
 	return nil
 }
 
@@ -316,14 +493,19 @@ func (s *server) run(id uint64, h *handle) {
 	}
 }
 
-// onHandle applies one request on an open file and sends its answer;
-// one that may change the file is ordered with the change stream's
-// states (server.order).
+// onHandle applies one request on a file opened for reading and sends
+// its answer.
 func (s *server) onHandle(id uint64, h *handle, req wire.Request) {
-	if req.Op != wire.OpRead && req.Op != wire.OpFstat {
-		s.order.RLock()
-		defer s.order.RUnlock()
+	if req.Op == wire.OpClose {
+		s.mu.Lock()
+		delete(s.handles, id)
+		s.mu.Unlock()
 	}
+	s.send(s.apply(h, req))
+}
+
+// apply applies one request on an open file.
+func (s *server) apply(h *handle, req wire.Request) *wire.Response {
 	resp := &wire.Response{ID: req.ID}
 	var err error
 	switch req.Op {
@@ -340,6 +522,11 @@ func (s *server) onHandle(id uint64, h *handle, req wire.Request) {
 		if err == nil {
 			resp.N, err = h.f.(mounts.WritableFile).WriteAt(req.Data, req.Off)
 		}
+		if err == nil && !req.Mtime.IsZero() {
+			// A file the daemon answered for before it was made:
+			// the modification time it told (Request.Mtime).
+			err = setMtime(h.f, req.Name, req.Mtime)
+		}
 	case wire.OpTruncateH:
 		err = errWritable(h.f, req.Name)
 		if err == nil {
@@ -354,16 +541,16 @@ func (s *server) onHandle(id uint64, h *handle, req wire.Request) {
 		a, err = h.f.Stat()
 		resp.Attr = wire.FromAttr(a)
 	case wire.OpClose:
-		s.mu.Lock()
-		delete(s.handles, id)
-		s.mu.Unlock()
-		resp.Err = wire.FromError(h.f.Close())
+		// What the file is as it is closed: the daemon keeps it for
+		// the name it wrote through, if nothing changed it since.
+		if a, serr := h.f.Stat(); serr == nil {
+			resp.Attr = wire.FromAttr(a)
+		}
+		err = h.f.Close()
 		h.f = closedFile{}
-		s.send(resp)
-		return
 	}
 	resp.Err = wire.FromError(err)
-	s.send(resp)
+	return resp
 }
 
 func errWritable(f mounts.File, name string) error {
@@ -373,12 +560,16 @@ func errWritable(f mounts.File, name string) error {
 	return nil
 }
 
-// closeAll closes what the daemon left open when the stream ended.
+// closeAll closes what the daemon left open when the stream ended: the
+// changes received are applied first.
 func (s *server) closeAll() {
+	s.changeQ.close()
 	s.mu.Lock()
 	for id, h := range s.handles {
-		close(h.q) // its run closes the file
-		delete(s.handles, id)
+		if h.q != nil {
+			close(h.q) // its run closes the file
+			delete(s.handles, id)
+		}
 	}
 	w := s.watch
 	s.mu.Unlock()
@@ -387,9 +578,55 @@ func (s *server) closeAll() {
 	}
 	s.stopExecs()
 	s.wg.Wait()
+	// The files opened for writing, their queued requests applied.
+	s.mu.Lock()
+	for id, h := range s.handles {
+		h.f.Close()
+		delete(s.handles, id)
+	}
+	s.mu.Unlock()
 }
 
 // closedFile stands for a file its close already closed.
 type closedFile struct{ mounts.File }
 
 func (closedFile) Close() error { return nil }
+
+// sync is fsync by name; for a directory, also syncfs(2) of the file
+// system that holds the served directory: a daemon that answered changes
+// before they were applied (write-behind) has the fsync of a directory
+// as its barrier, and the program that asks it wants what it wrote in the
+// tree on disk, as syncfs would make it (which no FUSE server is asked).
+func (s *server) sync(name string) error {
+	if err := mounts.Sync(s.ctx, s.fsys, name); err != nil {
+		return err
+	}
+	a, err := s.fsys.Stat(s.ctx, name)
+	if err != nil || !a.IsDir() || s.opts.Dir == "" {
+		return err
+	}
+	root, err := os.Open(s.opts.Dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := unix.Syncfs(int(root.Fd())); err != nil {
+		return mounts.PathErr("sync", name, os.NewSyscallError("syncfs", err))
+	}
+	return nil
+}
+
+// setMtime sets the modification time of an open file (futimens(2)).
+func setMtime(f mounts.File, name string, mtime time.Time) error {
+	fdf, ok := f.(mounts.FDFile)
+	if !ok {
+		return nil
+	}
+	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime.UnixNano())}
+	// utimensat with a NULL path is futimens: the descriptor's file.
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, fdf.Fd(), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return mounts.PathErr("write", name, os.NewSyscallError("futimens", e))
+	}
+	return nil
+}

@@ -58,6 +58,9 @@ func startPeer(t *testing.T, dir string) *client {
 func (c *client) call(req wire.Request) *wire.Response {
 	c.next++
 	req.ID = c.next
+	if req.Op == wire.OpOpen && req.Handle == 0 {
+		req.Handle = 1000 + c.next // the daemon names what it opens
+	}
 	require.NoError(c.t, c.codec.Send(&req), "send")
 	for {
 		var resp wire.Response
@@ -169,4 +172,89 @@ func TestPeerWatchAnswersTheRoot(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"a.txt", "sub"}, names)
+}
+
+// send sends requests without waiting, as a daemon that posts changes
+// does, and returns their answers by ID once all came (events skipped).
+func (c *client) send(reqs ...wire.Request) map[uint64]*wire.Response {
+	ids := map[uint64]bool{}
+	for i := range reqs {
+		c.next++
+		reqs[i].ID = c.next
+		ids[c.next] = true
+	}
+	go func() { // a pipe: sent while the answers are read
+		for i := range reqs {
+			_ = c.codec.Send(&reqs[i])
+		}
+	}()
+	out := map[uint64]*wire.Response{}
+	for len(out) < len(reqs) {
+		var resp wire.Response
+		require.NoError(c.t, c.codec.Recv(&resp), "recv")
+		if ids[resp.ID] {
+			out[resp.ID] = &resp
+		}
+	}
+	return out
+}
+
+// Changes sent without waiting are applied in the order sent: a file
+// named by the daemon is created, written through before its open was
+// answered, closed and renamed; a directory made, then a file in it.
+// Applied at once, beside one another (protocol 5), writes would meet a
+// handle not yet opened and renames a file not yet made.
+func TestPeerAppliesChangesInOrder(t *testing.T) {
+	dir := t.TempDir()
+	c := startPeer(t, dir)
+	var reqs []wire.Request
+	for i := range 40 {
+		h := uint64(100 + i)
+		name := filepath.Join("d", string(rune('a'+i%26))+strings.Repeat("x", i/26))
+		if i == 0 {
+			reqs = append(reqs, wire.Request{Op: wire.OpMkdir, Name: "d", Mode: 0o755})
+		}
+		reqs = append(reqs,
+			wire.Request{Op: wire.OpOpen, Name: name, Flag: os.O_WRONLY | os.O_CREATE | os.O_EXCL, Mode: 0o644, Handle: h},
+			wire.Request{Op: wire.OpWrite, Handle: h, Name: name, Data: []byte("content " + name)},
+			wire.Request{Op: wire.OpClose, Handle: h, Name: name},
+			wire.Request{Op: wire.OpRename, Name: name, Name2: name + ".done"},
+		)
+	}
+	for id, resp := range c.send(reqs...) {
+		require.Nil(t, resp.Err, "request %d: %+v", id, resp.Err)
+	}
+	for i := range 40 {
+		name := filepath.Join("d", string(rune('a'+i%26))+strings.Repeat("x", i/26))
+		b, err := os.ReadFile(filepath.Join(dir, name+".done"))
+		require.NoError(t, err)
+		assert.Equal(t, "content "+name, string(b))
+	}
+}
+
+// The daemon names what it opens: a handle already in use, or none, is
+// refused; and a change's answer says what its names are after it.
+func TestPeerHandlesAndStatesAfter(t *testing.T) {
+	dir := t.TempDir()
+	c := startPeer(t, dir)
+	resp := c.call(wire.Request{Op: wire.OpOpen, Name: "a", Flag: os.O_WRONLY | os.O_CREATE, Mode: 0o600, Handle: 7})
+	require.Nil(t, resp.Err)
+	assert.Equal(t, uint64(7), resp.Handle)
+	require.Len(t, resp.After, 2, "the name and its directory")
+	assert.Equal(t, "a", resp.After[0].Name)
+	assert.Equal(t, wire.StateExists, resp.After[0].State)
+	assert.Equal(t, os.FileMode(0o600), resp.After[0].Attr.Mode.Perm())
+	assert.Equal(t, ".", resp.After[1].Name)
+	assert.True(t, resp.After[1].Attr.Mode.IsDir())
+
+	resp = c.call(wire.Request{Op: wire.OpOpen, Name: "b", Flag: os.O_WRONLY | os.O_CREATE, Mode: 0o600, Handle: 7})
+	require.NotNil(t, resp.Err, "a handle in use")
+	assert.Equal(t, syscall.EINVAL, resp.Err.Errno)
+	_, err := os.Stat(filepath.Join(dir, "b"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing opened for it")
+
+	resp = c.call(wire.Request{Op: wire.OpUnlink, Name: "a"})
+	require.Nil(t, resp.Err)
+	require.NotEmpty(t, resp.After)
+	assert.Equal(t, wire.StateMissing, resp.After[0].State, "gone, as the answer says")
 }

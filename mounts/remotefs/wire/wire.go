@@ -11,8 +11,11 @@
 // [Response]s, each a gob value on the stream. Requests carry an ID and are
 // answered by ID, in any order, so any number may be in flight: the link's
 // latency is paid once per batch of independent calls, not once per call.
-// Requests on one open file (its Handle) are applied in the order they
-// were sent, so writes may be pipelined without waiting for each answer.
+// Requests that change names or files, and every request on a file
+// opened for writing, are applied in the order they were sent, one at a
+// time; so changes may be pipelined without waiting for each answer. The
+// daemon names each file it opens (Request.Handle), so that requests on
+// it may follow the open before its answer.
 // A response with ID 0 is unsolicited: a batch of change events.
 package wire
 
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +39,7 @@ import (
 // Version is the protocol version. A change to the meaning of any field,
 // or a new Op a peer must understand, increments it; both sides refuse a
 // hello of another version.
-const Version = 5
+const Version = 6
 
 // Op names a request.
 type Op uint8
@@ -46,7 +50,7 @@ const (
 	OpStat        Op = iota + 1 // Name → Attr
 	OpStatDir                   // Name → Entries (each with its Attr): a listing in one round trip
 	OpReadLink                  // Name → Target
-	OpOpen                      // Name, Flag, Mode, Quiet → Handle, Attr, Data (whole content when small), EOF
+	OpOpen                      // Name, Flag, Mode, Quiet, Handle (the daemon's), Atime, Mtime (of a file it creates) → Handle, Attr, Data (whole content when small), EOF
 	OpRead                      // Handle, Off, Size → Data, EOF
 	OpWrite                     // Handle, Off, Data → N (pipelined: applied in order per handle)
 	OpTruncateH                 // Handle, Size
@@ -54,7 +58,7 @@ const (
 	OpClose                     // Handle: answered after every earlier request on it
 	OpFstat                     // Handle → Attr
 	OpTruncate                  // Name, Size
-	OpMkdir                     // Name, Mode
+	OpMkdir                     // Name, Mode, Atime, Mtime (if set)
 	OpUnlink                    // Name
 	OpRmdir                     // Name
 	OpRename                    // Name, Name2, Flag (mounts.RenameFlags)
@@ -100,6 +104,22 @@ func (o Op) String() string {
 
 // Valid reports whether o is an op of this version.
 func (o Op) Valid() bool { return o > 0 && o < opMax }
+
+// Changes reports whether req, not on an open file, may change a name or
+// a file: such requests are applied on the peer's change queue, in the
+// order sent, as is every request on a file opened for writing.
+func Changes(req *Request) bool {
+	switch req.Op {
+	case OpStat, OpStatDir, OpReadLink, OpGetXattr, OpListXattr,
+		OpStatFS, OpWatch, OpGrep, OpPrefetch, OpExec, OpExecInput, OpExecSignal:
+		return false
+	case OpOpen:
+		return mounts.WantsWrite(req.Flag) || req.Flag&(os.O_CREATE|os.O_TRUNC) != 0
+	case OpRead, OpWrite, OpTruncateH, OpSyncH, OpClose, OpFstat:
+		return false // by its handle
+	}
+	return true
+}
 
 // Request is one call from the daemon. Only the fields its Op names are
 // set; gob sends no zero field.
@@ -156,6 +176,20 @@ type Response struct {
 	// directories it did not reach, in order, for the next request).
 	Tree  []Dir
 	Files []File
+	// After answers a request on the change queue that names files: what
+	// its names and their parents are once it was applied, as the change
+	// stream would say (EventChanged states), taken before any later
+	// change. The daemon keeps them as it keeps a stat's answers.
+	After []Event
+	// Owner answers OpWatch: who the peer creates files as, for the
+	// attributes a daemon gives a file it created before the answer.
+	Owner *Owner
+}
+
+// Owner is the peer's user: a file it creates is the user's, of the
+// user's group or of a setgid parent's, with exactly the mode asked.
+type Owner struct {
+	Uid, Gid uint32
 }
 
 // Dir is a directory's listing, with every entry's attributes.

@@ -68,12 +68,17 @@ func (c *conn) noFlush(f mounts.File) uint32 {
 	return fuse.FOPEN_NOFLUSH
 }
 
-// Fsync syncs through the handle, or without one on a copy-on-write
-// connection (fsyncNoHandle); a file of immutable content has nothing to
-// make durable.
+// Fsync syncs through the handle, a directory by name, or a file without
+// a handle on a copy-on-write connection (fsyncNoHandle); a file of
+// immutable content has nothing to make durable.
 func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
 	if h := asHandle(f); h != nil {
 		return h.Fsync(ctx, flags)
+	}
+	if n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		// FSYNCDIR of a directory the kernel opened by itself (a
+		// connection that answers OPENDIR with ENOSYS): as Fsyncdir.
+		return (&dirHandle{n: n}).Fsyncdir(ctx, flags)
 	}
 	if n.conn.how.writesByName {
 		return n.fsyncNoHandle(ctx)

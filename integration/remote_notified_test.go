@@ -483,11 +483,13 @@ func (f *slowFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.WritableFile.WriteAt(p, off)
 }
 
-// Close-to-open on a remote mount: writes are pipelined to the peer, yet
-// what a program wrote and closed through the kernel is what a reader on
-// the remote machine sees right after close(2) returns (FLUSH waits for
-// the peer's answers), and a write the peer refused is close(2)'s error.
-func TestRemoteKernelCloseToOpen(t *testing.T) {
+// Write-behind on a remote mount: a file a program creates and writes
+// through the kernel is answered at once, and its close does not wait for
+// the peer; what the program reads next through the mount is what it
+// wrote, fsync of a directory is the barrier that puts every change made
+// before it on the remote disk, and a write the peer refused is the error
+// of the next fsync that covers it (the file's, the directory's), once.
+func TestRemoteKernelWriteBehind(t *testing.T) {
 	w := newNotifiedWorkspace(t, nil)
 	w.slow.Store(true)
 	data := make([]byte, 600<<10) // several WRITE requests
@@ -497,13 +499,39 @@ func TestRemoteKernelCloseToOpen(t *testing.T) {
 	for i := range 3 {
 		name := fmt.Sprintf("out%d.txt", i)
 		require.NoError(t, os.WriteFile(filepath.Join(w.ws, name), data, 0o644))
-		got, err := os.ReadFile(filepath.Join(w.src, name)) // on the remote machine
+		got, err := os.ReadFile(filepath.Join(w.ws, name)) // through the mount: what was written
 		require.NoError(t, err)
-		require.Equal(t, len(data), len(got), "the remote file right after close(2)")
-		require.True(t, string(got) == string(data))
+		require.True(t, string(got) == string(data), "%s read back through the mount", name)
 	}
+	syncDir := func(dir string) error {
+		d, err := os.Open(dir)
+		require.NoError(t, err)
+		defer d.Close()
+		return d.Sync()
+	}
+	require.NoError(t, syncDir(w.ws))
+	for i := range 3 {
+		got, err := os.ReadFile(filepath.Join(w.src, fmt.Sprintf("out%d.txt", i))) // on the remote machine
+		require.NoError(t, err)
+		require.True(t, string(got) == string(data), "the remote file after fsync of the directory")
+	}
+
+	// Refused, closed: the directory's fsync says so, once.
 	err := os.WriteFile(filepath.Join(w.ws, "disk.full"), data[:100], 0o644)
-	require.ErrorIs(t, err, syscall.ENOSPC, "the peer's refusal, at close(2)")
+	if err == nil {
+		err = syncDir(w.ws)
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC, "the peer's refusal, at the directory's fsync")
+	require.NoError(t, syncDir(w.ws), "an error is reported once")
+	// Refused, open: the file's fsync says so.
+	f, err := os.Create(filepath.Join(w.ws, "disk2.full"))
+	require.NoError(t, err)
+	_, err = f.Write(data[:100])
+	if err == nil {
+		err = f.Sync()
+	}
+	require.ErrorIs(t, err, syscall.ENOSPC, "the peer's refusal, at the file's fsync")
+	f.Close()
 
 	// A close with nothing to flush costs no round trip.
 	before := w.counts.Snapshot()

@@ -2,6 +2,7 @@ package remotefs
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -541,4 +542,109 @@ func (c *cache) putFile(epoch uint64, name string, a mounts.Attr, data []byte) {
 	c.content[name] = contentEntry{a: a, data: data}
 	c.bytes += int64(len(data))
 	c.setAttr(name, a)
+}
+
+// sameAs reports whether the cache holds name as existing with exactly a.
+func (c *cache) sameAs(name string, a mounts.Attr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known, ok := c.known(name)
+	return ok && known == a
+}
+
+// dropContent forgets the content kept of name (a change stream event
+// that shows its attributes unchanged: a rewrite within the clock's
+// granularity keeps them), and the mark that its directory was walked.
+func (c *cache) dropContent(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.content[name]; ok {
+		c.bytes -= int64(len(e.data))
+		delete(c.content, name)
+	}
+	parent, _ := mounts.Split(name)
+	delete(c.walked, parent)
+}
+
+// setState makes name what this daemon knows it to be, newer than any
+// answer asked before (a change posted here, or the state its answer
+// brought): missing, or existing with a. The parent's listing, if kept,
+// is kept in step, so that the next name looked up in it costs no round
+// trip. It reports whether that changed what was known.
+func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now++
+	c.changed[name] = c.now
+	before, had := c.known(name)
+	e, hadEntry := c.attrs[name]
+	wasMissing := hadEntry && e.missing
+	if ce, ok := c.content[name]; ok && (missing || ce.a != a) {
+		c.bytes -= int64(len(ce.data))
+		delete(c.content, name)
+	}
+	if missing || !a.IsDir() || had && !before.IsDir() {
+		c.dropSubtree(name)
+	}
+	delete(c.walked, name)
+	parent, base := mounts.Split(name)
+	d, listed := c.dirs[parent]
+	if missing {
+		c.attrs[name] = attrEntry{missing: true, at: time.Now()}
+		delete(c.multi, name)
+		if listed {
+			if i, ok := d.find(base); ok {
+				d.ents = slices.Delete(d.ents, i, i+1)
+				d.attrs = slices.Delete(d.attrs, i, i+1)
+				c.dirs[parent] = d
+			}
+		}
+		return had
+	}
+	if listed && name != "." {
+		if _, ok := d.find(base); !ok {
+			i, _ := slices.BinarySearchFunc(d.ents, base, func(e mounts.DirEntry, n string) int { return strings.Compare(e.Name, n) })
+			d.ents = slices.Insert(d.ents, i, mounts.DirEntry{Name: base, Type: a.Mode.Type(), Ino: a.Ino})
+			d.attrs = slices.Insert(d.attrs, i, a)
+		} else if i, _ := d.find(base); d.ents[i].Type != a.Mode.Type() || d.ents[i].Ino != a.Ino {
+			d.ents[i] = mounts.DirEntry{Name: base, Type: a.Mode.Type(), Ino: a.Ino}
+		}
+		c.dirs[parent] = d
+	}
+	c.setAttr(name, a)
+	return !had || wasMissing || before != a
+}
+
+// setEmptyDir keeps dir, just made here, as listed with no entry.
+func (c *cache) setEmptyDir(dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dirs[dir] = dirEntry{at: time.Now()}
+}
+
+// dropSubtree forgets the listing of name and everything kept below it.
+func (c *cache) dropSubtree(name string) {
+	delete(c.dirs, name)
+	prefix := name + "/"
+	for n := range c.attrs {
+		if strings.HasPrefix(n, prefix) {
+			delete(c.attrs, n)
+		}
+	}
+	for n := range c.dirs {
+		if strings.HasPrefix(n, prefix) {
+			delete(c.dirs, n)
+		}
+	}
+	for n, e := range c.content {
+		if strings.HasPrefix(n, prefix) {
+			c.bytes -= int64(len(e.data))
+			delete(c.content, n)
+		}
+	}
+}
+
+// find is the index of base in the listing.
+func (d dirEntry) find(base string) (int, bool) {
+	return slices.BinarySearchFunc(d.ents, base, func(e mounts.DirEntry, n string) int { return strings.Compare(e.Name, n) })
 }

@@ -106,3 +106,11 @@ func BackWaiting(fsys mounts.FS) int64 {
 	}
 	return s.backWaiting.Load()
 }
+
+// Posted is how many changes fsys posted: sent without a caller waiting
+// for their answers (write-behind).
+func Posted(fsys mounts.FS) int64 { return fsys.(*FS).postedN.Load() }
+
+// InoLocal is the bit of the numbers given to files created here before
+// the peer answered.
+const InoLocal = inoLocal

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vfsmount/vfsmount/mounts"
 	"github.com/vfsmount/vfsmount/mounts/remotefs/peer"
@@ -74,7 +75,7 @@ func (f *ReadOnlyFS) openPeer(ctx context.Context, name string) (mounts.File, er
 	if err != nil {
 		return nil, err
 	}
-	a := resp.Attr.Mounts()
+	a := f.attrOf(resp.Attr)
 	if resp.EOF {
 		// Whole: the peer's handle is not needed.
 		f.closeHandle(s, resp.Handle)
@@ -190,6 +191,9 @@ type remoteFile struct {
 	last   int64
 	asks   int // chunks asked for, for tests
 	closed bool
+	// writable: opened for writing, so its requests are applied on the
+	// peer's change queue, after every change sent before them.
+	writable bool
 }
 
 // chunk is the readAhead bytes at off (a multiple of readAhead) of a file
@@ -215,7 +219,9 @@ const aheadChunks = 4
 func (r *remoteFile) req(ctx context.Context, req *wire.Request) (*wire.Response, error) {
 	op := req.Op.String()
 	req.Handle, req.Name = r.h, r.name
-	r.f.barrier() // writes through other handles first
+	if !r.writable {
+		r.f.barrier() // writes through other handles first
+	} // else ordered after every change on the peer
 	resp, err := r.f.callOn(ctx, r.s, req)
 	if err != nil {
 		return nil, mounts.PathErr(op, r.name, err)
@@ -375,7 +381,7 @@ func (r *remoteFile) fstat() (mounts.Attr, error) {
 	if err != nil {
 		return mounts.Attr{}, err
 	}
-	return resp.Attr.Mounts(), nil
+	return r.f.attrOf(resp.Attr), nil
 }
 
 func (r *remoteFile) Close() error {
@@ -410,6 +416,26 @@ type writableFile struct {
 	// asked at epoch. written: a write or truncate was sent through it.
 	opened, written bool
 	epoch           uint64
+	// posted: created here without waiting for the peer (postCreate);
+	// local is then its attributes as this daemon made them, and the
+	// name stays pending (its change stream reports are the daemon's
+	// own) until the close is answered.
+	posted bool
+	local  mounts.Attr
+	asking int // states asked of the peer (postState), unanswered
+	// holding: the file holds its name back from the change stream's
+	// reports until its close is answered (release).
+	holding bool
+}
+
+// fail notes an error of the file found after its call returned.
+func (w *writableFile) fail(err error) {
+	w.wmu.Lock()
+	if w.werr == nil {
+		w.werr = err
+	}
+	w.cond.Broadcast()
+	w.wmu.Unlock()
 }
 
 // touch notes that the handle is used for more than its open.
@@ -439,6 +465,14 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 	w.wmu.Unlock()
 	w.f.wrote(int64(len(p)))
 	data := append([]byte(nil), p...)
+	if w.posted {
+		// Its times are this daemon's: what the kernel was told is
+		// what the peer sets (wire: a write's Mtime).
+		now := time.Now()
+		w.writePosted(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data, Mtime: now})
+		w.grew(off+int64(len(p)), now)
+		return len(p), nil
+	}
 	ch, err := w.s.start(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data})
 	if err != nil {
 		w.done(int64(len(p)), mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost", cause: err}))
@@ -458,6 +492,16 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 	}()
 	w.f.cache.invalidateFile(w.name)
 	return len(p), nil
+}
+
+// grew keeps the attributes of a file created here, written up to end.
+func (w *writableFile) grew(end int64, now time.Time) {
+	w.wmu.Lock()
+	w.local.Size = max(w.local.Size, end)
+	w.local.Mtime, w.local.Ctime = now, now
+	a := w.local
+	w.wmu.Unlock()
+	w.f.cache.keepIfSame(w.name, a)
 }
 
 // done accounts for one answered write.
@@ -508,20 +552,64 @@ func (w *writableFile) Truncate(size int64) error {
 
 // Flush returns once the peer answered every write sent through w: a
 // reader on the remote machine sees them (mounts.Flusher; the kernel
-// face's close).
-func (w *writableFile) Flush() error { return w.drain() }
+// face's close). A file created here without waiting is not waited for
+// either: what its writes met is said at its fsync, or at once if known.
+func (w *writableFile) Flush() error {
+	if w.posted {
+		w.wmu.Lock()
+		written := w.written
+		w.wmu.Unlock()
+		if written {
+			w.postState(wire.OpFstat, nil)
+		}
+		return w.pending()
+	}
+	return w.drain()
+}
 
 // Sync returns once the peer's fsync did: the data is on the remote disk.
+// The error of a change to the file posted earlier is its error.
 func (w *writableFile) Sync() error {
 	w.touch(false)
 	if err := w.drain(); err != nil {
 		return err
 	}
 	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpSyncH})
+	derr := w.f.takeDeferred(w.name)
+	if werr := w.pending(); werr != nil {
+		return werr
+	}
+	if derr != nil {
+		return derr
+	}
 	return err
 }
 
 func (w *writableFile) Stat() (mounts.Attr, error) {
+	if w.posted {
+		// Once closed (FLUSH asked what the file is): as the peer
+		// says.
+		w.wmu.Lock()
+		for w.asking > 0 {
+			w.cond.Wait()
+		}
+		w.wmu.Unlock()
+		// As this daemon made it, and changed it since by name.
+		if a, err, ok := w.f.cache.stat(w.name); ok && err == nil && a.Ino == w.a.Ino {
+			return a, nil
+		}
+		// The name is no longer the file (unlinked, renamed over):
+		// the peer says what it is, after what was sent before.
+		w.mu.Lock()
+		closed := w.closed
+		w.mu.Unlock()
+		if !closed {
+			return w.remoteFile.fstat()
+		}
+		w.wmu.Lock()
+		defer w.wmu.Unlock()
+		return w.local, nil
+	}
 	w.wmu.Lock()
 	opened := w.opened
 	w.opened = false
@@ -542,6 +630,9 @@ func (w *writableFile) Close() error {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	if w.posted {
+		return w.closePosted()
+	}
 	_, cerr := w.req(context.Background(), &wire.Request{Op: wire.OpClose})
 	werr := w.drain()
 	w.wmu.Lock()
@@ -565,6 +656,9 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	if !mounts.WantsWrite(flag) {
 		return f.Open(ctx, name)
 	}
+	if w, ok := f.postCreate(ctx, name, flag, perm); ok {
+		return w, nil
+	}
 	asked := f.cache.epoch()
 	resp, s, err := f.doOn(ctx, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm})
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 || err == nil {
@@ -577,8 +671,8 @@ func (f *FS) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMo
 	// The open's attributes serve its first stat, unless another name of
 	// the file changed while it was on its way (the name itself is this
 	// open's own change, just made); later changes count from now.
-	a := resp.Attr.Mounts()
-	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: a},
+	a := f.attrOf(resp.Attr)
+	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: resp.Handle, a: a, writable: true},
 		opened: !f.cache.linksChangedSince(asked, a), epoch: f.cache.epoch()}
 	w.cond = sync.NewCond(&w.wmu)
 	return w, nil

@@ -60,7 +60,7 @@ func (f *ReadOnlyFS) openAhead(epoch uint64, dirs []wire.Dir) {
 	f.amu.Lock()
 	for _, d := range dirs {
 		for _, e := range d.Entries {
-			a := e.Attr.Mounts()
+			a := f.attrOf(e.Attr)
 			if !a.Mode.IsRegular() || a.Size <= peer.WholeFile || len(f.aheadQ) >= openAheadQueue {
 				continue
 			}
@@ -105,7 +105,7 @@ func (f *ReadOnlyFS) openOneAhead(name string, o *openedAhead) {
 		f.closeHandle(s, resp.Handle)
 		o.err = os.ErrInvalid
 	default:
-		o.r = &remoteFile{f: f, s: s, name: name, h: resp.Handle, a: resp.Attr.Mounts()}
+		o.r = &remoteFile{f: f, s: s, name: name, h: resp.Handle, a: f.attrOf(resp.Attr)}
 		o.r.chunkAt(0) // and the chunks after it: a reader reads on
 	}
 	if o.err != nil {

@@ -200,14 +200,14 @@ func (f *ReadOnlyFS) readAheadFrom(dir string, first chan struct{}) {
 // brought.
 func (f *ReadOnlyFS) takeAnswer(a aheadAnswer) int64 {
 	for _, d := range a.resp.Tree {
-		ents, attrs := listing(d.Entries)
+		ents, attrs := f.listing(d.Entries)
 		f.cache.putDir(a.epoch, d.Name, ents, attrs)
 		f.cache.walkedAt(a.epoch, d.Name)
 	}
 	f.openAhead(a.epoch, a.resp.Tree)
 	var n int64
 	for _, file := range a.resp.Files {
-		f.cache.putFile(a.epoch, file.Name, file.Attr.Mounts(), file.Data)
+		f.cache.putFile(a.epoch, file.Name, f.attrOf(file.Attr), file.Data)
 		n += int64(len(file.Data))
 	}
 	f.prefetches.Add(1)

@@ -132,6 +132,9 @@ type ReadOnlyFS struct {
 	wmu    sync.Mutex
 	wcond  *sync.Cond
 	writes int64
+	posted int // changes posted and not yet answered (behind.go)
+
+	bh behind // write-behind (behind.go)
 
 	pmu         sync.Mutex
 	prefetching bool         // a read-ahead runs (readAhead)
@@ -150,6 +153,7 @@ type ReadOnlyFS struct {
 	// chunks were out, for tests.
 	aheadBesideChunks atomic.Int64
 	requests          atomic.Int64 // requests sent that wait for an answer, for tests
+	postedN           atomic.Int64 // changes posted (behind.go), for tests
 
 	amu         sync.Mutex
 	ahead       map[string]*openedAhead // large files opened ahead (openahead.go)
@@ -162,10 +166,11 @@ type ReadOnlyFS struct {
 	backUp atomic.Bool          // the last link carries it (ShowsWorkspace)
 }
 
-// barrier waits until every write sent has been answered.
+// barrier waits until every write sent, and every change posted, has
+// been answered.
 func (f *ReadOnlyFS) barrier() {
 	f.wmu.Lock()
-	for f.writes > 0 {
+	for f.writes > 0 || f.posted > 0 {
 		f.wcond.Wait()
 	}
 	f.wmu.Unlock()
@@ -175,7 +180,7 @@ func (f *ReadOnlyFS) barrier() {
 func (f *ReadOnlyFS) wrote(n int64) {
 	f.wmu.Lock()
 	f.writes += n
-	if f.writes == 0 {
+	if f.writes == 0 && f.posted == 0 {
 		f.wcond.Broadcast()
 	}
 	f.wmu.Unlock()
@@ -197,6 +202,7 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes), ahead: map[string]*openedAhead{},
 		up: make(chan struct{}), redial: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	f.wcond = sync.NewCond(&f.wmu)
+	f.bh = behind{alias: map[uint64]uint64{}, pend: map[string]int{}, held: map[string]int{}, fresh: map[uint64]bool{}}
 	if err := f.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -267,6 +273,12 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 	f.watching = err == nil && resp.Err == nil
 	f.mu.Unlock()
 	f.cache.setWatching(f.watching)
+	f.bh.mu.Lock()
+	f.bh.owner = nil
+	if f.watching {
+		f.bh.owner = resp.Owner // a peer that says whose files it makes: changes may be posted
+	}
+	f.bh.mu.Unlock()
 	if !f.watching {
 		f.log.Warn("remote: the peer has no change stream; cached answers live one second", "source", f.opts.Source)
 	} else {
@@ -281,11 +293,11 @@ func (f *ReadOnlyFS) connect(ctx context.Context) error {
 // reported meanwhile wins): what a mount and its first ls ask next.
 func (f *ReadOnlyFS) warmRoot(epoch uint64, resp *wire.Response) {
 	if resp.Attr.Mode != 0 {
-		f.cache.putAttr(epoch, ".", resp.Attr.Mounts())
+		f.cache.putAttr(epoch, ".", f.attrOf(resp.Attr))
 	}
 	for _, d := range resp.Tree {
 		if d.Name == "." {
-			ents, attrs := listing(d.Entries)
+			ents, attrs := f.listing(d.Entries)
 			f.cache.putDir(epoch, ".", ents, attrs)
 		}
 	}
@@ -307,7 +319,7 @@ func (f *ReadOnlyFS) monitor(s *session) {
 		case <-tick.C:
 		}
 		s.mu.Lock()
-		busy := len(s.pending) > 0
+		busy := len(s.pending) > 0 || len(s.posted) > 0
 		s.mu.Unlock()
 		stuck := s.codec.Stuck()
 		silent := time.Since(time.Unix(0, s.lastRecv.Load()))
@@ -466,7 +478,9 @@ func (f *ReadOnlyFS) doOn(ctx context.Context, req *wire.Request) (*wire.Respons
 			return nil, nil, err
 		}
 	}
-	f.barrier()
+	if !wire.Changes(req) {
+		f.barrier() // a change is applied on the peer after those before it
+	}
 	s, err := f.session(ctx)
 	if err != nil {
 		return nil, nil, mounts.PathErr(op, req.Name, err)
@@ -488,6 +502,21 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case wire.EventChanged:
+			if f.pending(ev.Name) {
+				// A change posted here, coming back: its answer
+				// says what the name is then (settle), and the
+				// kernel face is told if that is not what it was
+				// answered.
+				continue
+			}
+			if ev.State == wire.StateExists && f.cache.sameAs(ev.Name, f.attrOf(ev.Attr)) {
+				// As known: nothing to forget but content a
+				// rewrite within the clock's granularity may
+				// have changed.
+				f.cache.dropContent(ev.Name)
+				names = append(names, ev.Name)
+				continue
+			}
 			single := ev.State == wire.StateMissing ||
 				ev.State == wire.StateExists && (ev.Attr.Nlink < 2 || ev.Attr.Mode.IsDir())
 			f.cache.invalidateAs(ev.Name, single)
@@ -516,7 +545,7 @@ func (f *ReadOnlyFS) learn(ev wire.Event) {
 		return
 	}
 	f.wmu.Lock()
-	writing := f.writes > 0
+	writing := f.writes > 0 || f.posted > 0
 	f.wmu.Unlock()
 	if writing {
 		return
@@ -524,7 +553,7 @@ func (f *ReadOnlyFS) learn(ev wire.Event) {
 	epoch := f.cache.epoch() // after the invalidation: the state is newer
 	switch ev.State {
 	case wire.StateExists:
-		f.cache.putAttr(epoch, ev.Name, ev.Attr.Mounts())
+		f.cache.putAttr(epoch, ev.Name, f.attrOf(ev.Attr))
 	case wire.StateMissing:
 		f.cache.putMissing(epoch, ev.Name)
 	}
@@ -612,7 +641,7 @@ func (f *ReadOnlyFS) Stat(ctx context.Context, name string) (mounts.Attr, error)
 		}
 		return mounts.Attr{}, err
 	}
-	a := resp.Attr.Mounts()
+	a := f.attrOf(resp.Attr)
 	f.cache.putAttr(epoch, name, a)
 	return a, nil
 }
@@ -632,7 +661,7 @@ func (f *ReadOnlyFS) StatDir(ctx context.Context, name string) ([]mounts.DirEntr
 	if err != nil {
 		return nil, nil, err
 	}
-	ents, attrs := listing(resp.Entries)
+	ents, attrs := f.listing(resp.Entries)
 	f.cache.putDir(epoch, name, ents, attrs)
 	return ents, attrs, nil
 }
@@ -695,11 +724,11 @@ func (f *ReadOnlyFS) Idle() bool {
 }
 
 // listing is a listing from the wire, as the contract has it.
-func listing(entries []wire.Entry) ([]mounts.DirEntry, []mounts.Attr) {
+func (f *ReadOnlyFS) listing(entries []wire.Entry) ([]mounts.DirEntry, []mounts.Attr) {
 	ents := make([]mounts.DirEntry, len(entries))
 	attrs := make([]mounts.Attr, len(entries))
 	for i, e := range entries {
-		attrs[i] = e.Attr.Mounts()
+		attrs[i] = f.attrOf(e.Attr)
 		ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
 	}
 	return ents, attrs
@@ -734,8 +763,15 @@ func (f *ReadOnlyFS) StatFS(ctx context.Context) (mounts.FSStat, error) {
 	return resp.StatFS, nil
 }
 
-// GetXattr implements mounts.XattrFS.
+// GetXattr implements mounts.XattrFS. A file created here with no
+// attribute set since has no security.capability (which the kernel asks
+// before each write that follows a change of the file's attributes).
 func (f *ReadOnlyFS) GetXattr(ctx context.Context, name, attr string) ([]byte, error) {
+	if attr == "security.capability" {
+		if a, err, ok := f.cache.stat(name); ok && err == nil && f.freshFile(a) {
+			return nil, mounts.PathErr("getxattr", name, errNoData)
+		}
+	}
 	resp, err := f.do(ctx, &wire.Request{Op: wire.OpGetXattr, Name: name, Xattr: attr})
 	if err != nil {
 		return nil, err

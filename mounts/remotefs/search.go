@@ -36,7 +36,7 @@ func (f *ReadOnlyFS) Candidates(ctx context.Context, dir string, re *syntax.Rege
 		if mounts.CheckPath("grep", file.Name) != nil {
 			continue
 		}
-		f.cache.putFile(epoch, file.Name, file.Attr.Mounts(), file.Data)
+		f.cache.putFile(epoch, file.Name, f.attrOf(file.Attr), file.Data)
 	}
 	names := make([]string, len(resp.Matches))
 	for i, m := range resp.Matches {

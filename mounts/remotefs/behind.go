@@ -51,12 +51,23 @@ type behind struct {
 	alias map[uint64]uint64 // the peer's number of a file created here → its local one
 	pend  map[string]int    // name → posted changes that touch it, unanswered
 	held  map[string]int    // name → files created here, open, whose close is unanswered
-	// fresh are the local numbers of files created here with no
+	// fresh are the local numbers of files created here, open, with no
 	// extended attribute set since: none has security.capability, which
-	// the kernel asks before each write.
+	// the kernel asks before each write. (alias keeps an entry for
+	// every file created here in the life of the mount: its number.)
 	fresh map[uint64]bool
 	errs  []deferred // errors of posted changes not yet reported
 	owner *wire.Owner
+}
+
+// Counts is how many requests a remote mount sent: Waited, answered
+// before the call that sent them returned; Posted, changes answered here
+// and sent without waiting (the writes of files aside).
+type Counts struct{ Waited, Posted int64 }
+
+// Counts returns the mount's request counts since it was opened.
+func (f *ReadOnlyFS) Counts() Counts {
+	return Counts{Waited: f.requests.Load(), Posted: f.postedN.Load()}
 }
 
 // attrOf converts attributes from the wire, with the local number of a
@@ -514,6 +525,10 @@ func (w *writableFile) release() {
 	w.wmu.Unlock()
 	if held {
 		w.f.hold(w.name, -1)
+		// Closed: a write that opens it again may ask the peer.
+		w.f.bh.mu.Lock()
+		delete(w.f.bh.fresh, w.a.Ino)
+		w.f.bh.mu.Unlock()
 	}
 }
 

@@ -351,7 +351,7 @@ func (s *server) call(req wire.Request) *wire.Response {
 		err = mounts.Truncate(ctx, s.fsys, req.Name, req.Size)
 	case wire.OpMkdir:
 		err = mounts.Mkdir(ctx, s.fsys, req.Name, req.Mode)
-		if err == nil && !req.Mtime.IsZero() {
+		if err == nil && !req.Mtime.IsZero() && s.setsTimes() {
 			err = mounts.Chtimes(ctx, s.fsys, req.Name, req.Atime, req.Mtime)
 		}
 	case wire.OpUnlink:
@@ -443,7 +443,7 @@ func (s *server) open(req wire.Request, resp *wire.Response) error {
 	if err != nil {
 		return err
 	}
-	if c, ok := f.(interface{ Created() bool }); ok && c.Created() && !req.Mtime.IsZero() {
+	if c, ok := f.(interface{ Created() bool }); ok && c.Created() && !req.Mtime.IsZero() && s.setsTimes() {
 		// A file the daemon answered for before it was made: the times
 		// it gave it (Request.Mtime).
 		if err := mounts.Chtimes(s.ctx, s.fsys, req.Name, req.Atime, req.Mtime); err != nil {
@@ -614,6 +614,13 @@ func (s *server) sync(name string) error {
 		return mounts.PathErr("sync", name, os.NewSyscallError("syncfs", err))
 	}
 	return nil
+}
+
+// setsTimes reports whether the mount served sets times: the daemon's
+// times for what it created are then set (a mount without cannot).
+func (s *server) setsTimes() bool {
+	_, ok := s.fsys.(mounts.ChtimesFS)
+	return ok
 }
 
 // setMtime sets the modification time of an open file (futimens(2)).

@@ -212,6 +212,12 @@ func (c *cache) invalidateAs(name string, single bool) {
 			}
 		}
 	}
+	c.bound()
+}
+
+// bound keeps the marks of changes bounded: past 65,536 of them, every
+// answer asked before now is stale (what is cached stays: it is current).
+func (c *cache) bound() {
 	if len(c.changed) > 1<<16 || len(c.inos) > 1<<16 {
 		c.changed = map[string]uint64{}
 		c.single = map[string]bool{}
@@ -289,10 +295,8 @@ func (c *cache) setAttr(name string, a mounts.Attr) {
 	c.track(name, a)
 	parent, base := mounts.Split(name)
 	if d, ok := c.dirs[parent]; ok && name != "." {
-		for i := range d.ents {
-			if d.ents[i].Name == base {
-				d.attrs[i] = a
-			}
+		if i, ok := d.find(base); ok {
+			d.attrs[i] = a
 		}
 	}
 }
@@ -305,10 +309,8 @@ func (c *cache) known(name string) (mounts.Attr, bool) {
 	}
 	parent, base := mounts.Split(name)
 	if d, ok := c.dirs[parent]; ok {
-		for i := range d.ents {
-			if d.ents[i].Name == base {
-				return d.attrs[i], true
-			}
+		if i, ok := d.find(base); ok {
+			return d.attrs[i], true
 		}
 	}
 	return mounts.Attr{}, false
@@ -405,10 +407,8 @@ func (c *cache) stat(name string) (mounts.Attr, error, bool) {
 	}
 	parent, base := mounts.Split(name)
 	if d, ok := c.dirs[parent]; ok && c.fresh(d.at) {
-		for i := range d.ents {
-			if d.ents[i].Name == base {
-				return d.attrs[i], nil, true
-			}
+		if i, ok := d.find(base); ok {
+			return d.attrs[i], nil, true
 		}
 		return mounts.Attr{}, fs.ErrNotExist, true
 	}
@@ -576,6 +576,7 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 	defer c.mu.Unlock()
 	c.now++
 	c.changed[name] = c.now
+	defer c.bound()
 	before, had := c.known(name)
 	e, hadEntry := c.attrs[name]
 	wasMissing := hadEntry && e.missing
@@ -583,7 +584,12 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 		c.bytes -= int64(len(ce.data))
 		delete(c.content, name)
 	}
-	if missing || !a.IsDir() || had && !before.IsDir() {
+	_, listed := c.dirs[name]
+	if (had && before.IsDir() || listed) && (missing || !a.IsDir()) {
+		// A directory gone or replaced: what was kept below it. (A
+		// name not known as a directory has nothing kept below it:
+		// going over the whole cache for each file a tar creates
+		// would cost more than the tar.)
 		c.dropSubtree(name)
 	}
 	delete(c.walked, name)
@@ -644,7 +650,8 @@ func (c *cache) dropSubtree(name string) {
 	}
 }
 
-// find is the index of base in the listing.
+// find is the index of base in the listing (sorted by name, as the
+// contract has listings).
 func (d dirEntry) find(base string) (int, bool) {
 	return slices.BinarySearchFunc(d.ents, base, func(e mounts.DirEntry, n string) int { return strings.Compare(e.Name, n) })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -563,15 +562,7 @@ func (w *writableFile) postState(op wire.Op, then func()) {
 func (w *writableFile) writePosted(req *wire.Request) {
 	n := int64(len(req.Data))
 	fn := func(resp *wire.Response, err error) {
-		switch {
-		case err != nil:
-			err = mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost before the write was confirmed", cause: err})
-		case resp.Err != nil:
-			err = resp.Err.Err("write", w.name)
-		case resp.N != int(n):
-			err = mounts.PathErr("write", w.name, io.ErrShortWrite)
-		}
-		if err != nil {
+		if err = w.writeErr(resp, err, len(req.Data)); err != nil {
 			w.f.deferError(w.name, err)
 		}
 		w.done(n, err)

@@ -185,32 +185,8 @@ func (c *cache) invalidateAs(name string, single bool) {
 		}
 	}
 	// A directory renamed or removed takes its subtree with it.
-	prefix := name + "/"
-	if name == "." {
-		prefix = ""
-	}
 	if subtree {
-		for n := range c.attrs {
-			if strings.HasPrefix(n, prefix) {
-				delete(c.attrs, n)
-			}
-		}
-		for n := range c.dirs {
-			if strings.HasPrefix(n, prefix) {
-				delete(c.dirs, n)
-			}
-		}
-		for n := range c.walked {
-			if strings.HasPrefix(n, prefix) {
-				delete(c.walked, n)
-			}
-		}
-		for n, e := range c.content {
-			if strings.HasPrefix(n, prefix) {
-				c.bytes -= int64(len(e.data))
-				delete(c.content, n)
-			}
-		}
+		c.dropSubtree(name)
 	}
 	c.bound()
 }
@@ -632,6 +608,14 @@ func (c *cache) setEmptyDir(dir string) {
 func (c *cache) dropSubtree(name string) {
 	delete(c.dirs, name)
 	prefix := name + "/"
+	if name == "." {
+		prefix = ""
+	}
+	for n := range c.walked {
+		if strings.HasPrefix(n, prefix) {
+			delete(c.walked, n)
+		}
+	}
 	for n := range c.attrs {
 		if strings.HasPrefix(n, prefix) {
 			delete(c.attrs, n)

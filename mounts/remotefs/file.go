@@ -480,15 +480,7 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 	}
 	go func() {
 		resp, err := w.s.wait(context.Background(), ch)
-		switch {
-		case err != nil:
-			err = mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost before the write was confirmed", cause: err})
-		case resp.Err != nil:
-			err = resp.Err.Err("write", w.name)
-		case resp.N != len(data):
-			err = mounts.PathErr("write", w.name, io.ErrShortWrite)
-		}
-		w.done(int64(len(data)), err)
+		w.done(int64(len(data)), w.writeErr(resp, err, len(data)))
 	}()
 	w.f.cache.invalidateFile(w.name)
 	return len(p), nil
@@ -502,6 +494,20 @@ func (w *writableFile) grew(end int64, now time.Time) {
 	a := w.local
 	w.wmu.Unlock()
 	w.f.cache.keepIfSame(w.name, a)
+}
+
+// writeErr is what the answer to a write of n bytes (or the link's err)
+// means for the writer.
+func (w *writableFile) writeErr(resp *wire.Response, err error, n int) error {
+	switch {
+	case err != nil:
+		return mounts.PathErr("write", w.name, &linkError{what: "the link to " + w.f.opts.Source + " was lost before the write was confirmed", cause: err})
+	case resp.Err != nil:
+		return resp.Err.Err("write", w.name)
+	case resp.N != n:
+		return mounts.PathErr("write", w.name, io.ErrShortWrite)
+	}
+	return nil
 }
 
 // done accounts for one answered write.

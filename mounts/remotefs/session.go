@@ -148,23 +148,7 @@ func (s *session) alive() error {
 // start sends req and returns the channel its answer comes on.
 func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 	ch := make(chan *wire.Response, 1)
-	s.mu.Lock()
-	if s.err != nil {
-		s.mu.Unlock()
-		return nil, s.err
-	}
-	s.next++
-	req.ID = s.next
-	if req.Op == wire.OpOpen && req.Handle == 0 {
-		req.Handle = s.newHandleLocked()
-	}
-	if len(s.pending) == 0 && len(s.posted) == 0 {
-		s.lastRecv.Store(time.Now().UnixNano())
-	}
-	s.pending[req.ID] = ch
-	s.mu.Unlock()
-	if err := s.codec.Send(req); err != nil {
-		s.fail(fmt.Errorf("sending: %w", err))
+	if _, err := s.send(req, func() { s.pending[req.ID] = ch }); err != nil {
 		return nil, err
 	}
 	return ch, nil
@@ -174,10 +158,20 @@ func (s *session) start(req *wire.Request) (<-chan *wire.Response, error) {
 // it, on the session's reader (in the order the answers come), or the
 // session's error if it dies first. fn must not block.
 func (s *session) startPosted(req *wire.Request, fn func(*wire.Response, error)) error {
+	if registered, err := s.send(req, func() { s.posted[req.ID] = fn }); !registered {
+		return err
+	}
+	return nil // sent, or the send failed and ended the session: fn has its error
+}
+
+// send numbers req (and names the file an open opens), registers who
+// gets its answer (wait, under s.mu; registered says it was) and sends
+// it. A send that fails ends the session.
+func (s *session) send(req *wire.Request, wait func()) (registered bool, err error) {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
-		return s.err
+		return false, s.err
 	}
 	s.next++
 	req.ID = s.next
@@ -187,12 +181,13 @@ func (s *session) startPosted(req *wire.Request, fn func(*wire.Response, error))
 	if len(s.pending) == 0 && len(s.posted) == 0 {
 		s.lastRecv.Store(time.Now().UnixNano())
 	}
-	s.posted[req.ID] = fn
+	wait()
 	s.mu.Unlock()
 	if err := s.codec.Send(req); err != nil {
 		s.fail(fmt.Errorf("sending: %w", err))
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // newHandle names a file to open.

@@ -16,8 +16,8 @@ import (
 
 // Write-behind. A program's change through the kernel face whose outcome
 // the cache can tell (a file created in a directory it lists, whose
-// name it knows to be free; a file of the peer's user removed; its mode,
-// owner or times set) is answered here at once and posted: sent without
+// name it knows to be free; a file of one link removed; a mode, owner or
+// times set) is answered here at once and posted: sent without
 // waiting for the peer's answer. The peer applies changes in the order
 // sent (its change queue), so what follows sees them there; here, a
 // request that is not itself a change waits until every change posted
@@ -30,7 +30,10 @@ import (
 // A posted change the peer refuses (a name someone took meanwhile, a
 // full disk) is an error for the program at its next call on the file,
 // at fsync of the file or of any directory of the mount, and in the log
-// at once; the names are then what the answer says. fsync of a directory
+// at once; the names are then what the answer says, and the peer refuses
+// the changes of a name whose create failed that were sent before the
+// daemon knew (wire.Request.Posted): a lock file another machine made a
+// moment before is neither renamed nor removed. fsync of a directory
 // waits for every change posted before it: it is the barrier a program
 // has, since syncfs(2) reaches no FUSE server. A change asked through the
 // tool face, or any the cache cannot tell, is sent and waited for as
@@ -387,7 +390,7 @@ func (f *FS) postCreate(ctx context.Context, name string, flag int, perm fs.File
 	w.cond = sync.NewCond(&w.wmu)
 	f.hold(name, 1) // until its close is answered
 	w.holding = true
-	f.post(s, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm, Handle: w.h, Atime: a.Atime, Mtime: a.Mtime}, []string{name},
+	f.post(s, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm, Handle: w.h, Atime: a.Atime, Mtime: a.Mtime, Posted: true}, []string{name},
 		func() {
 			f.cache.setState(name, false, a)
 			f.cache.setState(parent, false, touchDir(dir, 0))
@@ -431,7 +434,7 @@ func (f *FS) postMkdir(ctx context.Context, name string, perm fs.FileMode) bool 
 		f.cache.setEmptyDir(name)
 		f.cache.setState(parent, false, touchDir(dir, 1))
 	}
-	f.post(s, &wire.Request{Op: wire.OpMkdir, Name: name, Mode: perm, Atime: a.Atime, Mtime: a.Mtime}, []string{name}, apply, func(resp *wire.Response, err error) {
+	f.post(s, &wire.Request{Op: wire.OpMkdir, Name: name, Mode: perm, Atime: a.Atime, Mtime: a.Mtime, Posted: true}, []string{name}, apply, func(resp *wire.Response, err error) {
 		if err == nil {
 			for _, ev := range resp.After {
 				if ev.Name == name {

@@ -30,9 +30,13 @@ type session struct {
 	posted map[uint64]func(*wire.Response, error)
 	next   uint64
 	handle uint64 // the last handle named (opens name their file)
-	err    error  // why the session died; nil while it lives
-	dead   chan struct{}
-	events func([]wire.Event)
+	// seen counts the failures of posted changes (Request.Posted) read,
+	// as the peer counts them; every request carries it (Request.Seen).
+	seen     uint64
+	postedID map[uint64]bool
+	err      error // why the session died; nil while it lives
+	dead     chan struct{}
+	events   func([]wire.Event)
 	// backSettled is closed once it is known whether the link carries
 	// connections back (BackLink), and they are served.
 	backSettled chan struct{}
@@ -51,7 +55,8 @@ type session struct {
 // requests started before attach are kept (first), for the dialer to send
 // with the start of the peer.
 func newSession(build string, events func([]wire.Event), onFail func()) *session {
-	s := &session{pending: map[uint64]chan *wire.Response{}, posted: map[uint64]func(*wire.Response, error){}, dead: make(chan struct{}), events: events, onFail: onFail,
+	s := &session{pending: map[uint64]chan *wire.Response{}, posted: map[uint64]func(*wire.Response, error){},
+		postedID: map[uint64]bool{}, dead: make(chan struct{}), events: events, onFail: onFail,
 		backSettled: make(chan struct{})}
 	s.out.buf.WriteString(wire.Hello(build))
 	s.codec = wire.NewCodec(&s.in, &s.out)
@@ -108,12 +113,21 @@ func (s *session) read() {
 		delete(s.pending, resp.ID)
 		fn := s.posted[resp.ID]
 		delete(s.posted, resp.ID)
+		failed := s.postedID[resp.ID] && resp.Err != nil
+		delete(s.postedID, resp.ID)
 		s.mu.Unlock()
 		if ch != nil {
 			ch <- &resp
 		}
 		if fn != nil {
 			fn(&resp, nil)
+		}
+		if failed {
+			// Read, and its answer taken (fn): the requests sent
+			// from now on say so.
+			s.mu.Lock()
+			s.seen++
+			s.mu.Unlock()
 		}
 	}
 }
@@ -175,6 +189,10 @@ func (s *session) send(req *wire.Request, wait func()) (registered bool, err err
 	}
 	s.next++
 	req.ID = s.next
+	req.Seen = s.seen
+	if req.Posted {
+		s.postedID[req.ID] = true
+	}
 	if req.Op == wire.OpOpen && req.Handle == 0 {
 		req.Handle = s.newHandleLocked()
 	}

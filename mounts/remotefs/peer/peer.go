@@ -81,7 +81,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, fsys mounts.FS, opts O
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &server{ctx: ctx, fsys: fsys, opts: opts, codec: wire.NewCodec(r, w),
-		handles: map[uint64]*handle{}, ordered: map[uint64]bool{}, opening: map[uint64]bool{},
+		handles: map[uint64]*handle{}, ordered: map[uint64]bool{}, opening: map[uint64]bool{}, failed: map[string]uint64{},
 		execs: map[uint64]*execution{}, changeQ: newQueue()}
 	s.wg.Add(1)
 	go s.applyChanges()
@@ -107,6 +107,10 @@ type server struct {
 	mu      sync.Mutex
 	handles map[uint64]*handle
 	ordered map[uint64]bool // handles opened for writing: their requests go on changeQ
+	// failed are the names of posted changes that failed, with the
+	// failure's number (fails counts them): the change queue's own.
+	failed  map[string]uint64
+	fails   uint64
 	opening map[uint64]bool // handles being opened for reading
 	changeQ *queue
 	execs   map[uint64]*execution
@@ -253,18 +257,54 @@ func (s *server) applyChanges() {
 		s.order.RLock()
 		var resp *wire.Response
 		switch req.Op {
-		case wire.OpClose, wire.OpFstat, wire.OpTruncateH:
+		case wire.OpRead, wire.OpWrite, wire.OpTruncateH, wire.OpSyncH, wire.OpClose, wire.OpFstat:
+		default:
+			if err := s.poisoned(req); err != nil {
+				resp = &wire.Response{ID: req.ID, Err: wire.FromError(err), After: s.states(touched(req)...)}
+			}
+		}
+		switch {
+		case resp != nil:
+		case req.Op == wire.OpClose, req.Op == wire.OpFstat, req.Op == wire.OpTruncateH:
 			resp = s.onOrdered(req)
 			resp.After = s.states(touched(req)...)
-		case wire.OpRead, wire.OpWrite, wire.OpSyncH:
+		case req.Op == wire.OpRead, req.Op == wire.OpWrite, req.Op == wire.OpSyncH:
 			resp = s.onOrdered(req)
 		default:
 			resp = s.call(req)
 			resp.After = s.states(touched(req)...)
 		}
+		if req.Posted && resp.Err != nil {
+			s.failedPosted(req) // counted as the daemon counts them
+		}
 		s.send(resp)
 		s.order.RUnlock()
 	}
+}
+
+// failedPosted notes a posted change that failed: its name is refused to
+// the changes sent before the daemon read the failure (wire.Request.Seen).
+// Only the change queue's goroutine uses failures and fails.
+func (s *server) failedPosted(req wire.Request) {
+	s.fails++
+	s.failed[req.Name] = s.fails
+}
+
+// poisoned is the error of a change naming a name whose posted create
+// failed, sent before the daemon knew.
+func (s *server) poisoned(req wire.Request) error {
+	for _, n := range []string{req.Name, req.Name2} {
+		k, ok := s.failed[n]
+		if !ok || n == "" {
+			continue
+		}
+		if req.Seen >= k {
+			delete(s.failed, n) // the daemon knows: its changes from now on are its own
+			continue
+		}
+		return mounts.PathErr(req.Op.String(), n, fmt.Errorf("an earlier change of this name, answered before it was made, failed: %w", syscall.ESTALE))
+	}
+	return nil
 }
 
 // onOrdered applies a request on a file opened for writing.

@@ -258,3 +258,35 @@ func TestPeerHandlesAndStatesAfter(t *testing.T) {
 	require.NotEmpty(t, resp.After)
 	assert.Equal(t, wire.StateMissing, resp.After[0].State, "gone, as the answer says")
 }
+
+// A create the daemon answered before it was made (Posted) that fails,
+// because another program on the remote machine had just made the name:
+// the changes of the name the daemon sent before it read the failure
+// (its rename of "its" lock file) are refused, so the other's file is
+// neither moved nor removed; those sent after it (Seen) are applied.
+func TestPeerRefusesChangesAfterAFailedPostedCreate(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.lock"), []byte("the other's"), 0o644))
+	c := startPeer(t, dir)
+	resps := c.send(
+		wire.Request{Op: wire.OpOpen, Name: "index.lock", Flag: os.O_WRONLY | os.O_CREATE | os.O_EXCL, Mode: 0o644, Handle: 9, Posted: true},
+		wire.Request{Op: wire.OpWrite, Handle: 9, Name: "index.lock", Data: []byte("mine")},
+		wire.Request{Op: wire.OpClose, Handle: 9, Name: "index.lock"},
+		wire.Request{Op: wire.OpRename, Name: "index.lock", Name2: "index"},
+		wire.Request{Op: wire.OpUnlink, Name: "index.lock"},
+	)
+	for _, r := range resps {
+		require.NotNil(t, r.Err, "every request failed")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "index.lock"))
+	require.NoError(t, err)
+	assert.Equal(t, "the other's", string(b), "the other program's file, untouched")
+	_, err = os.Stat(filepath.Join(dir, "index"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "not renamed into place")
+
+	// Once the daemon has read the failure, its changes are its own.
+	resp := c.call(wire.Request{Op: wire.OpRename, Name: "index.lock", Name2: "index", Seen: 1})
+	require.Nil(t, resp.Err)
+	_, err = os.Stat(filepath.Join(dir, "index"))
+	assert.NoError(t, err)
+}

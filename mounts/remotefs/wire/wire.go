@@ -152,6 +152,16 @@ type Request struct {
 	// as it was, as the read-ahead reads (mounts.QuietReadFS): a file
 	// opened ahead that no program reads is not marked read.
 	Quiet bool
+	// Posted marks a change the daemon answered before sending it
+	// (write-behind): an open that creates, a mkdir. If the peer then
+	// fails it, a later change naming the same name that the daemon sent
+	// before it read that failure (Seen below the failure's number) is
+	// refused: a program that made a lock file a moment after another
+	// machine did must not remove or rename the other's.
+	Posted bool
+	// Seen is how many failures of posted changes the daemon had read
+	// when it sent this change.
+	Seen uint64
 }
 
 // Response answers the request of the same ID (or, with ID 0, carries

@@ -195,3 +195,42 @@ func TestToolChangesAreNotPosted(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "d/x"))
 	require.NoError(t, err, "on the remote disk when the call returned")
 }
+
+// The change stream reports every change the daemon posted, a moment
+// later: those reports are its own changes coming back, and cost nothing:
+// the directory's listing stays kept, so the next file a program
+// creates there, and a listing of it, wait for no round trip.
+func TestPostedChangesComingBackKeepTheListing(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "m"), 0o755))
+	fsys := newLink(t, dir).open(t, false)
+	ctx := kernelCtx()
+	_, _, err := mounts.StatDir(ctx, fsys, "d")
+	require.NoError(t, err)
+	for i := range 5 {
+		name := filepath.Join("d", string(rune('a'+i)))
+		f, err := mounts.OpenFile(ctx, fsys, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		require.NoError(t, err)
+		_, err = f.(mounts.WritableFile).WriteAt([]byte("x"), 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	require.NoError(t, mounts.Sync(ctx, fsys, "d"))
+	// The reports of those changes come after their answers, in the
+	// order inotify saw them: once a file made on the remote machine
+	// after them is seen, they have all come.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "m/marker"), nil, 0o644))
+	require.Eventually(t, func() bool {
+		_, err := fsys.Stat(ctx, "m/marker")
+		return err == nil
+	}, 5*time.Second, time.Millisecond, "the change stream's reports came")
+	waited := remotefs.Requests(fsys)
+	ents, err := fsys.ReadDir(ctx, "d")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, names(ents))
+	f, err := mounts.OpenFile(ctx, fsys, "d/f", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Equal(t, waited, remotefs.Requests(fsys), "the listing was kept through the reports")
+}

@@ -120,13 +120,14 @@ func mayChangeIn(o *wire.Owner, dir mounts.Attr) bool {
 }
 
 // post sends req (a change) without waiting for its answer, on session
-// s. touched are the names it changes (their parents count too); apply,
+// s. Its names and their parents (wire.Touched) are pending until it is
+// answered; apply,
 // if not nil, keeps in the cache what the change makes of them (it must
 // not take f.bh.mu); done, if not nil, gets the answer on the session's
 // reader (the peer's error, or the link's), before the names' states are
 // taken.
-func (f *ReadOnlyFS) post(s *session, req *wire.Request, touched []string, apply func(), done func(*wire.Response, error)) {
-	names := touchedNames(touched)
+func (f *ReadOnlyFS) post(s *session, req *wire.Request, apply func(), done func(*wire.Response, error)) {
+	names := wire.Touched(req)
 	// What the change makes of the names is kept, and the names counted
 	// pending, at once: an answer settled meanwhile does not undo it.
 	f.bh.mu.Lock()
@@ -156,35 +157,22 @@ func (f *ReadOnlyFS) post(s *session, req *wire.Request, touched []string, apply
 		if err != nil {
 			f.deferError(name, err)
 		}
-		f.settle(names, resp)
+		f.settle(req, names, resp)
 	}
 	if err := s.startPosted(req, fn); err != nil {
 		fn(nil, err)
 	}
 }
 
-// touchedNames is names, each followed by its parent.
-func touchedNames(names []string) []string {
-	var out []string
-	for _, n := range names {
-		p, _ := mounts.Split(n)
-		out = append(out, n, p)
-	}
-	return out
-}
-
 // settle accounts for a posted change answered (resp nil: the session
 // died, and the cache with it): the states its answer brings are kept
 // for the names no later change posted touches, and the kernel face is
 // told of those that differ from what it was answered.
-func (f *ReadOnlyFS) settle(names []string, resp *wire.Response) {
+func (f *ReadOnlyFS) settle(req *wire.Request, names []string, resp *wire.Response) {
 	// The kernel face is told of the names changed, not of their
 	// directories: telling a name drops what it holds of its directory
 	// too, and telling a directory would drop every entry below it.
-	primary := map[string]bool{}
-	for i := 0; i < len(names); i += 2 {
-		primary[names[i]] = true
-	}
+	primary := func(n string) bool { return n == req.Name || n == req.Name2 }
 	var changed []string
 	f.bh.mu.Lock()
 	for _, n := range names {
@@ -209,7 +197,7 @@ func (f *ReadOnlyFS) settle(names []string, resp *wire.Response) {
 				f.cache.invalidate(ev.Name)
 				kept = true
 			}
-			if kept && primary[ev.Name] {
+			if kept && primary(ev.Name) {
 				changed = append(changed, ev.Name)
 			}
 		}
@@ -390,7 +378,7 @@ func (f *FS) postCreate(ctx context.Context, name string, flag int, perm fs.File
 	w.cond = sync.NewCond(&w.wmu)
 	f.hold(name, 1) // until its close is answered
 	w.holding = true
-	f.post(s, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm, Handle: w.h, Atime: a.Atime, Mtime: a.Mtime, Posted: true}, []string{name},
+	f.post(s, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm, Handle: w.h, Atime: a.Atime, Mtime: a.Mtime, Posted: true},
 		func() {
 			f.cache.setState(name, false, a)
 			f.cache.setState(parent, false, touchDir(dir, 0))
@@ -434,7 +422,7 @@ func (f *FS) postMkdir(ctx context.Context, name string, perm fs.FileMode) bool 
 		f.cache.setEmptyDir(name)
 		f.cache.setState(parent, false, touchDir(dir, 1))
 	}
-	f.post(s, &wire.Request{Op: wire.OpMkdir, Name: name, Mode: perm, Atime: a.Atime, Mtime: a.Mtime, Posted: true}, []string{name}, apply, func(resp *wire.Response, err error) {
+	f.post(s, &wire.Request{Op: wire.OpMkdir, Name: name, Mode: perm, Atime: a.Atime, Mtime: a.Mtime, Posted: true}, apply, func(resp *wire.Response, err error) {
 		if err == nil {
 			for _, ev := range resp.After {
 				if ev.Name == name {
@@ -466,7 +454,7 @@ func (f *FS) postUnlink(ctx context.Context, name string) bool {
 		return false
 	}
 	parent, _ := mounts.Split(name)
-	f.post(s, &wire.Request{Op: wire.OpUnlink, Name: name}, []string{name}, func() {
+	f.post(s, &wire.Request{Op: wire.OpUnlink, Name: name}, func() {
 		f.cache.setState(name, true, mounts.Attr{})
 		f.cache.setState(parent, false, touchDir(dir, 0))
 	}, nil)
@@ -495,7 +483,7 @@ func (f *FS) postAttr(ctx context.Context, req *wire.Request, set func(o *wire.O
 		return false
 	}
 	after.Ctime = time.Now()
-	f.post(s, req, []string{req.Name}, func() { f.cache.setState(req.Name, false, after) }, nil)
+	f.post(s, req, func() { f.cache.setState(req.Name, false, after) }, nil)
 	return true
 }
 
@@ -543,7 +531,7 @@ func (w *writableFile) postState(op wire.Op, then func()) {
 	w.wmu.Lock()
 	w.asking++
 	w.wmu.Unlock()
-	f.post(w.s, &wire.Request{Op: op, Handle: w.h, Name: w.name}, []string{w.name}, nil, func(resp *wire.Response, err error) {
+	f.post(w.s, &wire.Request{Op: op, Handle: w.h, Name: w.name}, nil, func(resp *wire.Response, err error) {
 		if then != nil {
 			then()
 		}

@@ -58,6 +58,16 @@ func TestPostedChangesWaitForNothing(t *testing.T) {
 		require.NoError(t, mounts.Flush(f))
 		require.NoError(t, f.Close())
 	}
+	// Written, its times not set: the times it was answered with are
+	// the ones the peer gives it (the daemon's clock, sent with the
+	// create and the write).
+	f, err := mounts.OpenFile(ctx, fsys, "d/untimed", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	require.NoError(t, err)
+	_, err = f.(mounts.WritableFile).WriteAt([]byte("x"), 0)
+	require.NoError(t, err)
+	told, err := f.Stat()
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 	require.NoError(t, mounts.Unlink(ctx, fsys, "d/old"))
 	// Looked up as a program would next: from what the changes made.
 	_, err = fsys.Stat(ctx, "d/old")
@@ -77,7 +87,10 @@ func TestPostedChangesWaitForNothing(t *testing.T) {
 		assert.Equal(t, fs.FileMode(0o640), st.Mode().Perm(), name)
 		assert.True(t, st.ModTime().Equal(mtime), "%s: %v", name, st.ModTime())
 	}
-	st, err := os.Stat(filepath.Join(dir, "d/sub"))
+	st, err := os.Stat(filepath.Join(dir, "d/untimed"))
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().Equal(told.Mtime), "the mtime told %v, on the remote disk %v", told.Mtime, st.ModTime())
+	st, err = os.Stat(filepath.Join(dir, "d/sub"))
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o750), st.Mode().Perm())
 	_, err = os.Stat(filepath.Join(dir, "d/old"))
@@ -93,7 +106,7 @@ func TestPostedChangesWaitForNothing(t *testing.T) {
 	}
 	ents, err := fsys.ReadDir(ctx, "d")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a.txt", "sub"}, names(ents))
+	assert.Equal(t, []string{"a.txt", "sub", "untimed"}, names(ents))
 }
 
 // refusing is a host directory whose files named *.refused cannot be

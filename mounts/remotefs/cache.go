@@ -554,14 +554,11 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 	c.changed[name] = c.now
 	defer c.bound()
 	before, had := c.known(name)
-	e, hadEntry := c.attrs[name]
-	wasMissing := hadEntry && e.missing
 	if ce, ok := c.content[name]; ok && (missing || ce.a != a) {
 		c.bytes -= int64(len(ce.data))
 		delete(c.content, name)
 	}
-	_, listed := c.dirs[name]
-	if (had && before.IsDir() || listed) && (missing || !a.IsDir()) {
+	if _, listed := c.dirs[name]; (had && before.IsDir() || listed) && (missing || !a.IsDir()) {
 		// A directory gone or replaced: what was kept below it. (A
 		// name not known as a directory has nothing kept below it:
 		// going over the whole cache for each file a tar creates
@@ -584,17 +581,17 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 		return had
 	}
 	if listed && name != "." {
-		if _, ok := d.find(base); !ok {
-			i, _ := slices.BinarySearchFunc(d.ents, base, func(e mounts.DirEntry, n string) int { return strings.Compare(e.Name, n) })
-			d.ents = slices.Insert(d.ents, i, mounts.DirEntry{Name: base, Type: a.Mode.Type(), Ino: a.Ino})
+		ent := mounts.DirEntry{Name: base, Type: a.Mode.Type(), Ino: a.Ino}
+		if i, ok := d.find(base); ok {
+			d.ents[i] = ent // its attributes: setAttr, below
+		} else {
+			d.ents = slices.Insert(d.ents, i, ent)
 			d.attrs = slices.Insert(d.attrs, i, a)
-		} else if i, _ := d.find(base); d.ents[i].Type != a.Mode.Type() || d.ents[i].Ino != a.Ino {
-			d.ents[i] = mounts.DirEntry{Name: base, Type: a.Mode.Type(), Ino: a.Ino}
 		}
 		c.dirs[parent] = d
 	}
 	c.setAttr(name, a)
-	return !had || wasMissing || before != a
+	return !had || before != a
 }
 
 // setEmptyDir keeps dir, just made here, as listed with no entry.

@@ -727,8 +727,10 @@ func (f *ReadOnlyFS) Idle() bool {
 func (f *ReadOnlyFS) listing(entries []wire.Entry) ([]mounts.DirEntry, []mounts.Attr) {
 	ents := make([]mounts.DirEntry, len(entries))
 	attrs := make([]mounts.Attr, len(entries))
+	f.bh.mu.Lock() // once for the listing: a read-ahead's answers hold thousands
+	defer f.bh.mu.Unlock()
 	for i, e := range entries {
-		attrs[i] = f.attrOf(e.Attr)
+		attrs[i] = f.attrOfLocked(e.Attr)
 		ents[i] = mounts.DirEntry{Name: e.Name, Type: attrs[i].Mode.Type(), Ino: attrs[i].Ino}
 	}
 	return ents, attrs

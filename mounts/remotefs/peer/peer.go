@@ -255,31 +255,33 @@ func (s *server) applyChanges() {
 			return
 		}
 		s.order.RLock()
-		var resp *wire.Response
-		switch req.Op {
-		case wire.OpRead, wire.OpWrite, wire.OpTruncateH, wire.OpSyncH, wire.OpClose, wire.OpFstat:
-		default:
-			if err := s.poisoned(req); err != nil {
-				resp = &wire.Response{ID: req.ID, Err: wire.FromError(err), After: s.states(touched(req)...)}
-			}
-		}
-		switch {
-		case resp != nil:
-		case req.Op == wire.OpClose, req.Op == wire.OpFstat, req.Op == wire.OpTruncateH:
-			resp = s.onOrdered(req)
-			resp.After = s.states(touched(req)...)
-		case req.Op == wire.OpRead, req.Op == wire.OpWrite, req.Op == wire.OpSyncH:
-			resp = s.onOrdered(req)
-		default:
-			resp = s.call(req)
-			resp.After = s.states(touched(req)...)
-		}
+		resp := s.applyChange(req)
 		if req.Posted && resp.Err != nil {
 			s.failedPosted(req) // counted as the daemon counts them
 		}
 		s.send(resp)
 		s.order.RUnlock()
 	}
+}
+
+// applyChange applies one request of the change queue.
+func (s *server) applyChange(req wire.Request) *wire.Response {
+	switch req.Op {
+	case wire.OpRead, wire.OpWrite, wire.OpSyncH:
+		return s.onOrdered(req)
+	case wire.OpClose, wire.OpFstat, wire.OpTruncateH:
+		resp := s.onOrdered(req)
+		resp.After = s.states(wire.Touched(&req)...)
+		return resp
+	}
+	resp := &wire.Response{ID: req.ID}
+	if err := s.poisoned(req); err != nil {
+		resp.Err = wire.FromError(err)
+	} else {
+		resp = s.call(req)
+	}
+	resp.After = s.states(wire.Touched(&req)...)
+	return resp
 }
 
 // failedPosted notes a posted change that failed: its name is refused to
@@ -320,22 +322,6 @@ func (s *server) onOrdered(req wire.Request) *wire.Response {
 		return &wire.Response{ID: req.ID, Err: wire.FromError(mounts.PathErr(req.Op.String(), req.Name, fs.ErrClosed))}
 	}
 	return s.apply(h, req)
-}
-
-// touched is what a change may have changed: its names and their
-// parents.
-func touched(req wire.Request) []string {
-	var names []string
-	for _, n := range []string{req.Name, req.Name2} {
-		if n == "" || !mounts.ValidPath(n) {
-			continue
-		}
-		names = append(names, n)
-		if parent, _ := mounts.Split(n); n != "." {
-			names = append(names, parent)
-		}
-	}
-	return names
 }
 
 // states is what names are now, as the change stream says it.

@@ -121,6 +121,22 @@ func Changes(req *Request) bool {
 	return true
 }
 
+// Touched is what a change may have changed, and what its answer's After
+// reports: its names, each followed by its parent (the root has none).
+func Touched(req *Request) []string {
+	var names []string
+	for _, n := range []string{req.Name, req.Name2} {
+		if n == "" || !mounts.ValidPath(n) {
+			continue
+		}
+		names = append(names, n)
+		if parent, _ := mounts.Split(n); n != "." {
+			names = append(names, parent)
+		}
+	}
+	return names
+}
+
 // Request is one call from the daemon. Only the fields its Op names are
 // set; gob sends no zero field.
 type Request struct {

@@ -98,9 +98,6 @@ func handleWriter(h *handle) (mounts.WritableFile, bool) {
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (res fuse.ReadResult, errno syscall.Errno) {
 	defer h.n.conn.rescue("read", &errno)
-	if h.n.conn.how.openlessDirs {
-		h.n.served.Store(true) // the page store no longer offers it
-	}
 	n, err := h.f.ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, h.n.conn.errs.errno("read", err)
@@ -134,17 +131,6 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) (errno syscall.Errno) 
 		return 0
 	}
 	return h.n.conn.errs.errno("fsync", wf.Sync())
-}
-
-// Flush waits for the writes made through h to reach where every reader
-// of the mount sees them (mounts.Flusher), for close(2).
-func (h *handle) Flush(ctx context.Context) (errno syscall.Errno) {
-	defer h.n.conn.rescue("flush", &errno)
-	wf, ok := handleWriter(h)
-	if !ok {
-		return 0
-	}
-	return h.n.conn.errs.errno("flush", mounts.Flush(wf))
 }
 
 func (h *handle) Release(ctx context.Context) (errno syscall.Errno) {

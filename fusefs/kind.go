@@ -32,8 +32,8 @@ const (
 	kindCopyOnWrite
 	// kindNotified serves a mount whose changes behind this process's
 	// back are told (a remote mount with its change stream), stacked
-	// over its mount point: files are opened as on the main connection,
-	// with handles, but the kernel opens directories without asking.
+	// over its mount point: openless and writable as a copy-on-write
+	// connection is, and told of the changes made elsewhere.
 	kindNotified
 )
 
@@ -69,11 +69,6 @@ type strategy struct {
 	// and nothing is passed through (no handle to register a backing
 	// file with).
 	openless bool
-	// openlessDirs answers OPENDIR alone with ENOSYS (noOpendir), as an
-	// openless connection does: the kernel then sends no OPENDIR or
-	// RELEASEDIR, and keeps each directory's listing until it is told
-	// the directory changed. Files keep their handles.
-	openlessDirs bool
 	// rootDropsAll makes an invalidation of the connection's root drop
 	// every entry the kernel holds of it (none is a mount point): on a
 	// stacked root, nothing above it can be dropped instead.
@@ -96,11 +91,15 @@ type strategy struct {
 	// changed are dropped. Content that never changes has nothing to
 	// invalidate.
 	changes bool
-	// flushes answers FLUSH (close(2)) by flushing the handle's file
-	// ([mounts.Flusher]): its mount's writes may still be on their way
-	// when WRITE returns (a remote mount pipelines them). Elsewhere FLUSH
-	// answers ENOSYS once, and the kernel sends no more.
-	flushes bool
+	// writersStay keeps a file's cached file opened for writing when
+	// the file changes behind the kernel's back: a remote handle is the
+	// file the node is, which shows the change, and which a program
+	// holding the node open goes on writing if the name now leads
+	// elsewhere (that is another number, so another node). Elsewhere a
+	// change may put another file behind the same node (the overlay
+	// keeps a name's number across a restore), and every cached file of
+	// the node goes.
+	writersStay bool
 }
 
 // strategies is the strategy of each kind.
@@ -122,11 +121,12 @@ var strategies = [...]strategy{
 		changes:      true,
 	},
 	kindNotified: {
-		openlessDirs: true,
+		openless:     true,
 		rootDropsAll: true,
 		policy:       (*conn).mountPolicy,
+		writesByName: true,
 		changes:      true,
-		flushes:      true,
+		writersStay:  true,
 	},
 }
 

@@ -439,7 +439,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fh gofs.FileHandle, fuse
 		// valid for the next, so the kernel need not drop them.
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
 	}
-	return n.addHandle(f), fuseFlags | n.conn.noFlush(f), 0
+	return n.addHandle(f), fuseFlags, 0
 }
 
 func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint32, out *fuse.EntryOut) (ch *gofs.Inode, fh gofs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
@@ -469,7 +469,7 @@ func (n *node) Create(ctx context.Context, elem string, flags uint32, mode uint3
 		// file cache, which starts with the file just created.
 		return ch, nil, 0, n.conn.errs.errno("create", cn.cacheCreated(f, flags))
 	}
-	return ch, cn.addHandle(f), n.conn.noFlush(f), 0
+	return ch, cn.addHandle(f), 0, 0
 }
 
 // cacheCreated puts f, just created with the open flags, in the file
@@ -791,7 +791,7 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 func (d *dirHandle) open(ctx context.Context) (ds gofs.DirStream, errno syscall.Errno) {
 	n := d.n
 	sd, ok := n.conn.fsys.(mounts.StatDirFS)
-	if !ok || !n.conn.how.openless && !n.conn.how.openlessDirs {
+	if !ok || !n.conn.how.openless {
 		return n.Readdir(ctx)
 	}
 	n.mu.Lock()

@@ -16,9 +16,10 @@ import (
 )
 
 // A notified mount (a remote mount with its change stream) is served on a
-// connection of its own where the kernel opens directories without asking:
-// listings stay in the kernel until an invalidation drops them, and one of
-// the connection's root drops everything the kernel kept below it.
+// connection of its own where the kernel opens files and directories
+// without asking: listings stay in the kernel until an invalidation drops
+// them, one of the connection's root drops everything the kernel kept
+// below it, and files are read and written by name.
 func TestNotifiedConnection(t *testing.T) {
 	ctx := context.Background()
 	remote := memfs.New(memfs.Options{})
@@ -38,7 +39,7 @@ func TestNotifiedConnection(t *testing.T) {
 	require.Len(t, srv.subs, 1, "/workspace on a connection of its own")
 	c := srv.subs[0].conn
 	require.Equal(t, kindNotified, c.kind)
-	require.True(t, c.how.openlessDirs && !c.how.openless && c.how.changes)
+	require.True(t, c.how.openless && c.how.writesByName && c.how.changes)
 
 	d := filepath.Join(dir, "workspace", "d")
 	list := func() []string {
@@ -79,10 +80,23 @@ func TestNotifiedConnection(t *testing.T) {
 	require.Len(t, ents, 1)
 	assert.Equal(t, "later", ents[0].Name())
 
-	// Files keep their handles: written, read back.
+	// Files are opened without asking: written, read back, and
+	// written again, with no OPEN, FLUSH or RELEASE (the first OPEN
+	// and FLUSH are answered ENOSYS, once).
 	require.NoError(t, os.WriteFile(filepath.Join(d, "w"), []byte("written"), 0o644))
 	b, err := os.ReadFile(filepath.Join(d, "w"))
 	require.NoError(t, err)
 	assert.Equal(t, "written", string(b))
-	assert.NotZero(t, counts.Snapshot()[OpOpen], "files are opened with handles")
+	before = counts.Snapshot()
+	for range 3 {
+		require.NoError(t, os.WriteFile(filepath.Join(d, "w"), []byte("again"), 0o644))
+		b, err = os.ReadFile(filepath.Join(d, "w"))
+		require.NoError(t, err)
+		assert.Equal(t, "again", string(b))
+	}
+	got = counts.Snapshot().Sub(before)
+	assert.Zero(t, got[OpOpen]+got[OpFlush]+got[OpRelease], "opened and closed without asking: %v", got)
+	w, err := mounts.ReadFile(ctx, remote, "d/w")
+	require.NoError(t, err)
+	assert.Equal(t, "again", string(w))
 }

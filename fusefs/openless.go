@@ -190,13 +190,20 @@ func (n *node) pinOrphan(ctx context.Context) (undo func()) {
 	if pinned || links > 1 {
 		return func() {}
 	}
-	// Most such files are never read again (rm -r of a checkout): a
-	// git mount decodes the blob only if one is. The open is the kernel
-	// face's own: a policy that refuses it is no refusal of the program
-	// that renamed or removed the file.
-	f, _, err := n.openerAs(n.conn.ownCtx(ctx), mounts.OpenOptions{InCase: true})(n.wrote.Load())
-	if err != nil {
-		return func() {}
+	// The file the cache holds, when it can do what the kernel may
+	// ask: no second open (of a remote file, a round trip).
+	f := n.conn.readers.take(n, n.wrote.Load())
+	if f == nil {
+		// Most such files are never read again (rm -r of a
+		// checkout): a git mount decodes the blob only if one is.
+		// The open is the kernel face's own: a policy that refuses
+		// it is no refusal of the program that renamed or removed
+		// the file.
+		var err error
+		f, _, err = n.openerAs(n.conn.ownCtx(ctx), mounts.OpenOptions{InCase: true})(n.wrote.Load())
+		if err != nil {
+			return func() {}
+		}
 	}
 	h := &handle{n: n, f: f}
 	n.mu.Lock()
@@ -345,6 +352,25 @@ func (c *readerCache) drop(n *node) {
 	}
 	c.mu.Unlock()
 	closeAll(closeNow)
+}
+
+// take removes n's file from the cache and hands it to the caller, who
+// closes it, if it is there, readable, and writable when write is set;
+// a request using it meanwhile goes on with it.
+func (c *readerCache) take(n *node, write bool) mounts.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[n]
+	if !ok {
+		return nil
+	}
+	r := el.Value.(*reader)
+	if !r.read || write && !r.write {
+		return nil
+	}
+	c.ll.Remove(el)
+	delete(c.m, n)
+	return r.f
 }
 
 // dropReadOnly evicts n's file if it was opened read-only: its content

@@ -6,8 +6,6 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-
-	"github.com/vfsmount/vfsmount/mounts"
 )
 
 var (
@@ -40,32 +38,13 @@ func (n *node) Write(ctx context.Context, f gofs.FileHandle, data []byte, off in
 }
 
 // Flush answers ENOSYS, which tells the kernel never to send FLUSH again on
-// this connection: writes reach the mount when they are made, so close(2)
-// has nothing to push, and every close saves a round trip. Closing the
-// mount's file (for the audit log's coalesced write line) happens at
-// RELEASE. On a connection whose mount's writes may still be on their way
-// (strategy.flushes: a remote mount), close(2) waits for them.
+// this connection: writes reach the mount when they are made (a remote
+// mount's are ordered before whatever any reader asks next, see its
+// write-behind), so close(2) has nothing to push, and every close saves a
+// round trip. Closing the mount's file (for the audit log's coalesced write
+// line) happens at RELEASE.
 func (n *node) Flush(ctx context.Context, f gofs.FileHandle) syscall.Errno {
-	if !n.conn.how.flushes {
-		return syscall.ENOSYS
-	}
-	if h := asHandle(f); h != nil {
-		return h.Flush(ctx)
-	}
-	return 0
-}
-
-// noFlush is FOPEN_NOFLUSH for a file opened on a connection that answers
-// FLUSH but that has nothing to flush (read only): its close(2) then costs
-// no round trip.
-func (c *conn) noFlush(f mounts.File) uint32 {
-	if !c.how.flushes {
-		return 0
-	}
-	if _, ok := f.(mounts.Flusher); ok {
-		return 0
-	}
-	return fuse.FOPEN_NOFLUSH
+	return syscall.ENOSYS
 }
 
 // Fsync syncs through the handle, a directory by name, or a file without

@@ -218,7 +218,7 @@ func mountConn(mountpoint string, c *conn, opts Options, g *gate, sm seams) (*Se
 	raw = negEntries{raw}
 	// The setuid and setgid bits a write, truncate or chown drops.
 	raw = killPriv{raw}
-	if c.how.openless || c.how.openlessDirs {
+	if c.how.openless {
 		raw = noOpendir{raw}
 	}
 	if sm.wrapRaw != nil {
@@ -404,15 +404,10 @@ func (c *conn) invalidate(name string) {
 
 // dropFiles drops the cached files of ch, whose content changed behind the
 // kernel's back: of every node when ch is a directory (a checkpoint
-// restored, a tree reset), whose files below are not worth a walk.
+// restored, a tree reset), whose files below are not worth a walk. Where
+// writers stay (strategy.writersStay), a file's cached file opened for
+// writing is kept.
 func (c *conn) dropFiles(ch *fs.Inode) {
-	if c.how.openlessDirs {
-		// Pages offered before the change are not the file's: a store
-		// under way drops what it put in (pageStore.store).
-		if n, ok := nodeOf(ch); ok {
-			n.changed.Store(true)
-		}
-	}
 	if c.readers == nil {
 		return
 	}
@@ -421,8 +416,14 @@ func (c *conn) dropFiles(ch *fs.Inode) {
 		return
 	}
 	if n, ok := nodeOf(ch); ok {
+		// Pages offered before the change are not the file's: a
+		// store under way drops what it put in (pageStore.store).
 		n.changed.Store(true)
-		c.readers.drop(n)
+		if c.how.writersStay {
+			c.readers.dropReadOnly(n)
+		} else {
+			c.readers.drop(n)
+		}
 	}
 }
 

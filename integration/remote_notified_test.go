@@ -418,6 +418,43 @@ func TestRemoteKernelLinkDropForgets(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
+// A directory the kernel lists for the first time, its files' content
+// read ahead, has that content in the page cache by the time the listing
+// ends: the READDIR that finds the end stores it before it answers, so
+// a program that lists and then reads (tar) sends no READ, however soon
+// it reads: here, the last of 300 files first.
+func TestRemoteKernelListingEndStoresPages(t *testing.T) {
+	const files = 300
+	content := func(i int) string { return strings.Repeat(fmt.Sprintf("file %d\n", i), 100) }
+	w := newNotifiedWorkspace(t, func(src string) {
+		fillTree(src)
+		if err := os.Mkdir(filepath.Join(src, "many"), 0o755); err != nil {
+			panic(err)
+		}
+		for i := range files {
+			if err := os.WriteFile(filepath.Join(src, "many", fmt.Sprintf("f%03d", i)), []byte(content(i)), 0o644); err != nil {
+				panic(err)
+			}
+		}
+	})
+	_, err := os.ReadFile(filepath.Join(w.ws, "d00", "f0.txt"))
+	require.NoError(t, err)
+	w.waitIdle(t) // the tree read ahead, no directory but d00's way listed
+	before := w.counts.Snapshot()
+	ents, err := os.ReadDir(filepath.Join(w.ws, "many"))
+	require.NoError(t, err)
+	require.Len(t, ents, files)
+	for i := files - 1; i >= 0; i-- {
+		b, err := os.ReadFile(filepath.Join(w.ws, "many", ents[i].Name()))
+		require.NoError(t, err)
+		require.Equal(t, content(i), string(b))
+	}
+	got := w.counts.Snapshot().Sub(before)
+	t.Logf("a directory listed, then its files read, last first: %v", got)
+	assert.NotZero(t, got[fusefs.OpReaddirplus], "listed cold")
+	assert.Zero(t, got[fusefs.OpRead]+got[fusefs.OpGetattr], "READs (and their GETATTRs) of files whose pages the listing stored")
+}
+
 // A cold read of the tree through the kernel face (tar) reads the small
 // files' content from the page cache: what the read-ahead brought is
 // stored there when the first file of a directory is opened, so their
@@ -556,22 +593,31 @@ func TestRemoteKernelWriteBehind(t *testing.T) {
 	require.ErrorIs(t, err, syscall.ENOSPC, "the peer's refusal, at the file's fsync")
 	f.Close()
 
-	// A close with nothing to flush costs no round trip.
+	// The kernel opens and closes files without asking: neither a read
+	// nor a write costs an OPEN, a FLUSH or a RELEASE.
 	before := w.counts.Snapshot()
 	for i := range 3 {
 		got, err := os.ReadFile(filepath.Join(w.ws, fmt.Sprintf("out%d.txt", i)))
 		require.NoError(t, err)
 		require.Equal(t, len(data), len(got))
 	}
-	assert.Zero(t, w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "FLUSHes of files opened to read")
 	require.NoError(t, os.WriteFile(filepath.Join(w.ws, "out0.txt"), data[:10], 0o644))
-	assert.Equal(t, uint64(1), w.counts.Snapshot().Sub(before)[fusefs.OpFlush], "the FLUSH of a file written")
+	got := w.counts.Snapshot().Sub(before)
+	assert.Zero(t, got[fusefs.OpOpen]+got[fusefs.OpFlush]+got[fusefs.OpRelease], "opens and closes asked: %v", got)
+	require.NoError(t, syncDir(w.ws))
+	b, err := os.ReadFile(filepath.Join(w.src, "out0.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, string(data[:10]), string(b), "the file rewritten, on the remote machine")
 }
 
 // An archive unpacked through the kernel into a remote mount (tar as
 // root: directories, files created, written, owned, their mode and times
-// set) waits for the peer not once; sync of the directory then puts all
-// of it on the remote disk, as tar made it.
+// set) does not wait for the peer file by file: its changes are posted.
+// (A change stream report that comes in a state between two of the
+// daemon's changes to a file is not told from someone else's change, and
+// the next stat of that file asks the peer: a few such waits, depending
+// on timing, and far fewer than the files.) Sync of the directory then
+// puts all of it on the remote disk, as tar made it.
 func TestRemoteKernelUntarWaitsForNothing(t *testing.T) {
 	src := t.TempDir()
 	for i := range 40 {
@@ -591,7 +637,7 @@ func TestRemoteKernelUntarWaitsForNothing(t *testing.T) {
 	out, err = exec.Command("tar", "xf", archive, "-C", filepath.Join(w.ws, "out")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	after := w.remote.Counts()
-	assert.Equal(t, before.Waited, after.Waited, "calls that waited for the peer")
+	assert.Less(t, after.Waited-before.Waited, int64(40), "calls that waited for the peer: fewer than one a file")
 	assert.Greater(t, after.Posted-before.Posted, int64(40*4), "changes posted: created, owned, mode, times, closed")
 
 	out, err = exec.Command("sync", filepath.Join(w.ws, "out")).CombinedOutput()

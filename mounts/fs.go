@@ -99,26 +99,6 @@ type WritableFile interface {
 	Sync() error
 }
 
-// Flusher is a writable file whose writes may still be on their way to
-// where the mount's other readers look when WriteAt returns (a remote
-// mount pipelines them to the machine that holds the file). Flush returns
-// once every write made through the file is there, with the first error
-// one met. The kernel face calls it at close(2) (FLUSH), so a program that
-// closes a file and then tells another to read it (close-to-open) is
-// never ahead of its own writes.
-type Flusher interface {
-	Flush() error
-}
-
-// Flush flushes f if it is a [Flusher]; other files have nothing to
-// flush. Wrappers of writable files forward it with this.
-func Flush(f File) error {
-	if fl, ok := f.(Flusher); ok {
-		return fl.Flush()
-	}
-	return nil
-}
-
 // ContentFile is a file that holds its whole content in memory, never to
 // change (a blob of a commit): Content returns it, valid until the file
 // closes and never to be written to, or false where the file reads its

@@ -634,9 +634,6 @@ func (f *watchedFile) Sync() error {
 	return f.w.done(f.ctx(), Call{Op: OpFileSync, Name: f.name, Written: f.written.Load(), Changed: f.changed.Swap(false)}, err)
 }
 
-// Flush forwards to the file below; nothing is reported.
-func (f *watchedFile) Flush() error { return Flush(f.WritableFile) }
-
 func (f *watchedFile) Close() error {
 	err := f.WritableFile.Close()
 	if !f.closed.CompareAndSwap(false, true) {

@@ -12,7 +12,6 @@ var (
 	_ mounts.FDFile       = (*fdFile)(nil)
 	_ mounts.FDFile       = (*fdWritableFile)(nil)
 	_ mounts.WritableFile = (*fdWritableFile)(nil)
-	_ mounts.Flusher      = (*writableFile)(nil)
 	_ mounts.ContentFile  = (*file)(nil)
 )
 
@@ -87,8 +86,6 @@ func (f *writableFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *writableFile) Truncate(size int64) error { return f.fix(f.w.Truncate(size)) }
 
 func (f *writableFile) Sync() error { return f.fix(f.w.Sync()) }
-
-func (f *writableFile) Flush() error { return f.fix(mounts.Flush(f.w)) }
 
 // fdFile and fdWritableFile are file and writableFile over a mount file
 // that has a host descriptor, which they forward.

@@ -51,13 +51,16 @@ type behind struct {
 	mu    sync.Mutex
 	next  uint64            // the last local number given
 	alias map[uint64]uint64 // the peer's number of a file created here → its local one
-	pend  map[string]int    // name → posted changes that touch it, unanswered
-	held  map[string]int    // name → files created here, open, whose close is unanswered
+	pend  map[string]int    // name → posted changes (and writes) that touch it, unanswered
 	// fresh are the local numbers of files created here, open, with no
 	// extended attribute set since: none has security.capability, which
 	// the kernel asks before each write. (alias keeps an entry for
 	// every file created here in the life of the mount: its number.)
 	fresh map[uint64]bool
+	// own are the states the answers to changes posted here brought,
+	// by name: the change stream reporting a name in its own state is
+	// that change coming back, late.
+	own   map[string]mounts.Attr
 	errs  []deferred // errors of posted changes not yet reported
 	owner *wire.Owner
 }
@@ -88,13 +91,30 @@ func (f *ReadOnlyFS) attrOfLocked(wa wire.Attr) mounts.Attr {
 	return a
 }
 
-// pending reports whether a posted change of name is unanswered, or a
-// file created here under the name is open: the change stream's reports
-// of the name are then this daemon's own changes coming back.
+// maxOwn bounds behind.own.
+const maxOwn = 4096
+
+// ownState reports whether a is the state the answer to a change posted
+// here gave name, and forgets it if not: a report of name in it is that
+// change coming back.
+func (f *ReadOnlyFS) ownState(name string, a mounts.Attr) bool {
+	f.bh.mu.Lock()
+	defer f.bh.mu.Unlock()
+	own, ok := f.bh.own[name]
+	same := ok && sameAttr(own, a, true)
+	if ok && !same {
+		delete(f.bh.own, name)
+	}
+	return same
+}
+
+// pending reports whether a posted change or write of name is
+// unanswered: the change stream's reports of the name are then this
+// daemon's own changes coming back.
 func (f *ReadOnlyFS) pending(name string) bool {
 	f.bh.mu.Lock()
 	defer f.bh.mu.Unlock()
-	return f.bh.pend[name] > 0 || f.bh.held[name] > 0
+	return f.bh.pend[name] > 0
 }
 
 // postable returns the peer's user when a change asked in ctx may be
@@ -165,10 +185,23 @@ func (f *ReadOnlyFS) post(s *session, req *wire.Request, apply func(), done func
 }
 
 // settle accounts for a posted change answered (resp nil: the session
-// died, and the cache with it): the states its answer brings are kept
-// for the names no later change posted touches, and the kernel face is
-// told of those that differ from what it was answered.
+// died, and the cache with it): see settleNames; the barrier waits for
+// one change fewer.
 func (f *ReadOnlyFS) settle(req *wire.Request, names []string, resp *wire.Response) {
+	f.settleNames(req, names, resp)
+	f.wmu.Lock()
+	if f.posted--; f.posted == 0 && f.writes == 0 {
+		f.wcond.Broadcast()
+	}
+	f.wmu.Unlock()
+}
+
+// settleNames accounts for a posted request answered, a change or a
+// write (resp nil: it failed, or the session died): the names it kept
+// pending are pending once fewer, the states its answer brings are kept
+// for those no later request posted touches, and the kernel face is told
+// of those that differ from what it was answered.
+func (f *ReadOnlyFS) settleNames(req *wire.Request, names []string, resp *wire.Response) {
 	// The kernel face is told of the names changed, not of their
 	// directories: telling a name drops what it holds of its directory
 	// too, and telling a directory would drop every entry below it.
@@ -184,15 +217,21 @@ func (f *ReadOnlyFS) settle(req *wire.Request, names []string, resp *wire.Respon
 		// Under f.bh.mu: a change posted from now on counts from
 		// these states.
 		for _, ev := range resp.After {
-			if f.bh.pend[ev.Name] > 0 || f.bh.held[ev.Name] > 0 {
+			if f.bh.pend[ev.Name] > 0 {
 				continue // a later change's answer will say
 			}
 			var kept bool
 			switch ev.State {
 			case wire.StateExists:
-				kept = f.cache.setState(ev.Name, false, f.attrOfLocked(ev.Attr))
+				a := f.attrOfLocked(ev.Attr)
+				kept = f.cache.setState(ev.Name, false, a)
+				if len(f.bh.own) >= maxOwn {
+					clear(f.bh.own)
+				}
+				f.bh.own[ev.Name] = a
 			case wire.StateMissing:
 				kept = f.cache.setState(ev.Name, true, mounts.Attr{})
+				delete(f.bh.own, ev.Name)
 			default:
 				f.cache.invalidate(ev.Name)
 				kept = true
@@ -203,11 +242,6 @@ func (f *ReadOnlyFS) settle(req *wire.Request, names []string, resp *wire.Respon
 		}
 	}
 	f.bh.mu.Unlock()
-	f.wmu.Lock()
-	if f.posted--; f.posted == 0 && f.writes == 0 {
-		f.wcond.Broadcast()
-	}
-	f.wmu.Unlock()
 	if len(changed) > 0 {
 		f.notify(changed...)
 	}
@@ -376,8 +410,6 @@ func (f *FS) postCreate(ctx context.Context, name string, flag int, perm fs.File
 	w := &writableFile{remoteFile: remoteFile{f: f.ReadOnlyFS, s: s, name: name, h: s.newHandle(), a: a, writable: true},
 		local: a, posted: true}
 	w.cond = sync.NewCond(&w.wmu)
-	f.hold(name, 1) // until its close is answered
-	w.holding = true
 	f.post(s, &wire.Request{Op: wire.OpOpen, Name: name, Flag: flag, Mode: perm, Handle: w.h, Atime: a.Atime, Mtime: a.Mtime, Posted: true},
 		func() {
 			f.cache.setState(name, false, a)
@@ -386,9 +418,9 @@ func (f *FS) postCreate(ctx context.Context, name string, flag int, perm fs.File
 		func(resp *wire.Response, err error) {
 			if err != nil {
 				// No file: what the answer says of the name is
-				// kept (settle), not held back for its close.
+				// kept (settle).
 				w.fail(err)
-				w.release()
+				w.unfresh()
 				return
 			}
 			f.aliasIno(resp.Attr.Ino, a.Ino)
@@ -490,39 +522,22 @@ func (f *FS) postAttr(ctx context.Context, req *wire.Request, set func(o *wire.O
 // errNoData is getxattr's answer for an attribute a file does not have.
 var errNoData = syscall.ENODATA
 
-// hold counts one more (n 1) or one fewer (n -1) file created here
-// open under name.
-func (f *ReadOnlyFS) hold(name string, n int) {
-	f.bh.mu.Lock()
-	defer f.bh.mu.Unlock()
-	if f.bh.held[name] += n; f.bh.held[name] <= 0 {
-		delete(f.bh.held, name)
-	}
-}
-
 // closePosted closes a file created here without waiting: its close goes
 // after its writes on the peer, and its answer says what the file is.
 func (w *writableFile) closePosted() error {
-	w.postState(wire.OpClose, w.release)
+	w.postState(wire.OpClose, w.unfresh)
 	return w.pending()
 }
 
-// release ends the hold of a file created here on its name (hold), once.
-func (w *writableFile) release() {
-	w.wmu.Lock()
-	held := w.holding
-	w.holding = false
-	w.wmu.Unlock()
-	if held {
-		w.f.hold(w.name, -1)
-		// Closed: a write that opens it again may ask the peer.
-		w.f.bh.mu.Lock()
-		delete(w.f.bh.fresh, w.a.Ino)
-		w.f.bh.mu.Unlock()
-	}
+// unfresh notes that the file created here is no longer open here: a
+// write that opens it again may ask the peer what it has.
+func (w *writableFile) unfresh() {
+	w.f.bh.mu.Lock()
+	delete(w.f.bh.fresh, w.a.Ino)
+	w.f.bh.mu.Unlock()
 }
 
-// postState posts op (a close, or an fstat) on a file created here: its
+// postState posts op (a close) on a file created here: its
 // answer, after every write before it, says what the file and its name
 // are (Response.After), which the cache keeps (settle); until then an
 // fstat of the file waits for it (writableFile.Stat).
@@ -549,13 +564,22 @@ func (w *writableFile) postState(op wire.Op, then func()) {
 }
 
 // writePosted sends a write of a file created here without waiting; its
-// answer is taken on the session's reader.
+// answer is taken on the session's reader. The name is pending until
+// then: the change stream's reports of it are the write coming back, and
+// the answer says what the file is once written (settle).
 func (w *writableFile) writePosted(req *wire.Request) {
 	n := int64(len(req.Data))
+	f := w.f
+	names := []string{w.name}
+	f.bh.mu.Lock()
+	f.bh.pend[w.name]++
+	f.bh.mu.Unlock()
 	fn := func(resp *wire.Response, err error) {
 		if err = w.writeErr(resp, err, len(req.Data)); err != nil {
-			w.f.deferError(w.name, err)
+			f.deferError(w.name, err)
+			resp = nil
 		}
+		f.settleNames(req, names, resp)
 		w.done(n, err)
 	}
 	if err := w.s.startPosted(req, fn); err != nil {

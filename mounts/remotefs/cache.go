@@ -525,7 +525,26 @@ func (c *cache) sameAs(name string, a mounts.Attr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	known, ok := c.known(name)
-	return ok && known == a
+	if !ok {
+		return false
+	}
+	// The ctime of a change made here is this daemon's guess until the
+	// answer brings the peer's; what else it changes shows elsewhere.
+	known.Ctime = a.Ctime
+	return sameAttr(known, a, true)
+}
+
+// sameAttr reports whether a and b say the same, times compared as
+// instants: one made here carries a monotonic reading and this machine's
+// zone, the same time from the wire neither. With anyAtime their access
+// times may differ: a read changes nothing else (the peer's own walk of
+// a new directory, to watch it, reads it).
+func sameAttr(a, b mounts.Attr, anyAtime bool) bool {
+	if !anyAtime && !a.Atime.Equal(b.Atime) || !a.Mtime.Equal(b.Mtime) || !a.Ctime.Equal(b.Ctime) {
+		return false
+	}
+	a.Atime, a.Mtime, a.Ctime = b.Atime, b.Mtime, b.Ctime
+	return a == b
 }
 
 // dropContent forgets the content kept of name (a change stream event
@@ -546,7 +565,9 @@ func (c *cache) dropContent(name string) {
 // answer asked before (a change posted here, or the state its answer
 // brought): missing, or existing with a. The parent's listing, if kept,
 // is kept in step, so that the next name looked up in it costs no round
-// trip. It reports whether that changed what was known.
+// trip. It reports whether that changed what was known, beyond a file's
+// ctime: the one time the peer's clock sets (the kernel face answered
+// with this daemon's, a moment off).
 func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -591,7 +612,8 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 		c.dirs[parent] = d
 	}
 	c.setAttr(name, a)
-	return !had || before != a
+	before.Ctime = a.Ctime
+	return !had || !sameAttr(before, a, false)
 }
 
 // setEmptyDir keeps dir, just made here, as listed with no entry.

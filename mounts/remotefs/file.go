@@ -423,9 +423,9 @@ type writableFile struct {
 	posted bool
 	local  mounts.Attr
 	asking int // states asked of the peer (postState), unanswered
-	// holding: the file holds its name back from the change stream's
-	// reports until its close is answered (release).
-	holding bool
+	// said: werr was returned by Sync, so Close need not keep it for
+	// the next fsync.
+	said bool
 }
 
 // fail notes an error of the file found after its call returned.
@@ -469,7 +469,7 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 		// Its times are this daemon's: what the kernel was told is
 		// what the peer sets (wire: a write's Mtime).
 		now := time.Now()
-		w.writePosted(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data, Mtime: now})
+		w.writePosted(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data, Mtime: now, States: true})
 		w.grew(off+int64(len(p)), now)
 		return len(p), nil
 	}
@@ -556,34 +556,18 @@ func (w *writableFile) Truncate(size int64) error {
 	return err
 }
 
-// Flush returns once the peer answered every write sent through w: a
-// reader on the remote machine sees them (mounts.Flusher; the kernel
-// face's close). A file created here without waiting is not waited for
-// either: what its writes met is said at its fsync, or at once if known.
-func (w *writableFile) Flush() error {
-	if w.posted {
-		w.wmu.Lock()
-		written := w.written
-		w.wmu.Unlock()
-		if written {
-			w.postState(wire.OpFstat, nil)
-		}
-		return w.pending()
-	}
-	return w.drain()
-}
-
 // Sync returns once the peer's fsync did: the data is on the remote disk.
 // The error of a change to the file posted earlier is its error.
 func (w *writableFile) Sync() error {
 	w.touch(false)
-	if err := w.drain(); err != nil {
-		return err
+	var err error
+	if w.drain() == nil {
+		_, err = w.req(context.Background(), &wire.Request{Op: wire.OpSyncH})
 	}
-	_, err := w.req(context.Background(), &wire.Request{Op: wire.OpSyncH})
+	// The errors kept for the file's fsync are said now, whichever.
 	derr := w.f.takeDeferred(w.name)
 	if werr := w.pending(); werr != nil {
-		return werr
+		return w.told(werr)
 	}
 	if derr != nil {
 		return derr
@@ -591,10 +575,17 @@ func (w *writableFile) Sync() error {
 	return err
 }
 
+// told notes that the writer was told of werr, and returns it.
+func (w *writableFile) told(werr error) error {
+	w.wmu.Lock()
+	w.said = true
+	w.wmu.Unlock()
+	return werr
+}
+
 func (w *writableFile) Stat() (mounts.Attr, error) {
 	if w.posted {
-		// Once closed (FLUSH asked what the file is): as the peer
-		// says.
+		// Once closed: as the peer says.
 		w.wmu.Lock()
 		for w.asking > 0 {
 			w.cond.Wait()
@@ -648,10 +639,15 @@ func (w *writableFile) Close() error {
 		w.f.cache.invalidate(w.name)
 	}
 	if werr != nil {
-		// Through the kernel, close(2) met it already (FLUSH waits
-		// for the writes); the RELEASE that brings us here has no
-		// caller to tell, so it is said here.
-		w.f.log.Error("remote: a write was not confirmed by the peer", "source", w.f.opts.Source, "file", w.name, "err", werr)
+		w.wmu.Lock()
+		said := w.said
+		w.wmu.Unlock()
+		if !said {
+			// The kernel face closes its files when it no longer
+			// needs them, long after close(2), with no caller to
+			// tell: the next fsync that covers the file does.
+			w.f.deferError(w.name, werr)
+		}
 		return werr
 	}
 	return cerr

@@ -202,7 +202,7 @@ func Open(ctx context.Context, opts Options) (mounts.FS, error) {
 	f := &ReadOnlyFS{opts: opts, log: opts.Logger, cache: newCache(opts.CacheBytes), ahead: map[string]*openedAhead{},
 		up: make(chan struct{}), redial: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	f.wcond = sync.NewCond(&f.wmu)
-	f.bh = behind{alias: map[uint64]uint64{}, pend: map[string]int{}, held: map[string]int{}, fresh: map[uint64]bool{}}
+	f.bh = behind{alias: map[uint64]uint64{}, pend: map[string]int{}, own: map[string]mounts.Attr{}, fresh: map[uint64]bool{}}
 	if err := f.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -509,12 +509,16 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 				// answered.
 				continue
 			}
-			if ev.State == wire.StateExists && f.cache.sameAs(ev.Name, f.attrOf(ev.Attr)) {
+			if a := f.attrOf(ev.Attr); ev.State == wire.StateExists && f.cache.sameAs(ev.Name, a) {
 				// As known: nothing to forget but content a
 				// rewrite within the clock's granularity may
-				// have changed.
-				f.cache.dropContent(ev.Name)
-				names = append(names, ev.Name)
+				// have changed, unless this is a change made
+				// here coming back (a directory's entries are
+				// reported by name).
+				if !ev.Attr.Mode.IsDir() && !f.ownState(ev.Name, a) {
+					f.cache.dropContent(ev.Name)
+					names = append(names, ev.Name)
+				}
 				continue
 			}
 			single := ev.State == wire.StateMissing ||
@@ -684,24 +688,28 @@ func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
 // offerListed offers the content read ahead of the files of dir, which
 // is being listed (a program walking the tree lists a directory, then
 // reads its files): the kernel face keeps what arrives before it knows
-// the files' names for a moment, and puts it in once it does. Not marked
-// offered: the first open among them offers what did not make it
-// (offerBeside).
-func (f *ReadOnlyFS) offerListed(dir string) { f.offer(dir, false) }
+// the files' names for a moment, and puts it in once it does. Offered
+// before the listing is answered, so that it is there when the kernel
+// face sees the listing taken in. Not marked offered: the first open
+// among them offers what did not make it (offerBeside).
+func (f *ReadOnlyFS) offerListed(dir string) {
+	if sink := f.sink.Load(); sink != nil {
+		for _, p := range f.cache.pagesOf(dir, false) {
+			(*sink)(p.name, p.data)
+		}
+	}
+}
 
 // offerBeside offers the content read ahead of dir's files, the first
-// time one of them is opened since dir was listed.
-func (f *ReadOnlyFS) offerBeside(dir string) { f.offer(dir, true) }
-
-// offer offers dir's pages read ahead (marking them offered with mark)
-// from a goroutine of its own: the kernel face stores pages outside its
-// requests.
-func (f *ReadOnlyFS) offer(dir string, mark bool) {
+// time one of them is opened since dir was listed, from a goroutine of
+// its own: the kernel face may store them at once, and the open that
+// asks is not held up meanwhile.
+func (f *ReadOnlyFS) offerBeside(dir string) {
 	sink := f.sink.Load()
 	if sink == nil {
 		return
 	}
-	pages := f.cache.pagesOf(dir, mark)
+	pages := f.cache.pagesOf(dir, true)
 	if len(pages) == 0 {
 		return
 	}

@@ -268,7 +268,11 @@ func (s *server) applyChanges() {
 func (s *server) applyChange(req wire.Request) *wire.Response {
 	switch req.Op {
 	case wire.OpRead, wire.OpWrite, wire.OpSyncH:
-		return s.onOrdered(req)
+		resp := s.onOrdered(req)
+		if req.States {
+			resp.After = s.states(wire.Touched(&req)...)
+		}
+		return resp
 	case wire.OpClose, wire.OpFstat, wire.OpTruncateH:
 		resp := s.onOrdered(req)
 		resp.After = s.states(wire.Touched(&req)...)

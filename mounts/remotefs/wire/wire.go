@@ -178,6 +178,10 @@ type Request struct {
 	// Seen is how many failures of posted changes the daemon had read
 	// when it sent this change.
 	Seen uint64
+	// States asks a write for its answer's After, as a change's has:
+	// the daemon answered it before sending it (a file created here,
+	// written), and keeps what the peer made of the file.
+	States bool
 }
 
 // Response answers the request of the same ID (or, with ID 0, carries

@@ -520,7 +520,8 @@ func (c *cache) putFile(epoch uint64, name string, a mounts.Attr, data []byte) {
 	c.setAttr(name, a)
 }
 
-// sameAs reports whether the cache holds name as existing with exactly a.
+// sameAs reports whether the cache holds name as existing with a, its
+// ctime and atime aside.
 func (c *cache) sameAs(name string, a mounts.Attr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

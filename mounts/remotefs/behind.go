@@ -566,14 +566,18 @@ func (w *writableFile) postState(op wire.Op, then func()) {
 // writePosted sends a write of a file created here without waiting; its
 // answer is taken on the session's reader. The name is pending until
 // then: the change stream's reports of it are the write coming back, and
-// the answer says what the file is once written (settle).
-func (w *writableFile) writePosted(req *wire.Request) {
+// the answer says what the file is once written (settleNames). apply
+// keeps in the cache what the write makes of the file, once the name is
+// pending and before the write is sent: an answer that came first would
+// be overwritten with this daemon's guess.
+func (w *writableFile) writePosted(req *wire.Request, apply func()) {
 	n := int64(len(req.Data))
 	f := w.f
 	names := []string{w.name}
 	f.bh.mu.Lock()
 	f.bh.pend[w.name]++
 	f.bh.mu.Unlock()
+	apply()
 	fn := func(resp *wire.Response, err error) {
 		if err = w.writeErr(resp, err, len(req.Data)); err != nil {
 			f.deferError(w.name, err)

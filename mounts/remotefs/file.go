@@ -469,8 +469,8 @@ func (w *writableFile) WriteAt(p []byte, off int64) (int, error) {
 		// Its times are this daemon's: what the kernel was told is
 		// what the peer sets (wire: a write's Mtime).
 		now := time.Now()
-		w.writePosted(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data, Mtime: now, States: true})
-		w.grew(off+int64(len(p)), now)
+		w.writePosted(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data, Mtime: now, States: true},
+			func() { w.grew(off+int64(len(p)), now) })
 		return len(p), nil
 	}
 	ch, err := w.s.start(&wire.Request{Op: wire.OpWrite, Handle: w.h, Name: w.name, Off: off, Data: data})

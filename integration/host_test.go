@@ -290,7 +290,9 @@ func TestHostDifferential(t *testing.T) {
 
 // hostDifferential is the differential of a mount at mnt that serves the
 // host directory src (a host mount, or a remote mount's peer). The
-// directory behind the mount must show every write once it is closed.
+// directory behind the mount must show every write once fsync of the
+// mount's directory returned (a remote mount posts changes made through
+// the kernel; that fsync waits for them).
 func hostDifferential(t *testing.T, mnt, src string) {
 	const ops = 2500
 	rng := diffRand(t)
@@ -368,6 +370,10 @@ func hostDifferential(t *testing.T, mnt, src string) {
 	t.Logf("%d of %d operations succeeded; %d entries in the final tree", succeeded, i, len(want))
 	require.Greater(t, succeeded, i/4, "the sequence must mostly do things, not fail")
 	require.Greater(t, len(want), 10, "the sequence must leave a tree worth comparing")
+	d, err := os.Open(mnt)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync(), "fsync of the mount's directory")
+	require.NoError(t, d.Close())
 	assert.Equal(t, want, treeOf(t, src), "the host directory behind the mount")
 	// Attributes the kernel cached expire after a second (fusefs's
 	// mutable timeout); then the view through the mount must agree too.

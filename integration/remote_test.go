@@ -66,9 +66,8 @@ func TestRemotePOSIX(t *testing.T) {
 
 // TestRemoteDifferential is the host mount's differential on a remote
 // mount through the kernel: the same outcomes as a plain directory, and
-// the same tree behind the peer and through the mount. Behind the peer at
-// once, though the mount pipelines a handle's writes: close(2) waits for
-// the peer's answers (FLUSH).
+// the same tree behind the peer (once fsync of the directory waited for
+// what the mount posted) and through the mount.
 func TestRemoteDifferential(t *testing.T) {
 	mnt, src := newRemoteWorkspace(t)
 	hostDifferential(t, mnt, src)

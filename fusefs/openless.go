@@ -389,6 +389,24 @@ func (c *readerCache) dropReadOnly(n *node) {
 	closeAll(closeNow)
 }
 
+// clearReadOnly is clear for the files opened read-only only.
+func (c *readerCache) clearReadOnly() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var closeNow []*reader
+	for el := c.ll.Front(); el != nil; {
+		next := el.Next()
+		if !el.Value.(*reader).write {
+			closeNow = append(closeNow, c.evictLocked(el))
+		}
+		el = next
+	}
+	c.mu.Unlock()
+	closeAll(closeNow)
+}
+
 // clear closes every file nothing uses (the others are closed by the last
 // request using them): once the connection is gone, or when a whole
 // directory changed behind the kernel's back.

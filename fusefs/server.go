@@ -405,14 +405,18 @@ func (c *conn) invalidate(name string) {
 // dropFiles drops the cached files of ch, whose content changed behind the
 // kernel's back: of every node when ch is a directory (a checkpoint
 // restored, a tree reset), whose files below are not worth a walk. Where
-// writers stay (strategy.writersStay), a file's cached file opened for
-// writing is kept.
+// writers stay (strategy.writersStay), the cached files opened for writing
+// are kept.
 func (c *conn) dropFiles(ch *fs.Inode) {
 	if c.readers == nil {
 		return
 	}
 	if ch.IsDir() {
-		c.readers.clear()
+		if c.how.writersStay {
+			c.readers.clearReadOnly()
+		} else {
+			c.readers.clear()
+		}
 		return
 	}
 	if n, ok := nodeOf(ch); ok {

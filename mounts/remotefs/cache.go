@@ -566,9 +566,10 @@ func (c *cache) dropContent(name string) {
 // answer asked before (a change posted here, or the state its answer
 // brought): missing, or existing with a. The parent's listing, if kept,
 // is kept in step, so that the next name looked up in it costs no round
-// trip. It reports whether that changed what was known, beyond a file's
-// ctime: the one time the peer's clock sets (the kernel face answered
-// with this daemon's, a moment off).
+// trip. It reports whether that changed what was known, beyond the
+// ctime (the one time the peer's clock sets: the kernel face answered
+// with this daemon's, a moment off), blocks not known before, and a
+// directory's size.
 func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -614,6 +615,15 @@ func (c *cache) setState(name string, missing bool, a mounts.Attr) bool {
 	}
 	c.setAttr(name, a)
 	before.Ctime = a.Ctime
+	if before.Blocks == 0 || a.IsDir() {
+		// Blocks this daemon did not know (the kernel face derived
+		// them from the size), a directory's size: nothing a
+		// program relies on.
+		before.Blocks = a.Blocks
+	}
+	if a.IsDir() {
+		before.Size = a.Size
+	}
 	return !had || !sameAttr(before, a, false)
 }
 

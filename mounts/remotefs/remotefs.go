@@ -521,6 +521,16 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 				}
 				continue
 			}
+			if ev.State == wire.StateMissing {
+				if _, err, ok := f.cache.stat(ev.Name); ok && errors.Is(err, fs.ErrNotExist) {
+					// Known missing (a lock file made and
+					// removed here, reported late): nothing to
+					// forget, and nothing to tell the kernel
+					// face, which may know a file made under
+					// the name since.
+					continue
+				}
+			}
 			single := ev.State == wire.StateMissing ||
 				ev.State == wire.StateExists && (ev.Attr.Nlink < 2 || ev.Attr.Mode.IsDir())
 			f.cache.invalidateAs(ev.Name, single)

@@ -512,10 +512,10 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 			if a := f.attrOf(ev.Attr); ev.State == wire.StateExists && f.cache.sameAs(ev.Name, a) {
 				// As known: nothing to forget but content a
 				// rewrite within the clock's granularity may
-				// have changed, unless this is a change made
-				// here coming back (a directory's entries are
-				// reported by name).
-				if !ev.Attr.Mode.IsDir() && !f.ownState(ev.Name, a) {
+				// have changed (or a directory's entries made
+				// before the peer watched it), unless this is
+				// a change made here coming back.
+				if !f.ownState(ev.Name, a) {
 					f.cache.dropContent(ev.Name)
 					names = append(names, ev.Name)
 				}

@@ -324,7 +324,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			// A cached read-only file of a commit's blob would not
 			// show the copy-up.
 			n.changed.Store(true)
-			n.conn.readers.dropReadOnly(n)
+			n.conn.readers.drop(n, true)
 		}
 	}
 	atime, aok := in.GetATime() // UTIME_NOW arrives as time.Now()

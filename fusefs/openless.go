@@ -340,20 +340,6 @@ func (c *readerCache) put(r *reader) {
 	}
 }
 
-// drop evicts n's file, if any.
-func (c *readerCache) drop(n *node) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	var closeNow []*reader
-	if el, ok := c.m[n]; ok {
-		closeNow = append(closeNow, c.evictLocked(el))
-	}
-	c.mu.Unlock()
-	closeAll(closeNow)
-}
-
 // take removes n's file from the cache and hands it to the caller, who
 // closes it, if it is there, readable, and writable when write is set;
 // a request using it meanwhile goes on with it.
@@ -373,35 +359,18 @@ func (c *readerCache) take(n *node, write bool) mounts.File {
 	return r.f
 }
 
-// dropReadOnly evicts n's file if it was opened read-only: its content
-// changed by name (a truncate), which such a file of the commit's blob
-// would not show.
-func (c *readerCache) dropReadOnly(n *node) {
+// drop evicts n's file, if any; with readOnly, only one opened
+// read-only (its content changed by name, a truncate, which such a file
+// of the commit's blob would not show; or a writer stays, see
+// strategy.writersStay).
+func (c *readerCache) drop(n *node, readOnly bool) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	var closeNow []*reader
-	if el, ok := c.m[n]; ok && !el.Value.(*reader).write {
+	if el, ok := c.m[n]; ok && !(readOnly && el.Value.(*reader).write) {
 		closeNow = append(closeNow, c.evictLocked(el))
-	}
-	c.mu.Unlock()
-	closeAll(closeNow)
-}
-
-// clearReadOnly is clear for the files opened read-only only.
-func (c *readerCache) clearReadOnly() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	var closeNow []*reader
-	for el := c.ll.Front(); el != nil; {
-		next := el.Next()
-		if !el.Value.(*reader).write {
-			closeNow = append(closeNow, c.evictLocked(el))
-		}
-		el = next
 	}
 	c.mu.Unlock()
 	closeAll(closeNow)
@@ -409,15 +378,20 @@ func (c *readerCache) clearReadOnly() {
 
 // clear closes every file nothing uses (the others are closed by the last
 // request using them): once the connection is gone, or when a whole
-// directory changed behind the kernel's back.
-func (c *readerCache) clear() {
+// directory changed behind the kernel's back. With readOnly, only the
+// files opened read-only go.
+func (c *readerCache) clear(readOnly bool) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	var closeNow []*reader
-	for c.ll.Len() > 0 {
-		closeNow = append(closeNow, c.evictLocked(c.ll.Back()))
+	for el := c.ll.Front(); el != nil; {
+		next := el.Next()
+		if !(readOnly && el.Value.(*reader).write) {
+			closeNow = append(closeNow, c.evictLocked(el))
+		}
+		el = next
 	}
 	c.mu.Unlock()
 	closeAll(closeNow)

@@ -68,6 +68,6 @@ func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sysca
 // OnForget drops the node's cached file, and the one it was pinned with,
 // when the kernel forgets it.
 func (n *node) OnForget() {
-	n.conn.readers.drop(n)
+	n.conn.readers.drop(n, false)
 	n.unpin()
 }

@@ -46,10 +46,10 @@ func TestReaderCache(t *testing.T) {
 	c.put(ra)
 	assert.Equal(t, int64(2), fsys.open.Load(), "and closes when its last read is done")
 
-	c.drop(nodes["b"])
-	c.drop(nodes["a"]) // not cached: nothing to do
+	c.drop(nodes["b"], false)
+	c.drop(nodes["a"], false) // not cached: nothing to do
 	assert.Equal(t, int64(1), fsys.open.Load())
-	c.clear()
+	c.clear(false)
 	assert.Zero(t, fsys.open.Load())
 	assert.Empty(t, c.m)
 	assert.Zero(t, c.ll.Len())

@@ -302,7 +302,7 @@ func (s *Server) Unmount() error {
 // closed releases what c holds once its connection is gone.
 func (c *conn) closed() {
 	c.pages.Load().stop(c)
-	c.readers.clear()
+	c.readers.clear(false)
 }
 
 // mounted reports whether a FUSE mount is still on top of s's mount
@@ -383,7 +383,7 @@ func (c *conn) invalidate(name string) {
 				c.notify(cur.NotifyEntry(elem), "entry", name)
 			}
 		}
-		c.readers.clear()
+		c.readers.clear(false)
 		return
 	}
 	for rest != "" {
@@ -412,22 +412,14 @@ func (c *conn) dropFiles(ch *fs.Inode) {
 		return
 	}
 	if ch.IsDir() {
-		if c.how.writersStay {
-			c.readers.clearReadOnly()
-		} else {
-			c.readers.clear()
-		}
+		c.readers.clear(c.how.writersStay)
 		return
 	}
 	if n, ok := nodeOf(ch); ok {
 		// Pages offered before the change are not the file's: a
 		// store under way drops what it put in (pageStore.store).
 		n.changed.Store(true)
-		if c.how.writersStay {
-			c.readers.dropReadOnly(n)
-		} else {
-			c.readers.drop(n)
-		}
+		c.readers.drop(n, c.how.writersStay)
 	}
 }
 

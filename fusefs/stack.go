@@ -71,7 +71,7 @@ func mount(mountpoint string, fsys mounts.FS, opts Options, sm seams) (*Server, 
 	defer g.release()
 	s, err := mountConn(mountpoint, c, opts, g, sm)
 	if err != nil {
-		c.readers.clear()
+		c.readers.clear(false)
 		return nil, err
 	}
 	if sm.mainMounted != nil {
@@ -234,7 +234,7 @@ func (s *Server) mountStacked(root string, opts Options, sm seams) (*Server, err
 	opts.Passthrough = false
 	sub, err := mountConn(filepath.Join(s.mountpoint, filepath.FromSlash(root)), c, opts, nil, sm)
 	if err != nil {
-		c.readers.clear()
+		c.readers.clear(false)
 	}
 	return sub, err
 }

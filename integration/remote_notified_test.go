@@ -689,3 +689,43 @@ func TestRemoteKernelLargeFilesOpenedAhead(t *testing.T) {
 		assert.Zero(t, w.calls.opened(name), "%s: the reader took the file opened ahead", name)
 	}
 }
+
+// A file a program writes through the kernel keeps its file on the peer
+// when the remote machine changes it meanwhile (strategy.writersStay):
+// its next write opens nothing there, and lands in the file it holds.
+func TestRemoteKernelWriterStaysThroughAChangeElsewhere(t *testing.T) {
+	w := newNotifiedWorkspace(t, fillTree)
+	name := filepath.Join("d04", "f2.txt")
+	f, err := os.OpenFile(filepath.Join(w.ws, name), os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteAt([]byte("one"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+
+	// Changed on the remote machine, then a marker the kernel holds the
+	// attributes of: the kernel face is told of changes in order, so
+	// once the marker's shows through the mount, the file's was taken in
+	// whole.
+	marker := filepath.Join("d04", "f3.txt")
+	_, err = os.Stat(filepath.Join(w.ws, marker))
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(filepath.Join(w.src, name), 0o600))
+	require.NoError(t, os.Chmod(filepath.Join(w.src, marker), 0o600))
+	require.Eventually(t, func() bool {
+		st, err := os.Stat(filepath.Join(w.ws, marker))
+		return err == nil && st.Mode().Perm() == 0o600
+	}, 5*time.Second, 5*time.Millisecond, "the changes elsewhere are told")
+	st, err := os.Stat(filepath.Join(w.ws, name))
+	require.NoError(t, err)
+	require.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
+
+	calls := w.calls.n.Load()
+	_, err = f.WriteAt([]byte("two"), 3)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	assert.Equal(t, calls, w.calls.n.Load(), "the write opened nothing on the peer")
+	b, err := os.ReadFile(filepath.Join(w.src, name))
+	require.NoError(t, err)
+	assert.Equal(t, "onetwo", string(b[:6]))
+}

@@ -523,33 +523,16 @@ func (f *FS) postAttr(ctx context.Context, req *wire.Request, set func(o *wire.O
 var errNoData = syscall.ENODATA
 
 // closePosted closes a file created here without waiting: its close goes
-// after its writes on the peer, and its answer says what the file is.
+// after its writes on the peer, and its answer says what the file and
+// its name are (Response.After), which the cache keeps (settle); until
+// then a stat of the file waits for it (writableFile.Stat).
 func (w *writableFile) closePosted() error {
-	w.postState(wire.OpClose, w.unfresh)
-	return w.pending()
-}
-
-// unfresh notes that the file created here is no longer open here: a
-// write that opens it again may ask the peer what it has.
-func (w *writableFile) unfresh() {
-	w.f.bh.mu.Lock()
-	delete(w.f.bh.fresh, w.a.Ino)
-	w.f.bh.mu.Unlock()
-}
-
-// postState posts op (a close) on a file created here: its
-// answer, after every write before it, says what the file and its name
-// are (Response.After), which the cache keeps (settle); until then an
-// fstat of the file waits for it (writableFile.Stat).
-func (w *writableFile) postState(op wire.Op, then func()) {
 	f := w.f
 	w.wmu.Lock()
 	w.asking++
 	w.wmu.Unlock()
-	f.post(w.s, &wire.Request{Op: op, Handle: w.h, Name: w.name}, nil, func(resp *wire.Response, err error) {
-		if then != nil {
-			then()
-		}
+	f.post(w.s, &wire.Request{Op: wire.OpClose, Handle: w.h, Name: w.name}, nil, func(resp *wire.Response, err error) {
+		w.unfresh()
 		w.wmu.Lock()
 		w.asking--
 		if err == nil && resp.Attr.Mode != 0 {
@@ -561,6 +544,15 @@ func (w *writableFile) postState(op wire.Op, then func()) {
 			w.fail(err)
 		}
 	})
+	return w.pending()
+}
+
+// unfresh notes that the file created here is no longer open here: a
+// write that opens it again may ask the peer what it has.
+func (w *writableFile) unfresh() {
+	w.f.bh.mu.Lock()
+	delete(w.f.bh.fresh, w.a.Ino)
+	w.f.bh.mu.Unlock()
 }
 
 // writePosted sends a write of a file created here without waiting; its

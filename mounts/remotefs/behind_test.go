@@ -246,3 +246,58 @@ func TestPostedChangesComingBackKeepTheListing(t *testing.T) {
 	require.NoError(t, f.Close())
 	assert.Equal(t, waited, remotefs.Requests(fsys), "the listing was kept through the reports")
 }
+
+// full is a host directory whose files named *.full take no write: a
+// disk that filled after the file was opened.
+type full struct{ *hostfs.FS }
+
+func (f full) OpenFile(ctx context.Context, name string, flag int, perm fs.FileMode) (mounts.File, error) {
+	file, err := f.FS.OpenFile(ctx, name, flag, perm)
+	if err == nil && strings.HasSuffix(name, ".full") {
+		if w, ok := file.(mounts.WritableFile); ok {
+			return fullFile{w}, nil
+		}
+	}
+	return file, err
+}
+
+type fullFile struct{ mounts.WritableFile }
+
+func (fullFile) WriteAt(p []byte, off int64) (int, error) { return 0, syscall.ENOSPC }
+
+// A write of a file that existed (not posted: the open asked the peer),
+// refused after it was answered, is said at the file's fsync; and when
+// the file is closed before any fsync (the kernel face closes its files
+// when it no longer needs them, long after close(2), with no caller to
+// tell), at the next fsync of a directory, once. What the file's fsync
+// said is not said again.
+func TestWriteErrorsOutliveTheFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.full", "b.full"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
+	}
+	host, err := hostfs.Open(dir, hostfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { host.(*hostfs.FS).Close() })
+	fsys := serveLink(t, dir, full{host.(*hostfs.FS)}).open(t, false)
+	ctx := kernelCtx()
+
+	f, err := mounts.OpenFile(ctx, fsys, "a.full", os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.(mounts.WritableFile).WriteAt([]byte("new"), 0)
+	require.NoError(t, err, "pipelined: answered before the peer's")
+	require.ErrorIs(t, f.Close(), syscall.ENOSPC)
+	require.ErrorIs(t, mounts.Sync(ctx, fsys, "."), syscall.ENOSPC, "closed unsaid: the directory's fsync")
+	require.NoError(t, mounts.Sync(ctx, fsys, "."), "said once")
+
+	f, err = mounts.OpenFile(ctx, fsys, "b.full", os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.(mounts.WritableFile).WriteAt([]byte("new"), 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, f.(mounts.WritableFile).Sync(), syscall.ENOSPC, "the file's fsync")
+	require.ErrorIs(t, f.Close(), syscall.ENOSPC)
+	require.NoError(t, mounts.Sync(ctx, fsys, "."), "said at the file's fsync: not again")
+	b, err := os.ReadFile(filepath.Join(dir, "b.full"))
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(b))
+}

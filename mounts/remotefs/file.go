@@ -422,7 +422,7 @@ type writableFile struct {
 	// own) until the close is answered.
 	posted bool
 	local  mounts.Attr
-	asking int // states asked of the peer (postState), unanswered
+	asking int // closes posted (closePosted), unanswered
 	// said: werr was returned by Sync, so Close need not keep it for
 	// the next fsync.
 	said bool

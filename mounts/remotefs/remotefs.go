@@ -702,33 +702,38 @@ func (f *ReadOnlyFS) OfferPages(sink mounts.PageSink) bool {
 // before the listing is answered, so that it is there when the kernel
 // face sees the listing taken in. Not marked offered: the first open
 // among them offers what did not make it (offerBeside).
-func (f *ReadOnlyFS) offerListed(dir string) {
-	if sink := f.sink.Load(); sink != nil {
-		for _, p := range f.cache.pagesOf(dir, false) {
-			(*sink)(p.name, p.data)
-		}
-	}
-}
+func (f *ReadOnlyFS) offerListed(dir string) { f.offer(dir, false) }
 
 // offerBeside offers the content read ahead of dir's files, the first
 // time one of them is opened since dir was listed, from a goroutine of
 // its own: the kernel face may store them at once, and the open that
 // asks is not held up meanwhile.
-func (f *ReadOnlyFS) offerBeside(dir string) {
+func (f *ReadOnlyFS) offerBeside(dir string) { f.offer(dir, true) }
+
+// offer hands dir's pages read ahead to the sink: at once, or, beside an
+// open, marked offered and from a goroutine.
+func (f *ReadOnlyFS) offer(dir string, beside bool) {
 	sink := f.sink.Load()
 	if sink == nil {
 		return
 	}
-	pages := f.cache.pagesOf(dir, true)
+	pages := f.cache.pagesOf(dir, beside)
+	hand := func() {
+		for _, p := range pages {
+			(*sink)(p.name, p.data)
+		}
+	}
+	if !beside {
+		hand()
+		return
+	}
 	if len(pages) == 0 {
 		return
 	}
 	f.offering.Add(1)
 	go func() {
 		defer f.offering.Add(-1)
-		for _, p := range pages {
-			(*sink)(p.name, p.data)
-		}
+		hand()
 	}()
 }
 

@@ -94,12 +94,10 @@ func (f *ReadOnlyFS) attrOfLocked(wa wire.Attr) mounts.Attr {
 // maxOwn bounds behind.own.
 const maxOwn = 4096
 
-// ownState reports whether a is the state the answer to a change posted
-// here gave name, and forgets it if not: a report of name in it is that
-// change coming back.
-func (f *ReadOnlyFS) ownState(name string, a mounts.Attr) bool {
-	f.bh.mu.Lock()
-	defer f.bh.mu.Unlock()
+// ownStateLocked reports whether a is the state the answer to a change
+// posted here gave name, and forgets it if not: a report of name in it
+// is that change coming back. f.bh.mu is held.
+func (f *ReadOnlyFS) ownStateLocked(name string, a mounts.Attr) bool {
 	own, ok := f.bh.own[name]
 	same := ok && sameAttr(own, a, true)
 	if ok && !same {

@@ -502,40 +502,9 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case wire.EventChanged:
-			if f.pending(ev.Name) {
-				// A change posted here, coming back: its answer
-				// says what the name is then (settle), and the
-				// kernel face is told if that is not what it was
-				// answered.
-				continue
+			if f.reported(ev) {
+				names = append(names, ev.Name)
 			}
-			if a := f.attrOf(ev.Attr); ev.State == wire.StateExists && f.cache.sameAs(ev.Name, a) {
-				// As known: nothing to forget but content a
-				// rewrite within the clock's granularity may
-				// have changed (or a directory's entries made
-				// before the peer watched it), unless this is
-				// a change made here coming back.
-				if !f.ownState(ev.Name, a) {
-					f.cache.dropContent(ev.Name)
-					names = append(names, ev.Name)
-				}
-				continue
-			}
-			if ev.State == wire.StateMissing {
-				if _, err, ok := f.cache.stat(ev.Name); ok && errors.Is(err, fs.ErrNotExist) {
-					// Known missing (a lock file made and
-					// removed here, reported late): nothing to
-					// forget, and nothing to tell the kernel
-					// face, which may know a file made under
-					// the name since.
-					continue
-				}
-			}
-			single := ev.State == wire.StateMissing ||
-				ev.State == wire.StateExists && (ev.Attr.Nlink < 2 || ev.Attr.Mode.IsDir())
-			f.cache.invalidateAs(ev.Name, single)
-			f.learn(ev)
-			names = append(names, ev.Name)
 		case wire.EventOverflow:
 			f.cache.flush()
 			names = append(names, ".")
@@ -548,14 +517,59 @@ func (f *ReadOnlyFS) events(evs []wire.Event) {
 	}
 }
 
-// learn keeps the state an event carries of its name (wire.Event.State),
-// as a stat's answer would be kept: the kernel face, told the name
-// changed, looks it up again and is answered from here, without a round
-// trip. Not while writes of this daemon are unanswered: their files'
+// reported applies a change stream report of a name to the cache, and
+// reports whether the kernel face is to be told of it. It decides and
+// applies under f.bh.mu: a change posted meanwhile (its guess put in the
+// cache and its names counted pending, at once, in post) comes wholly
+// before or after. Checked apart, a report of the state the last answer
+// gave a directory could be found pending-free, then compared with the
+// guess of a create tar posted in it a moment later, and so drop the
+// directory's whole subtree.
+func (f *ReadOnlyFS) reported(ev wire.Event) bool {
+	f.bh.mu.Lock()
+	defer f.bh.mu.Unlock()
+	if f.bh.pend[ev.Name] > 0 {
+		// A change posted here, coming back: its answer says what the
+		// name is then (settle), and the kernel face is told if that
+		// is not what it was answered.
+		return false
+	}
+	a := f.attrOfLocked(ev.Attr)
+	if ev.State == wire.StateExists && f.cache.sameAs(ev.Name, a) {
+		// As known: nothing to forget but content a rewrite within
+		// the clock's granularity may have changed (or a directory's
+		// entries made before the peer watched it), unless this is a
+		// change made here coming back.
+		if f.ownStateLocked(ev.Name, a) {
+			return false
+		}
+		f.cache.dropContent(ev.Name)
+		return true
+	}
+	if ev.State == wire.StateMissing {
+		if _, err, ok := f.cache.stat(ev.Name); ok && errors.Is(err, fs.ErrNotExist) {
+			// Known missing (a lock file made and removed here,
+			// reported late): nothing to forget, and nothing to
+			// tell the kernel face, which may know a file made
+			// under the name since.
+			return false
+		}
+	}
+	single := ev.State == wire.StateMissing ||
+		ev.State == wire.StateExists && (ev.Attr.Nlink < 2 || ev.Attr.Mode.IsDir())
+	f.cache.invalidateAs(ev.Name, single)
+	f.learn(ev.Name, ev.State, a)
+	return true
+}
+
+// learn keeps the state a report carries of name (wire.Event.State), as
+// a stat's answer would be kept: the kernel face, told the name changed,
+// looks it up again and is answered from here, without a round trip.
+// Not while writes of this daemon are unanswered: their files'
 // attributes are asked for after them (barrier), and an event sent
 // before a write's answer may show the file as it was before the write.
-func (f *ReadOnlyFS) learn(ev wire.Event) {
-	if ev.State == wire.StateUnknown || !mounts.ValidPath(ev.Name) {
+func (f *ReadOnlyFS) learn(name string, state wire.State, a mounts.Attr) {
+	if state == wire.StateUnknown || !mounts.ValidPath(name) {
 		return
 	}
 	f.wmu.Lock()
@@ -565,11 +579,11 @@ func (f *ReadOnlyFS) learn(ev wire.Event) {
 		return
 	}
 	epoch := f.cache.epoch() // after the invalidation: the state is newer
-	switch ev.State {
+	switch state {
 	case wire.StateExists:
-		f.cache.putAttr(epoch, ev.Name, f.attrOf(ev.Attr))
+		f.cache.putAttr(epoch, name, a)
 	case wire.StateMissing:
-		f.cache.putMissing(epoch, ev.Name)
+		f.cache.putMissing(epoch, name)
 	}
 }
 

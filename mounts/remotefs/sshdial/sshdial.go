@@ -133,10 +133,11 @@ func (e *HostKeyError) Error() string {
 
 // Client is an ssh connection to the remote machine.
 type Client struct {
-	cfg  Config
-	conn net.Conn
-	ssh  *ssh.Client
-	self func() (path, sum string, err error) // the binary to install, hashed while the handshake runs
+	cfg   Config
+	conn  net.Conn
+	quick *quickAckConn // conn, when it is TCP
+	ssh   *ssh.Client
+	self  func() (path, sum string, err error) // the binary to install, hashed while the handshake runs
 }
 
 func home() string {
@@ -175,6 +176,11 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	var quick *quickAckConn
+	if tc, ok := conn.(*net.TCPConn); ok {
+		quick = newQuickAckConn(tc)
+		conn = quick
+	}
 	sc, chans, reqs, err := ssh.NewClientConn(conn, cfg.Target.Addr(), &ssh.ClientConfig{
 		User: user, Auth: auths, HostKeyCallback: hostKey, Timeout: cfg.Timeout,
 	})
@@ -186,7 +192,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, err
 	}
-	return &Client{cfg: cfg, conn: conn, ssh: ssh.NewClient(sc, chans, reqs), self: self}, nil
+	return &Client{cfg: cfg, conn: conn, quick: quick, ssh: ssh.NewClient(sc, chans, reqs), self: self}, nil
 }
 
 // selfHash starts hashing the binary a peer would be installed from,
@@ -211,6 +217,15 @@ func selfHash(cfg Config) func() (string, string, error) {
 	return func() (string, string, error) {
 		<-done
 		return path, sum, err
+	}
+}
+
+// setUp ends what holds while the connection is set up: the bound on its
+// time, and the quick acknowledgements.
+func (c *Client) setUp() {
+	_ = c.conn.SetDeadline(time.Time{})
+	if c.quick != nil {
+		c.quick.settled()
 	}
 }
 
@@ -380,8 +395,8 @@ const missing = "!missing"
 
 // Peer starts `vfsmount peer DIR` on the remote and returns its stdio as
 // one stream that begins with first (the daemon's hello and first
-// request: sent with the start of the peer, not after it has started).
-// Closing the stream ends the peer (its stdin closes).
+// request: sent as soon as the server takes input, not after the peer has
+// answered). Closing the stream ends the peer (its stdin closes).
 //
 // With Install "auto" the peer is this build's binary, in the remote
 // user's cache by its SHA-256. One session both looks for it and, when it
@@ -438,7 +453,7 @@ func (e *PeerUnavailableError) Error() string { return e.Reason }
 // SSH hands the connection over for other channels on it (SFTP, exec):
 // the bound on its set-up is lifted.
 func (c *Client) SSH() *ssh.Client {
-	_ = c.conn.SetDeadline(time.Time{})
+	c.setUp()
 	return c.ssh
 }
 
@@ -455,8 +470,10 @@ func (e *missingError) Is(err error) bool { return err == errMissing }
 //
 // The session is a channel of its own rather than an ssh.Session, whose
 // Start waits for the server's answer to the exec request: asked without
-// an answer, the command and first travel in one flight, and a command
-// the server would not run shows as the session's end.
+// an answer, first follows the command as soon as the server takes input
+// (OpenSSH opens a session's window once its command runs: a round trip
+// after the exec, which the peer spends placing its watches), and a
+// command the server would not run shows as the session's end.
 func (c *Client) startPeer(cmd string, first []byte) (io.ReadWriteCloser, error) {
 	ch, reqs, err := c.ssh.OpenChannel("session", nil)
 	if err != nil {
@@ -513,7 +530,7 @@ func (c *Client) startPeer(cmd string, first []byte) (io.ReadWriteCloser, error)
 		lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
 		return nil, &missingError{system: lines[len(lines)-1]}
 	}
-	_ = c.conn.SetDeadline(time.Time{})
+	c.setUp()
 	return s, nil
 }
 

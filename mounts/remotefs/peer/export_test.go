@@ -18,3 +18,10 @@ func RipgrepRuns() (ok, fellBack int) {
 
 // RgSyntax is rgSyntax.
 var RgSyntax = rgSyntax
+
+// OnWatchesPlaced calls fn once each peer started from now on has placed
+// its watches on its tree, until restore is called.
+func OnWatchesPlaced(fn func()) (restore func()) {
+	watchesPlaced = fn
+	return func() { watchesPlaced = nil }
+}

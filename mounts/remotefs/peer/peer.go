@@ -65,6 +65,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, fsys mounts.FS, opts O
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &server{ctx: ctx, fsys: fsys, opts: opts, codec: wire.NewCodec(r, w),
+		handles: map[uint64]*handle{}, ordered: map[uint64]bool{}, opening: map[uint64]bool{}, failed: map[string]uint64{},
+		execs: map[uint64]*execution{}, changeQ: newQueue()}
+	s.prepareWatch() // while the hellos cross
+	defer s.closeAll()
 	// Both sides write their hello before reading the other's: on a
 	// stream without a buffer that is two writes at once.
 	wrote := make(chan error, 1)
@@ -78,14 +85,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, fsys mounts.FS, opts O
 	if err := <-wrote; err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s := &server{ctx: ctx, fsys: fsys, opts: opts, codec: wire.NewCodec(r, w),
-		handles: map[uint64]*handle{}, ordered: map[uint64]bool{}, opening: map[uint64]bool{}, failed: map[string]uint64{},
-		execs: map[uint64]*execution{}, changeQ: newQueue()}
 	s.wg.Add(1)
 	go s.applyChanges()
-	defer s.closeAll()
 	for {
 		var req wire.Request
 		if err := s.codec.Recv(&req); err != nil {
@@ -114,7 +115,8 @@ type server struct {
 	opening map[uint64]bool // handles being opened for reading
 	changeQ *queue
 	execs   map[uint64]*execution
-	watch   *watcher
+	watch   *watcher    // the change stream, once asked for
+	ahead   *watchAhead // the change stream's watches, placed before it is asked for
 	wg      sync.WaitGroup
 
 	// order keeps the change stream's states in step with the answers:
@@ -604,7 +606,12 @@ func (s *server) closeAll() {
 	w := s.watch
 	s.mu.Unlock()
 	if w != nil {
-		w.close()
+		w.close(true)
+	} else if a := s.ahead; a != nil {
+		<-a.done // the walk ends; nothing reported yet
+		if a.w != nil {
+			a.w.close(false)
+		}
 	}
 	s.stopExecs()
 	s.wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,7 @@ import (
 // compromised could: any request, any name.
 type client struct {
 	t     *testing.T
+	conn  net.Conn
 	codec *wire.Codec
 	next  uint64
 }
@@ -51,7 +53,7 @@ func startPeer(t *testing.T, dir string) *client {
 	_, err = wire.ReadHello(a)
 	require.NoError(t, err)
 	require.NoError(t, <-wrote)
-	return &client{t: t, codec: wire.NewCodec(a, a)}
+	return &client{t: t, conn: a, codec: wire.NewCodec(a, a)}
 }
 
 // call sends req and returns its answer, skipping events.
@@ -172,6 +174,35 @@ func TestPeerWatchAnswersTheRoot(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"a.txt", "sub"}, names)
+}
+
+// The peer places its watches when it starts, before the daemon asks
+// for the change stream (a round trip later, over ssh): a change made in
+// between, deep in the tree, is reported once the stream is asked for.
+func TestPeerWatchesPlacedAheadReportWhatCameBetween(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub/deeper"), 0o755))
+	placed := make(chan struct{}, 1)
+	defer peer.OnWatchesPlaced(func() { placed <- struct{}{} })()
+	c := startPeer(t, dir)
+	<-placed
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub/deeper/new.txt"), []byte("x"), 0o644))
+	c.next++
+	require.NoError(t, c.codec.Send(&wire.Request{ID: c.next, Op: wire.OpWatch}))
+	// Bounded, so that a report that never comes fails rather than hangs.
+	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	watchID, answered := c.next, false
+	for seen := false; !seen || !answered; {
+		var resp wire.Response
+		require.NoError(t, c.codec.Recv(&resp))
+		for _, ev := range resp.Events {
+			seen = seen || ev.Kind == wire.EventChanged && ev.Name == "sub/deeper/new.txt"
+		}
+		if resp.ID == watchID {
+			require.Nil(t, resp.Err)
+			answered = true
+		}
+	}
 }
 
 // send sends requests without waiting, as a daemon that posts changes

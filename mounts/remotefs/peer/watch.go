@@ -33,27 +33,60 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATT
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF |
 	unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
-// startWatch starts the change stream once; a second call is a no-op.
-func (s *server) startWatch() error {
+// watchAhead is the change stream made ready before the daemon asks for
+// it: the watches on the tree are placed when the peer starts, while the
+// daemon's first request is still on its way (over ssh it follows the
+// command by a round trip: a session takes no input before its command
+// runs), and reporting starts when it is asked for (startWatch). Nothing
+// is lost in between: inotify queues what happens meanwhile, and a queue
+// that overflows is reported as such.
+type watchAhead struct {
+	done chan struct{}
+	w    *watcher
+	err  error
+}
+
+// prepareWatch starts placing the watches on the tree, for the change
+// stream the daemon will ask for; a peer with no directory of its own
+// has none.
+func (s *server) prepareWatch() {
 	if s.opts.Dir == "" {
+		return
+	}
+	a := &watchAhead{done: make(chan struct{})}
+	s.ahead = a
+	go func() {
+		defer close(a.done)
+		if a.w, a.err = newWatcher(s); a.err == nil {
+			a.w.addTree(".")
+		}
+		if watchesPlaced != nil {
+			watchesPlaced()
+		}
+	}()
+}
+
+// watchesPlaced, if set (by tests), is called once a peer's watches are
+// placed.
+var watchesPlaced func()
+
+// startWatch starts the change stream once the tree is watched; a second
+// call is a no-op.
+func (s *server) startWatch() error {
+	a := s.ahead
+	if a == nil {
 		return errors.ErrUnsupported
 	}
+	<-a.done
+	if a.err != nil {
+		return a.err
+	}
 	s.mu.Lock()
-	if s.watch != nil {
-		s.mu.Unlock()
-		return nil
+	defer s.mu.Unlock()
+	if s.watch == nil {
+		s.watch = a.w
+		go a.w.loop()
 	}
-	w, err := newWatcher(s)
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	s.watch = w
-	s.mu.Unlock()
-	go w.loop()
-	// The walk (every directory of the tree) runs without the server's
-	// lock, which every request on an open file takes.
-	w.addTree(".")
 	return nil
 }
 
@@ -113,9 +146,13 @@ func quietDirs(dir string, fn func(dir string) bool) {
 	}
 }
 
-func (w *watcher) close() {
+// close stops the watcher; looping says whether its loop runs (it ends
+// the loop first).
+func (w *watcher) close(looping bool) {
 	unix.Close(w.stop[1])
-	<-w.done
+	if looping {
+		<-w.done
+	}
 	unix.Close(w.stop[0])
 	unix.Close(w.fd)
 }

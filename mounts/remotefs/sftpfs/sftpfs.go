@@ -193,6 +193,38 @@ func (c *conn) alive() bool {
 	}
 }
 
+// lost reports whether the connection is gone, asking it when it is not
+// known to be: a session that ended without an exit status is often the
+// first sign (x/crypto/ssh drops the channels of a dead connection before
+// its Wait returns). The question is a keepalive request, which a live
+// server answers (OpenSSH: with a refusal) within timeout; a connection
+// that answers nothing in that time is lost too.
+func (c *conn) lost(timeout time.Duration) bool {
+	if !c.alive() {
+		return true
+	}
+	asked := make(chan error, 1)
+	go func() {
+		_, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+		asked <- err
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.dead:
+		return true
+	case err := <-asked:
+		if err != nil {
+			c.fail(err)
+			return true
+		}
+		return false
+	case <-t.C:
+		c.fail(fmt.Errorf("no answer for %v", timeout))
+		return true
+	}
+}
+
 // Open connects and returns a *FS, or a *ReadOnlyFS with opts.ReadOnly.
 // The first connection's failure is returned as it is: nothing is
 // mounted.

@@ -132,7 +132,10 @@ func (s *session) read() {
 	}
 }
 
-// fail ends the session: every caller waiting gets err.
+// fail ends the session: every caller waiting gets err. What the session
+// cached is forgotten (onFail) before dead is closed, and a call that
+// finds the session dead waits for dead: no caller that has learnt of the
+// loss is answered from the cache the lost session kept.
 func (s *session) fail(err error) {
 	s.mu.Lock()
 	if s.err != nil {
@@ -183,9 +186,10 @@ func (s *session) startPosted(req *wire.Request, fn func(*wire.Response, error))
 // it. A send that fails ends the session.
 func (s *session) send(req *wire.Request, wait func()) (registered bool, err error) {
 	s.mu.Lock()
-	if s.err != nil {
+	if err := s.err; err != nil {
 		s.mu.Unlock()
-		return false, s.err
+		<-s.dead // what the session cached is forgotten before a caller learns it died
+		return false, err
 	}
 	s.next++
 	req.ID = s.next
@@ -203,6 +207,7 @@ func (s *session) send(req *wire.Request, wait func()) (registered bool, err err
 	s.mu.Unlock()
 	if err := s.codec.Send(req); err != nil {
 		s.fail(fmt.Errorf("sending: %w", err))
+		<-s.dead // ended by another goroutine's fail, which may be forgetting still
 		return true, err
 	}
 	return true, nil
@@ -223,6 +228,7 @@ func (s *session) newHandleLocked() uint64 {
 // post sends a request that is not answered (exec-input, exec-signal).
 func (s *session) post(req *wire.Request) error {
 	if err := s.alive(); err != nil {
+		<-s.dead
 		return err
 	}
 	if err := s.codec.Send(req); err != nil {

@@ -184,6 +184,15 @@ func (c *cache) invalidateAs(name string, single bool) {
 			delete(c.content, n)
 		}
 	}
+	// The parent's attributes (its link count, its times) are also in its
+	// own parent's listing, which known answers from.
+	if grand, base := mounts.Split(parent); parent != "." {
+		if d, ok := c.dirs[grand]; ok {
+			if _, ok := d.find(base); ok {
+				delete(c.dirs, grand)
+			}
+		}
+	}
 	// A directory renamed or removed takes its subtree with it.
 	if subtree {
 		c.dropSubtree(name)

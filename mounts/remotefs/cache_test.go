@@ -68,3 +68,20 @@ func TestCacheLinksChangedSinceAnOpen(t *testing.T) {
 	c.invalidate("h") // not known: any file with several links may be it
 	assert.True(t, c.linksChangedSince(asked, unknown))
 }
+
+// A change below a directory drops what the cache holds of the
+// directory's attributes, its own parent's listing included: a
+// directory's link count falls when a directory in it is removed, and
+// that listing held the old count (TestRemoteDifferential: nlink 3 for
+// good, 2 on the disk).
+func TestCacheChangeBelowDropsTheParentInItsListing(t *testing.T) {
+	c := newCache(1 << 20)
+	c.setWatching(true)
+	dir := mounts.Attr{Mode: 0o755 | 1<<31, Nlink: 3, Ino: 5}
+	c.putDir(c.epoch(), "d", []mounts.DirEntry{{Name: "b", Ino: 5}}, []mounts.Attr{dir})
+	_, ok := c.known("d/b")
+	assert.True(t, ok, "known from d's listing")
+	c.invalidate("d/b/b") // rmdir d/b/b
+	_, ok = c.known("d/b")
+	assert.False(t, ok, "d/b's link count before the rmdir")
+}

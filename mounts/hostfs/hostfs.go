@@ -384,7 +384,7 @@ func (f *ReadOnlyFS) readDirFlags(ctx context.Context, name string, extra int) (
 			return err
 		}
 		defer unix.Close(fd)
-		out, err = ReadDirFD(ctx, fd)
+		out, err = readDir(ctx, fd)
 		return err
 	})
 	if err != nil {
@@ -394,12 +394,11 @@ func (f *ReadOnlyFS) readDirFlags(ctx context.Context, name string, extra int) (
 	return out, nil
 }
 
-// ReadDirFD reads the directory open at fd with getdents64(2), in the
-// order it gives. It does not use os.File's ReadDir: on a file system that
-// reports DT_UNKNOWN, that one lstat's entries by a path built from the
-// file's name, not relative to the descriptor; here such an entry is
-// fstatat'ed relative to fd.
-func ReadDirFD(ctx context.Context, fd int) ([]mounts.DirEntry, error) {
+// readDir reads a directory with getdents64(2). It does not use os.File's
+// ReadDir: on a file system that reports DT_UNKNOWN, that one lstat's
+// entries by a path built from the file's name, not relative to the
+// descriptor; here such an entry is fstatat'ed relative to fd.
+func readDir(ctx context.Context, fd int) ([]mounts.DirEntry, error) {
 	var out []mounts.DirEntry
 	buf := make([]byte, 32<<10)
 	for {

@@ -1,7 +1,8 @@
 package peer
 
 import (
-	"context"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -14,8 +15,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/vfsmount/vfsmount/mounts/hostfs"
 
 	"github.com/vfsmount/vfsmount/mounts/remotefs/wire"
 )
@@ -164,8 +163,8 @@ func quietDirs(dir string, fn func(dir string) bool) {
 var walkers = max(4, 2*runtime.GOMAXPROCS(0))
 
 // subdirs lists the names of dir's directories (symlinks not followed),
-// from the types getdents(2) gives (hostfs.ReadDirFD): no stat per entry
-// where the file system gives types.
+// from the types getdents(2) gives: no stat per entry, no entry kept but
+// the directories.
 func subdirs(dir string) []string {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	fd, err := unix.Open(dir, flags|unix.O_NOATIME, 0)
@@ -176,14 +175,48 @@ func subdirs(dir string) []string {
 		return nil
 	}
 	defer unix.Close(fd)
-	ents, _ := hostfs.ReadDirFD(context.Background(), fd)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	var names []string
-	for _, e := range ents {
-		if e.Type.IsDir() {
-			names = append(names, e.Name)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return names
+		}
+		for b := buf[:n]; len(b) >= direntNameOff; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < direntNameOff || reclen > len(b) {
+				return names
+			}
+			typ, name := b[18], b[direntNameOff:reclen]
+			b = b[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if typ == unix.DT_DIR || typ == unix.DT_UNKNOWN && isDir(dir, name) {
+				if s := string(name); s != "." && s != ".." {
+					names = append(names, s)
+				}
+			}
 		}
 	}
-	return names
+}
+
+// direntNameOff is where a linux_dirent64's name starts: after d_ino (8),
+// d_off (8), d_reclen (2) and d_type (1).
+const direntNameOff = 19
+
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// isDir reports whether dir/name is a directory, for a file system that
+// gives no types in its listings.
+func isDir(dir string, name []byte) bool {
+	var st unix.Stat_t
+	return unix.Lstat(filepath.Join(dir, string(name)), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // close stops the watcher; looping says whether its loop runs (it ends
